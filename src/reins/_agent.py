@@ -1,0 +1,244 @@
+"""`Agent`: the Python API. Starts, continues and resumes runs recorded in an event log."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._cancel import Cancel
+from ._context import system_prompt
+from ._errors import UsageError
+from ._events import Event, RunConfig, RunResumed, RunStarted, StopReason
+from ._loop import RunLoop
+from ._messages import Message, SystemMessage, Usage, UserMessage
+from ._model import Model, ModelSettings
+from ._policies import MaxSteps, Policy
+from ._state import RunState
+from .store import EventLog, MemoryLog
+from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    run_id: str
+    session_id: str
+    stop_reason: StopReason
+    final_answer: str | None
+    detail: str
+    messages: list[Message]
+    usage: Usage
+    steps: int
+
+    @classmethod
+    def of(cls, state: RunState) -> RunResult:
+        finished = state.finished
+        if finished is None:
+            raise UsageError(f"run {state.run_id} has not finished; resume it first")
+        return cls(
+            run_id=state.run_id,
+            session_id=state.session_id,
+            stop_reason=finished.stop_reason,
+            final_answer=finished.final_answer,
+            detail=finished.detail,
+            messages=state.transcript(),
+            usage=state.usage,
+            steps=state.step,
+        )
+
+
+class AgentRun:
+    """A run in progress: iterate it for its events, then ask for its `result()`."""
+
+    def __init__(self, events: AsyncIterator[Event], holder: list[RunState]) -> None:
+        self._events = events
+        self._holder = holder
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._events
+
+    @property
+    def state(self) -> RunState:
+        """The live state, once the first event has been yielded."""
+        if not self._holder:
+            raise UsageError("the run has not started; iterate it first")
+        return self._holder[0]
+
+    async def result(self) -> RunResult:
+        """Drive the run to its end (if not done yet) and return its outcome."""
+        async for _ in self._events:
+            pass
+        return RunResult.of(self.state)
+
+
+@dataclass(kw_only=True)
+class Agent:
+    """A model, tools and policies. Reusable: every run's state lives in `log`."""
+
+    model: Model
+    tools: Sequence[Tool] = BUILTIN_TOOLS
+    """`final_answer` is always added."""
+    instructions: str = ""
+    workspace: str | Path = "."
+    max_steps: int = 30
+    max_parallel_tools: int = 4
+    policies: Sequence[Policy] = ()
+    """Consulted in order after the built-in step cap."""
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    log: EventLog = field(default_factory=MemoryLog)
+    model_id: str | None = None
+    """The model string recorded in the log, for resuming from the command line."""
+
+    async def run(
+        self, goal: str, *, session_id: str | None = None, cancel: Cancel | None = None
+    ) -> RunResult:
+        """Run `goal` to the end (a new turn of `session_id`, or a new session)."""
+        return await self.iter(goal, session_id=session_id, cancel=cancel).result()
+
+    def run_sync(self, goal: str, *, session_id: str | None = None) -> RunResult:
+        return asyncio.run(self.run(goal, session_id=session_id))
+
+    async def resume(
+        self, run_id: str, *, max_steps: int | None = None, cancel: Cancel | None = None
+    ) -> RunResult:
+        """Continue a run from its log: after a crash, a cap, a cancel or an error."""
+        return await self.resume_iter(run_id, max_steps=max_steps, cancel=cancel).result()
+
+    def iter(
+        self, goal: str, *, session_id: str | None = None, cancel: Cancel | None = None
+    ) -> AgentRun:
+        """Like `run`, as an async iterable of the run's events."""
+        holder: list[RunState] = []
+        return AgentRun(self._start(goal, session_id, cancel, holder), holder)
+
+    def resume_iter(
+        self, run_id: str, *, max_steps: int | None = None, cancel: Cancel | None = None
+    ) -> AgentRun:
+        """Like `resume`, as an async iterable of events. `max_steps` is the new cap; by
+        default a run stopped by its cap gets as many steps again."""
+        holder: list[RunState] = []
+        return AgentRun(self._resume(run_id, max_steps, cancel, holder), holder)
+
+    async def _start(
+        self,
+        goal: str,
+        session_id: str | None,
+        cancel: Cancel | None,
+        into: list[RunState],
+    ) -> AsyncIterator[Event]:
+        if not goal.strip():
+            raise UsageError("the goal is empty; say what the agent should do")
+        workspace = Workspace(self.workspace)
+        if session_id is None:
+            session_id = new_id()
+            history: list[Message] = [
+                SystemMessage(
+                    content=system_prompt(workspace=workspace.root, instructions=self.instructions)
+                )
+            ]
+        else:
+            history = await self._session_history(session_id)
+        config = RunConfig(
+            model=self.model_id or self.model.name,
+            workspace=str(workspace.root),
+            max_steps=self.max_steps,
+            tools=tuple(t.name for t in self._tools()),
+            max_parallel_tools=self.max_parallel_tools,
+        )
+        started = RunStarted(
+            session_id=session_id,
+            run_id=new_id(),
+            seq=1,
+            goal=goal,
+            config=config,
+            messages=(*history, UserMessage(content=goal)),
+        )
+        await self.log.append(started)
+        state = RunState.fold([started])
+        into.append(state)
+        yield started
+        async for event in self._loop(state, cancel).events():
+            yield event
+
+    async def _resume(
+        self,
+        run_id: str,
+        max_steps: int | None,
+        cancel: Cancel | None,
+        into: list[RunState],
+    ) -> AsyncIterator[Event]:
+        state = RunState.fold(await self.log.events(run_id))
+        if state.finished is not None and state.finished.stop_reason is StopReason.END_TURN:
+            raise UsageError(
+                f"run {run_id} already ended its turn; continue its session with a new goal instead"
+            )
+        if max_steps is None:
+            capped = (
+                state.finished is not None and state.finished.stop_reason is StopReason.MAX_STEPS
+            )
+            max_steps = state.step + state.config.max_steps if capped else state.config.max_steps
+        resumed = RunResumed(
+            session_id=state.session_id,
+            run_id=state.run_id,
+            seq=state.next_seq,
+            max_steps=max_steps,
+        )
+        await self.log.append(resumed)
+        state.apply(resumed)
+        into.append(state)
+        yield resumed
+        async for event in self._loop(state, cancel).events():
+            yield event
+
+    async def state(self, run_id: str) -> RunState:
+        """The run's state, folded from its log."""
+        return RunState.fold(await self.log.events(run_id))
+
+    def _loop(self, state: RunState, cancel: Cancel | None) -> RunLoop:
+        tools = self._tools()
+        missing = set(state.config.tools) - {t.name for t in tools}
+        if missing:
+            raise UsageError(
+                f"run {state.run_id} used tools {sorted(missing)} that this agent lacks"
+            )
+        workspace = Workspace(state.config.workspace, protected=self._protected())
+        context = ToolContext(workspace=workspace, session_id=state.session_id, run_id=state.run_id)
+        executor = ToolExecutor(
+            [t for t in tools if t.name in state.config.tools],
+            context=context,
+            max_parallel=state.config.max_parallel_tools,
+        )
+        return RunLoop(
+            state=state,
+            log=self.log,
+            model=self.model,
+            executor=executor,
+            policies=[MaxSteps(), *self.policies],
+            settings=self.settings,
+            cancel=cancel or Cancel(),
+        )
+
+    def _tools(self) -> list[Tool]:
+        tools = list(self.tools)
+        if not any(t.name == final_answer.name for t in tools):
+            tools.append(final_answer)
+        return tools
+
+    def _protected(self) -> list[Path]:
+        directory = getattr(self.log, "directory", None)
+        return [directory] if isinstance(directory, Path) else []
+
+    async def _session_history(self, session_id: str) -> list[Message]:
+        runs = await self.log.runs(session_id)
+        if not runs:
+            raise UsageError(f"no session {session_id!r} in this log; `reins sessions` lists them")
+        last = RunState.fold(await self.log.events(runs[-1].run_id))
+        return last.transcript()
+
+
+def new_id() -> str:
+    """A time-ordered id: 11 hex digits of milliseconds, then 6 random ones."""
+    return f"{int(time.time() * 1000):011x}{secrets.token_hex(3)}"

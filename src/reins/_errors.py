@@ -1,0 +1,62 @@
+"""The project's error types.
+
+Every error reins raises derives from `ReinsError`, split by who must act::
+
+    ReinsError
+    ├── ToolError            retry-to-model: becomes an observation the model can act on
+    ├── RunError             stop-the-run: the run ends with stop reason `error`, resumable
+    │   ├── ModelError       the model call failed
+    │   └── StoreError       the event log cannot be read or written
+    │       └── LogCorrupted a database or JSONL mirror failed its checks
+    └── UsageError           developer misuse: bad configuration or input, fix and retry
+        ├── UnknownModel     a model string no provider understands
+        ├── ScriptError      a malformed `script:` file
+        ├── WorkspaceError   a missing or unusable workspace
+        └── RunNotFound      no run or session matches an id
+"""
+
+from __future__ import annotations
+
+
+class ReinsError(Exception):
+    """Base of every error raised by reins."""
+
+
+class ToolError(ReinsError):
+    """A tool failed in a way the model can fix; the message is its observation."""
+
+
+class RunError(ReinsError):
+    """The run cannot go on; it stops with reason `error` and can be resumed."""
+
+
+class ModelError(RunError):
+    """The model call failed."""
+
+
+class StoreError(RunError):
+    """The event log could not be read or written."""
+
+
+class LogCorrupted(StoreError):
+    """The database or a JSONL mirror failed an integrity check."""
+
+
+class UsageError(ReinsError):
+    """The caller passed something unusable; the message says what and how to fix it."""
+
+
+class UnknownModel(UsageError):
+    """No provider understands the model string."""
+
+
+class ScriptError(UsageError):
+    """A scripted-model file is missing or malformed."""
+
+
+class WorkspaceError(UsageError):
+    """The workspace does not exist or is not a directory."""
+
+
+class RunNotFound(UsageError):
+    """No run or session matches the id given."""

@@ -1,0 +1,161 @@
+"""Run events: the append-only record every other part of reins reads.
+
+Each event is a frozen model discriminated by `kind`. The envelope (`session_id`, `run_id`,
+a gap-free per-run `seq`, a UTC `ts` and the schema version `v`) is the same for all of them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
+
+SCHEMA_VERSION = 1
+
+
+class StopReason(StrEnum):
+    """Why a run ended. Closed: the loop and every reader match it exhaustively."""
+
+    END_TURN = "end_turn"
+    CANCELLED = "cancelled"
+    MAX_STEPS = "max_steps"
+    MAX_TOKENS = "max_tokens"
+    TOKEN_BUDGET = "token_budget"
+    TIME_BUDGET = "time_budget"
+    COST_BUDGET = "cost_budget"
+    REFUSAL = "refusal"
+    MISSING_EVIDENCE = "missing_evidence"
+    ERROR = "error"
+
+
+FinishReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
+"""Why the model stopped producing one response, mapped from each provider's signal."""
+
+
+class RunConfig(BaseModel):
+    """What a run needs to be resumed from its log alone."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    """The model string, e.g. `script:demo.json`."""
+    workspace: str
+    """Absolute path of the directory tools work in."""
+    max_steps: int
+    """Cap on model responses in this run."""
+    tools: tuple[str, ...] = ()
+    """Names of the tools offered to the model."""
+    max_parallel_tools: int = 4
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    v: int = SCHEMA_VERSION
+    session_id: str
+    run_id: str
+    seq: int
+    ts: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class RunStarted(_Event):
+    kind: Literal["run_started"] = "run_started"
+    goal: str
+    config: RunConfig
+    messages: tuple[Message, ...]
+    """The whole context the run starts from: system prompt, earlier turns, the goal."""
+
+
+class RunResumed(_Event):
+    kind: Literal["run_resumed"] = "run_resumed"
+    max_steps: int
+    """The step cap in force from here on."""
+
+
+class ModelRequested(_Event):
+    kind: Literal["model_request"] = "model_request"
+    step: int
+
+
+class TextDelta(_Event):
+    kind: Literal["text_delta"] = "text_delta"
+    step: int
+    text: str
+
+
+class ThinkingDelta(_Event):
+    kind: Literal["thinking_delta"] = "thinking_delta"
+    step: int
+    text: str
+
+
+class ModelResponded(_Event):
+    kind: Literal["model_response"] = "model_response"
+    step: int
+    message: AssistantMessage
+    usage: Usage
+    finish: FinishReason
+    model: str
+
+
+class ToolCallStarted(_Event):
+    kind: Literal["tool_call_started"] = "tool_call_started"
+    step: int
+    call: ToolCall
+
+
+class ToolCallFinished(_Event):
+    kind: Literal["tool_call_finished"] = "tool_call_finished"
+    step: int
+    result: ToolResultMessage
+    duration_ms: float = 0.0
+
+
+class ResponseRejected(_Event):
+    """A policy refused the last response; its calls are not run and the model is told why."""
+
+    kind: Literal["response_rejected"] = "response_rejected"
+    step: int
+    observation: str
+    source: str
+
+
+class Notice(_Event):
+    """Something worth telling; with `to_model` it is also said to the model."""
+
+    kind: Literal["notice"] = "notice"
+    text: str
+    source: str
+    level: Literal["info", "warning"] = "info"
+    to_model: bool = False
+
+
+class RunFinished(_Event):
+    kind: Literal["run_finished"] = "run_finished"
+    stop_reason: StopReason
+    final_answer: str | None = None
+    detail: str = ""
+
+
+Event = Annotated[
+    RunStarted
+    | RunResumed
+    | ModelRequested
+    | TextDelta
+    | ThinkingDelta
+    | ModelResponded
+    | ToolCallStarted
+    | ToolCallFinished
+    | ResponseRejected
+    | Notice
+    | RunFinished,
+    Field(discriminator="kind"),
+]
+"""Any run event."""
+
+EVENT: TypeAdapter[Event] = TypeAdapter(Event)
+"""The one adapter that (de)serializes every event."""

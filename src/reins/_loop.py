@@ -1,0 +1,253 @@
+"""The loop: THINK -> ACT -> OBSERVE as an async generator of events.
+
+Which stage runs next is read off the folded state, never from local variables, so a run resumed
+from its log after a crash at any event boundary goes on exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, assert_never
+
+from ._cancel import Cancel
+from ._errors import ReinsError, StoreError
+from ._events import (
+    Event,
+    ModelRequested,
+    ModelResponded,
+    Notice,
+    ResponseRejected,
+    RunFinished,
+    StopReason,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from ._messages import AssistantMessage, ToolCall, ToolResultMessage
+from ._model import Model, ModelResponse, ModelSettings, TextChunk, ThinkingChunk
+from ._policies import Answer, Continue, Inject, Policy, Reject, Stop
+from ._state import RunState
+from .store import EventLog
+from .tools import ToolExecutor
+
+
+class RunLoop:
+    """Drives one run from its current state until it finishes."""
+
+    def __init__(
+        self,
+        *,
+        state: RunState,
+        log: EventLog,
+        model: Model,
+        executor: ToolExecutor,
+        policies: Sequence[Policy],
+        settings: ModelSettings,
+        cancel: Cancel,
+    ) -> None:
+        self.state = state
+        self.log = log
+        self.model = model
+        self.executor = executor
+        self.policies = policies
+        self.settings = settings
+        self.cancel = cancel
+
+    async def events(self) -> AsyncIterator[Event]:
+        state = self.state
+        while state.finished is None:
+            if state.review_pending:
+                stage = self._review()
+            elif state.pending:
+                stage = self._act()
+            elif (answer := state.turn_answer()) is not None:
+                stage = self._conclude(answer)
+            else:
+                stage = self._think()
+            async for event in stage:
+                yield event
+
+    # 1-3: before the round, build the request, call the model
+    async def _think(self) -> AsyncIterator[Event]:
+        state = self.state
+        for policy in self.policies:
+            match await policy.before_round(state):
+                case Continue():
+                    pass
+                case Inject(text):
+                    yield await self._emit(Notice, text=text, source=policy.name, to_model=True)
+                case Stop(reason, detail):
+                    yield await self._finish(reason, detail=detail)
+                    return
+        if self.cancel.is_set:
+            yield await self._finish(StopReason.CANCELLED, detail="cancelled before a model call")
+            return
+        step = state.step + 1
+        yield await self._emit(ModelRequested, commit=False, step=step)
+        response: ModelResponse | None = None
+        stream = self.model.stream(state.messages, self.executor.specs, self.settings)
+        try:
+            while response is None:
+                item = await self.cancel.race(anext(stream))
+                match item:
+                    case None:
+                        yield await self._finish(
+                            StopReason.CANCELLED, detail="cancelled while the model answered"
+                        )
+                        return
+                    case TextChunk(text):
+                        yield await self._emit(TextDelta, commit=False, step=step, text=text)
+                    case ThinkingChunk(text):
+                        yield await self._emit(ThinkingDelta, commit=False, step=step, text=text)
+                    case ModelResponse():
+                        response = item
+        except StopAsyncIteration:
+            yield await self._finish(
+                StopReason.ERROR, detail="the model stream ended without a response"
+            )
+            return
+        except StoreError:
+            raise
+        except Exception as exc:  # any provider failure stops the run, resumably
+            detail = str(exc) if isinstance(exc, ReinsError) else f"{type(exc).__name__}: {exc}"
+            yield await self._finish(StopReason.ERROR, detail=f"model call failed: {detail}")
+            return
+        finally:
+            await _close(stream)
+        yield await self._emit(
+            ModelResponded,
+            step=step,
+            message=response.message,
+            usage=response.usage,
+            finish=response.finish,
+            model=response.model_name,
+        )
+
+    # 4: after the response; then its tools, or its final answer
+    async def _review(self) -> AsyncIterator[Event]:
+        state = self.state
+        response = state.messages[-1]
+        assert isinstance(response, AssistantMessage)
+        for policy in self.policies:
+            match await policy.after_response(state, response):
+                case Continue():
+                    pass
+                case Reject(observation):
+                    yield await self._emit(
+                        ResponseRejected,
+                        step=state.step,
+                        observation=observation,
+                        source=policy.name,
+                    )
+                    return
+                case Stop(reason, detail):
+                    yield await self._finish(reason, detail=detail)
+                    return
+        if state.pending:
+            async for event in self._act():
+                yield event
+        elif (answer := state.turn_answer()) is not None:
+            async for event in self._conclude(answer):
+                yield event
+
+    async def _conclude(self, answer: str) -> AsyncIterator[Event]:
+        for policy in self.policies:
+            match await policy.on_final(self.state, answer):
+                case Continue():
+                    pass
+                case Reject(observation):
+                    yield await self._emit(
+                        Notice, text=observation, source=policy.name, to_model=True
+                    )
+                    return
+        yield await self._finish(StopReason.END_TURN, final_answer=answer)
+
+    # 5-7: before each tool call, run them, after the tools
+    async def _act(self) -> AsyncIterator[Event]:
+        state = self.state
+        step = state.step
+        runnable: list[ToolCall] = []
+        for call in [c for c in state.pending if c.id not in state.results]:
+            verdict = await self._before_tool(call)
+            match verdict:
+                case Continue():
+                    runnable.append(call)
+                case Answer(text) | Reject(text):
+                    result = ToolResultMessage(
+                        call_id=call.id,
+                        name=call.name,
+                        content=text,
+                        is_error=isinstance(verdict, Reject),
+                    )
+                    yield await self._emit(ToolCallFinished, step=step, result=result)
+                case Stop(reason, detail):
+                    yield await self._finish(reason, detail=detail)
+                    return
+                case _:
+                    assert_never(verdict)
+        for call in runnable:
+            yield await self._emit(ToolCallStarted, commit=False, step=step, call=call)
+        await self.log.commit()  # the calls are on record before any side effect
+
+        for done in asyncio.as_completed([self._run_tool(call) for call in runnable]):
+            result, duration_ms = await done
+            yield await self._emit(
+                ToolCallFinished, step=step, result=result, duration_ms=duration_ms
+            )
+
+        results = state.step_results()
+        for policy in self.policies:
+            match await policy.after_tools(state, results):
+                case Continue():
+                    pass
+                case Inject(text):
+                    yield await self._emit(Notice, text=text, source=policy.name, to_model=True)
+                case Stop(reason, detail):
+                    yield await self._finish(reason, detail=detail)
+                    return
+        if self.cancel.is_set:
+            yield await self._finish(StopReason.CANCELLED, detail="cancelled after tool calls")
+
+    async def _before_tool(self, call: ToolCall) -> Continue | Reject | Answer | Stop:
+        for policy in self.policies:
+            verdict = await policy.before_tool(self.state, call)
+            if not isinstance(verdict, Continue):
+                return verdict
+        return Continue()
+
+    async def _run_tool(self, call: ToolCall) -> tuple[ToolResultMessage, float]:
+        start = time.perf_counter()
+        result = await self.cancel.race(self.executor.execute(call))
+        if result is None:
+            result = ToolResultMessage(
+                call_id=call.id,
+                name=call.name,
+                content="Cancelled by the user before it finished.",
+                is_error=True,
+            )
+        return result, (time.perf_counter() - start) * 1000
+
+    async def _finish(
+        self, reason: StopReason, *, final_answer: str | None = None, detail: str = ""
+    ) -> Event:
+        return await self._emit(
+            RunFinished, stop_reason=reason, final_answer=final_answer, detail=detail
+        )
+
+    async def _emit(self, kind: type[Any], *, commit: bool = True, **fields: Any) -> Event:
+        state = self.state
+        event: Event = kind(
+            session_id=state.session_id, run_id=state.run_id, seq=state.next_seq, **fields
+        )
+        await self.log.append(event, commit=commit)
+        state.apply(event)
+        return event
+
+
+async def _close(stream: AsyncIterator[Any]) -> None:
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()

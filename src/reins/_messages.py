@@ -1,0 +1,85 @@
+"""Typed conversation messages: what the model sees, discriminated by `role`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCall(_Frozen):
+    """One tool call requested by the model."""
+
+    id: str
+    """Provider call id; a tool result is paired to its call by this id."""
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict[str, Any])
+
+
+class Usage(_Frozen):
+    """Token counts of one model response, or a sum of them."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            requests=self.requests + other.requests,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class SystemMessage(_Frozen):
+    role: Literal["system"] = "system"
+    content: str
+
+
+class UserMessage(_Frozen):
+    role: Literal["user"] = "user"
+    content: str
+
+
+class AssistantMessage(_Frozen):
+    role: Literal["assistant"] = "assistant"
+    text: str = ""
+    thinking: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class ToolResultMessage(_Frozen):
+    """The observation of one tool call, paired by `call_id`."""
+
+    role: Literal["tool"] = "tool"
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+Message = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolResultMessage,
+    Field(discriminator="role"),
+]
+"""Any message of a conversation."""
+
+MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+"""(De)serializes a list of messages."""
+
+
+class ToolSpec(_Frozen):
+    """What the model is told about one tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """JSON schema of the arguments object."""

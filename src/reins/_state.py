@@ -1,0 +1,179 @@
+"""Run state as a pure fold of run events.
+
+The loop keeps nothing else: resuming a run is folding its log and driving on from the phase the
+state is in (`review_pending`, `pending`, `turn_answer()`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import assert_never
+
+from ._errors import LogCorrupted
+from ._events import (
+    Event,
+    ModelRequested,
+    ModelResponded,
+    Notice,
+    ResponseRejected,
+    RunConfig,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
+
+FINAL_ANSWER_TOOL = "final_answer"
+FINAL_ANSWER_PREFIX = "FINAL_ANSWER:"
+
+
+@dataclass(kw_only=True)
+class RunState:
+    """Everything the loop knows about one run, rebuilt from its events alone."""
+
+    session_id: str
+    run_id: str
+    goal: str
+    config: RunConfig
+    messages: list[Message]
+    next_seq: int = 1
+    step: int = 0
+    usage: Usage = field(default_factory=Usage)
+    review_pending: bool = False
+    """A response is recorded that no policy has ruled on yet."""
+    pending: list[ToolCall] = field(default_factory=list[ToolCall])
+    """Calls of the open response whose results are not all in."""
+    results: dict[str, ToolResultMessage] = field(default_factory=dict[str, ToolResultMessage])
+    finished: RunFinished | None = None
+
+    @classmethod
+    def fold(cls, events: Iterable[Event]) -> RunState:
+        it = iter(events)
+        first = next(it, None)
+        if not isinstance(first, RunStarted):
+            raise LogCorrupted("a run's log must begin with run_started")
+        state = cls(
+            session_id=first.session_id,
+            run_id=first.run_id,
+            goal=first.goal,
+            config=first.config,
+            messages=list(first.messages),
+            next_seq=first.seq + 1,
+        )
+        for event in it:
+            state.apply(event)
+        return state
+
+    def apply(self, event: Event) -> None:
+        if event.seq != self.next_seq:
+            raise LogCorrupted(
+                f"run {self.run_id}: expected event seq {self.next_seq}, found {event.seq}"
+            )
+        self.next_seq += 1
+        match event:
+            case RunStarted():
+                raise LogCorrupted(f"run {self.run_id}: run_started at seq {event.seq}")
+            case RunResumed():
+                self.finished = None
+                self.config = self.config.model_copy(update={"max_steps": event.max_steps})
+            case ModelRequested() | TextDelta() | ThinkingDelta():
+                pass
+            case ModelResponded():
+                self.step = event.step
+                self.usage = self.usage + event.usage
+                self.messages.append(event.message)
+                self.review_pending = True
+                self.pending = list(event.message.tool_calls)
+                self.results = {}
+            case ToolCallStarted():
+                self.review_pending = False
+            case ToolCallFinished():
+                self.review_pending = False
+                self.results[event.result.call_id] = event.result
+                if all(call.id in self.results for call in self.pending):
+                    self._close_step()
+            case ResponseRejected():
+                self.review_pending = False
+                for call in self.pending:
+                    self.results.setdefault(call.id, _not_run(call, "the response was rejected"))
+                self._close_step()
+                self.messages.append(UserMessage(content=event.observation))
+            case Notice():
+                if event.to_model:
+                    self.review_pending = False
+                    self.messages.append(UserMessage(content=event.text))
+            case RunFinished():
+                self.review_pending = False
+                self.finished = event
+            case _:
+                assert_never(event)
+
+    def _close_step(self) -> None:
+        self.messages.extend(self.results[call.id] for call in self.pending)
+        self.pending = []
+        self.results = {}
+
+    def transcript(self) -> list[Message]:
+        """The messages, with a result for every call that never got one (for a next turn)."""
+        done = [
+            self.results.get(call.id) or _not_run(call, "the run ended") for call in self.pending
+        ]
+        return [*self.messages, *done]
+
+    def step_results(self) -> list[ToolResultMessage]:
+        """The tool results that follow the last response."""
+        last = _last_assistant(self.messages)
+        after = self.messages[last[0] + 1 :] if last else []
+        return [m for m in after if isinstance(m, ToolResultMessage)]
+
+    def turn_answer(self) -> str | None:
+        """The final answer if the last response ended the turn and its tools have all run."""
+        if self.pending:
+            return None
+        last = _last_assistant(self.messages)
+        if last is None:
+            return None
+        index, message = last
+        after = self.messages[index + 1 :]
+        if any(not isinstance(m, ToolResultMessage) for m in after):
+            return None
+        marked = _marked_answer(message.text)
+        if not message.tool_calls:
+            return marked if marked is not None else message.text
+        for call in message.tool_calls:
+            if call.name == FINAL_ANSWER_TOOL and any(
+                isinstance(r, ToolResultMessage) and r.call_id == call.id and not r.is_error
+                for r in after
+            ):
+                return str(call.arguments.get("answer", ""))
+        return marked
+
+
+def _last_assistant(messages: list[Message]) -> tuple[int, AssistantMessage] | None:
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, AssistantMessage):
+            return index, message
+        if not isinstance(message, ToolResultMessage):
+            return None
+    return None
+
+
+def _marked_answer(text: str) -> str | None:
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith(FINAL_ANSWER_PREFIX):
+            rest = [line.removeprefix(FINAL_ANSWER_PREFIX), *lines[index + 1 :]]
+            return "\n".join(rest).strip()
+    return None
+
+
+def _not_run(call: ToolCall, why: str) -> ToolResultMessage:
+    return ToolResultMessage(
+        call_id=call.id, name=call.name, content=f"Not run: {why}.", is_error=True
+    )

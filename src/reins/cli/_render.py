@@ -1,0 +1,160 @@
+"""Rendering events and transcripts for a person at a terminal."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, assert_never
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from .._events import (
+    Event,
+    ModelRequested,
+    ModelResponded,
+    Notice,
+    ResponseRejected,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    StopReason,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from .._messages import AssistantMessage, Message, SystemMessage, ToolResultMessage, UserMessage
+from ..store import RunInfo
+
+MAX_OBSERVATION_LINES = 12
+
+
+class EventRenderer:
+    """Prints a run's events as they come: steps, thoughts, tool calls, observations, answer."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._streamed = False  # text of the current step already printed from deltas
+        self._open_line = False
+
+    def __call__(self, event: Event) -> None:
+        out = self.console
+        match event:
+            case RunStarted():
+                config = event.config
+                out.print(
+                    f"[bold]run[/] {event.run_id}  [dim]session {event.session_id} · "
+                    f"model {escape(config.model)} · workspace {escape(config.workspace)}[/]"
+                )
+                out.print(f"[bold]goal[/] {escape(event.goal)}")
+            case RunResumed():
+                out.print(f"[bold]resumed[/] {event.run_id}  [dim]step cap {event.max_steps}[/]")
+            case ModelRequested():
+                self._streamed = False
+                out.rule(f"[dim]step {event.step}[/]", style="dim", align="left")
+            case ThinkingDelta():
+                self._write(f"[dim italic]{escape(event.text)}[/]")
+            case TextDelta():
+                self._streamed = True
+                self._write(escape(event.text))
+            case ModelResponded():
+                self._end_line()
+                message = event.message
+                if message.thinking and not self._streamed:
+                    out.print(f"[dim italic]{escape(message.thinking)}[/]")
+                if message.text and not self._streamed:
+                    out.print(escape(message.text))
+            case ToolCallStarted():
+                out.print(f"[cyan]→ {event.call.name}[/]({escape(_args(event.call.arguments))})")
+            case ToolCallFinished():
+                result = event.result
+                style = "red" if result.is_error else "green"
+                out.print(f"[{style}]← {result.name}[/] {escape(_clip(result.content.rstrip()))}")
+            case ResponseRejected():
+                out.print(
+                    f"[yellow]✗ response rejected by {event.source}:[/] {escape(event.observation)}"
+                )
+            case Notice():
+                out.print(f"[yellow]! {escape(event.text)}[/] [dim]({event.source})[/]")
+            case RunFinished():
+                self._end_line()
+                render_finish(out, event.stop_reason, event.final_answer, event.detail)
+            case _:
+                assert_never(event)
+
+    def _write(self, markup: str) -> None:
+        self.console.print(markup, end="")
+        self._open_line = True
+
+    def _end_line(self) -> None:
+        if self._open_line:
+            self.console.print()
+            self._open_line = False
+
+
+def render_finish(out: Console, reason: StopReason, answer: str | None, detail: str) -> None:
+    if reason is StopReason.END_TURN:
+        out.print(Panel(escape(answer or ""), title="final answer", border_style="green"))
+    else:
+        style = "red" if reason is StopReason.ERROR else "yellow"
+        out.print(
+            f"[{style}]stopped: {reason.value}[/]" + (f" — {escape(detail)}" if detail else "")
+        )
+
+
+def render_transcript(out: Console, messages: list[Message]) -> None:
+    for message in messages:
+        match message:
+            case SystemMessage():
+                out.print(f"[dim]system: {escape(_clip(message.content, 3))}[/]")
+            case UserMessage():
+                out.print(f"[bold]user:[/] {escape(message.content)}")
+            case AssistantMessage():
+                if message.thinking:
+                    out.print(f"[dim italic]{escape(message.thinking)}[/]")
+                if message.text:
+                    out.print(f"[bold]assistant:[/] {escape(message.text)}")
+                for call in message.tool_calls:
+                    out.print(f"[cyan]→ {call.name}[/]({escape(_args(call.arguments))})")
+            case ToolResultMessage():
+                style = "red" if message.is_error else "green"
+                out.print(f"[{style}]← {message.name}[/] {escape(_clip(message.content))}")
+            case _:
+                assert_never(message)
+
+
+def render_runs(out: Console, runs: list[RunInfo]) -> None:
+    if not runs:
+        out.print("no runs yet; start one with `reins run GOAL`")
+        return
+    table = Table(box=None)
+    table.add_column("session", no_wrap=True)
+    table.add_column("run", no_wrap=True)
+    table.add_column("started (UTC)", no_wrap=True)
+    table.add_column("model", overflow="ellipsis", max_width=28)
+    table.add_column("stop", no_wrap=True)
+    table.add_column("goal", overflow="ellipsis", no_wrap=True)
+    for run in runs:
+        table.add_row(
+            run.session_id,
+            run.run_id,
+            f"{run.started_at:%m-%d %H:%M:%S}",
+            escape(run.model),
+            run.stop_reason.value if run.stop_reason else "[yellow]unfinished[/]",
+            escape(run.goal.splitlines()[0] if run.goal else ""),
+        )
+    out.print(table)
+
+
+def _args(arguments: dict[str, Any]) -> str:
+    text = json.dumps(arguments, ensure_ascii=False)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _clip(text: str, lines: int = MAX_OBSERVATION_LINES) -> str:
+    parts = text.splitlines() or [""]
+    if len(parts) <= lines:
+        return text if len(parts) == 1 else "\n".join(parts)
+    return "\n".join(parts[:lines]) + f"\n… ({len(parts) - lines} more lines)"

@@ -1,0 +1,95 @@
+"""The event log protocol, the run index it keeps, and an in-memory log."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Protocol
+
+from .._errors import RunNotFound, StoreError
+from .._events import Event, RunFinished, RunResumed, RunStarted, StopReason
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunInfo:
+    """One line of the run index; a cache of what the run's events say."""
+
+    run_id: str
+    session_id: str
+    goal: str
+    model: str
+    started_at: datetime
+    stop_reason: StopReason | None = None
+    """None while the run has not finished (running, or its process died)."""
+
+
+class EventLog(Protocol):
+    """Where runs are recorded. `append` with `commit=True` returns once the event is durable;
+    with `commit=False` the event joins a batch that the next commit makes durable."""
+
+    async def append(self, event: Event, *, commit: bool = True) -> None: ...
+    async def commit(self) -> None: ...
+    async def events(self, run_id: str) -> list[Event]: ...
+    async def runs(self, session_id: str | None = None) -> list[RunInfo]: ...
+    async def close(self) -> None: ...
+
+
+def index_update(info: RunInfo | None, event: Event) -> RunInfo | None:
+    """The run index line after `event`, or None if the event does not change it."""
+    match event:
+        case RunStarted():
+            return RunInfo(
+                run_id=event.run_id,
+                session_id=event.session_id,
+                goal=event.goal,
+                model=event.config.model,
+                started_at=event.ts,
+            )
+        case RunFinished() if info is not None:
+            return replace(info, stop_reason=event.stop_reason)
+        case RunResumed() if info is not None:
+            return replace(info, stop_reason=None)
+        case _:
+            return None
+
+
+def find_run(runs: Sequence[RunInfo], prefix: str) -> RunInfo:
+    """The run whose id starts with `prefix`; a clear error if none or several do."""
+    matches = [r for r in runs if r.run_id.startswith(prefix)]
+    if not prefix or not matches:
+        raise RunNotFound(f"no run matches {prefix!r}; `reins sessions` lists the runs")
+    if len(matches) > 1 and not any(r.run_id == prefix for r in matches):
+        raise RunNotFound(f"{prefix!r} matches {len(matches)} runs; give more of the id")
+    return next((r for r in matches if r.run_id == prefix), matches[0])
+
+
+class MemoryLog:
+    """An event log that keeps everything in memory: the default of the Python API."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, list[Event]] = {}
+        self._index: dict[str, RunInfo] = {}
+
+    async def append(self, event: Event, *, commit: bool = True) -> None:
+        log = self._events.setdefault(event.run_id, [])
+        expected = log[-1].seq + 1 if log else 1
+        if event.seq != expected:
+            raise StoreError(f"run {event.run_id}: event seq {event.seq}, expected {expected}")
+        log.append(event)
+        if (info := index_update(self._index.get(event.run_id), event)) is not None:
+            self._index[event.run_id] = info
+
+    async def commit(self) -> None:
+        pass
+
+    async def events(self, run_id: str) -> list[Event]:
+        if run_id not in self._events:
+            raise RunNotFound(f"no run {run_id!r} in this log")
+        return list(self._events[run_id])
+
+    async def runs(self, session_id: str | None = None) -> list[RunInfo]:
+        return [r for r in self._index.values() if session_id in (None, r.session_id)]
+
+    async def close(self) -> None:
+        pass

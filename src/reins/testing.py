@@ -1,0 +1,184 @@
+"""Test doubles: models that drive the real loop with no network.
+
+`ScriptedModel` answers from a list, choosing the k-th entry for the k-th assistant turn of the
+conversation, so it holds no state and a resumed run continues the script where the log left it.
+`FunctionModel` answers by calling a function of the messages and tools.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from . import _model
+from ._errors import ModelError, ScriptError
+from ._events import FinishReason
+from ._messages import AssistantMessage, Message, ToolCall, ToolSpec, Usage
+from ._model import ModelResponse, ModelSettings, StreamItem, TextChunk, ThinkingChunk
+
+__all__ = ["FunctionModel", "ScriptedModel", "block_model_requests", "load_script"]
+
+Reply = AssistantMessage | str
+FunctionModelFn = Callable[[list[Message], list[ToolSpec]], Reply | Awaitable[Reply]]
+
+
+class _TestModel:
+    """Shared streaming and accounting for the doubles; subclasses implement `_reply`."""
+
+    name: str
+
+    async def _reply(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Reply:
+        raise NotImplementedError
+
+    async def request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> ModelResponse:
+        reply = await self._reply(messages, tools)
+        message = AssistantMessage(text=reply) if isinstance(reply, str) else reply
+        finish: FinishReason = "tool_use" if message.tool_calls else "end_turn"
+        usage = Usage(
+            input_tokens=sum(_words(m) for m in messages),
+            output_tokens=_words(message),
+            requests=1,
+        )
+        return ModelResponse(message=message, usage=usage, finish=finish, model_name=self.name)
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> AsyncIterator[StreamItem]:
+        response = await self.request(messages, tools, settings)
+        if response.message.thinking:
+            yield ThinkingChunk(response.message.thinking)
+        for piece in _pieces(response.message.text):
+            yield TextChunk(piece)
+        yield response
+
+
+class ScriptedModel(_TestModel):
+    """Replies with `replies[k]` for the k-th assistant message of the conversation."""
+
+    def __init__(self, replies: Sequence[Reply], *, name: str = "scripted") -> None:
+        self.replies = [_with_call_ids(r, k) for k, r in enumerate(replies)]
+        self.name = name
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptedModel:
+        return cls(load_script(path), name=f"script:{path}")
+
+    async def _reply(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Reply:
+        turn = sum(isinstance(m, AssistantMessage) for m in messages)
+        if turn >= len(self.replies):
+            raise ModelError(f"the script has {len(self.replies)} replies and all were used")
+        return self.replies[turn]
+
+
+class FunctionModel(_TestModel):
+    """Replies with whatever `fn(messages, tools)` returns (a string or an AssistantMessage)."""
+
+    def __init__(self, fn: FunctionModelFn, *, name: str = "function") -> None:
+        self.fn = fn
+        self.name = name
+
+    async def _reply(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Reply:
+        reply = self.fn(list(messages), list(tools))
+        if inspect.isawaitable(reply):
+            reply = await reply
+        return reply
+
+
+@contextmanager
+def block_model_requests() -> Iterator[None]:
+    """Refuse calls to real models inside the block (the test suite wraps every test in it)."""
+    before = _model.ALLOW_MODEL_REQUESTS
+    _model.ALLOW_MODEL_REQUESTS = False
+    try:
+        yield
+    finally:
+        _model.ALLOW_MODEL_REQUESTS = before
+
+
+class _ScriptCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict[str, Any])
+    id: str | None = None
+
+
+class _ScriptReply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = ""
+    thinking: str = ""
+    tool_calls: list[_ScriptCall] = Field(default_factory=list[_ScriptCall])
+
+
+_SCRIPT: TypeAdapter[list[str | _ScriptReply]] = TypeAdapter(list[str | _ScriptReply])
+
+
+def load_script(path: str | Path) -> list[Reply]:
+    """Read a script file: a JSON list whose items are a reply text or
+    `{"text", "thinking", "tool_calls": [{"name", "arguments", "id"?}]}`."""
+    where = Path(path)
+    try:
+        raw = json.loads(where.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ScriptError(f"cannot read script {where}: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ScriptError(f"script {where} is not valid JSON: {exc}") from None
+    try:
+        items = _SCRIPT.validate_python(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ScriptError(
+            f"script {where}: {first['msg']} at {loc or 'top level'}; expected a JSON list of "
+            'reply texts or {"text", "tool_calls": [{"name", "arguments"}]} objects'
+        ) from None
+    if not items:
+        raise ScriptError(f"script {where} is empty; it needs at least one reply")
+    return [
+        item
+        if isinstance(item, str)
+        else AssistantMessage(
+            text=item.text,
+            thinking=item.thinking,
+            tool_calls=tuple(
+                ToolCall(id=c.id or "", name=c.name, arguments=c.arguments) for c in item.tool_calls
+            ),
+        )
+        for item in items
+    ]
+
+
+def _with_call_ids(reply: Reply, turn: int) -> Reply:
+    if isinstance(reply, str) or all(call.id for call in reply.tool_calls):
+        return reply
+    calls = tuple(
+        call if call.id else call.model_copy(update={"id": f"call_{turn}_{i}"})
+        for i, call in enumerate(reply.tool_calls)
+    )
+    return reply.model_copy(update={"tool_calls": calls})
+
+
+def _words(message: Message) -> int:
+    match message:
+        case AssistantMessage():
+            text = message.text + " ".join(json.dumps(c.arguments) for c in message.tool_calls)
+        case _:
+            text = message.content
+    return len(text.split())
+
+
+def _pieces(text: str) -> Iterator[str]:
+    """Split text into word-sized deltas, as a streaming provider would send it."""
+    start = 0
+    while start < len(text):
+        end = text.find(" ", start + 1)
+        end = len(text) if end < 0 else end
+        yield text[start:end]
+        start = end

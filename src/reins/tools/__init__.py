@@ -1,0 +1,33 @@
+"""Tools: `@tool`, the executor, the workspace and the built-ins."""
+
+from ._builtin import (
+    BUILTIN_TOOLS,
+    edit_file,
+    final_answer,
+    find_files,
+    grep,
+    list_files,
+    read_file,
+    run_command,
+    write_file,
+)
+from ._executor import ToolExecutor
+from ._tool import Tool, ToolContext, tool
+from ._workspace import Workspace
+
+__all__ = [
+    "BUILTIN_TOOLS",
+    "Tool",
+    "ToolContext",
+    "ToolExecutor",
+    "Workspace",
+    "edit_file",
+    "final_answer",
+    "find_files",
+    "grep",
+    "list_files",
+    "read_file",
+    "run_command",
+    "tool",
+    "write_file",
+]

@@ -1,0 +1,86 @@
+"""The one place tools are executed: validate -> lock paths -> run with timeout -> shape."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+from .._errors import ToolError, UsageError
+from .._messages import ToolCall, ToolResultMessage, ToolSpec
+from ._tool import Tool, ToolContext
+
+MAX_OUTPUT_CHARS = 30_000
+
+
+class ToolExecutor:
+    """Runs tool calls; every failure the model can act on comes back as an error observation."""
+
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        *,
+        context: ToolContext,
+        max_parallel: int = 4,
+        max_output_chars: int = MAX_OUTPUT_CHARS,
+    ) -> None:
+        self.tools = {t.name: t for t in tools}
+        if len(self.tools) != len(tools):
+            names = [t.name for t in tools]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise UsageError(f"two tools share the name(s) {twice}; tool names must be unique")
+        self.context = context
+        self.max_output_chars = max_output_chars
+        self._slots = asyncio.Semaphore(max(1, max_parallel))
+        self._path_locks: dict[Path, asyncio.Lock] = {}
+        self.specs: list[ToolSpec] = [t.spec for t in tools]
+
+    async def execute(self, call: ToolCall) -> ToolResultMessage:
+        try:
+            content = await self._execute(call)
+        except ToolError as exc:
+            return self._result(call, str(exc), is_error=True)
+        except TimeoutError:
+            return self._result(call, f"{call.name} timed out and was stopped", is_error=True)
+        except Exception as exc:  # a tool's own bug is an observation, never a crashed run
+            return self._result(call, f"{call.name} failed: {type(exc).__name__}: {exc}", True)
+        return self._result(call, content, is_error=False)
+
+    async def _execute(self, call: ToolCall) -> str:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            raise ToolError(
+                f"unknown tool {call.name!r}; available tools: {', '.join(sorted(self.tools))}"
+            )
+        args = tool.validate(call.arguments)
+        async with self._slots, AsyncExitStack() as locks:
+            for path in self._written_paths(tool, args):
+                await locks.enter_async_context(self._path_locks.setdefault(path, asyncio.Lock()))
+            async with asyncio.timeout(tool.timeout):
+                return await tool.run(self.context, args)
+
+    def _written_paths(self, tool: Tool, args: object) -> list[Path]:
+        """Canonical paths this call writes, sorted so that two calls never lock in reverse."""
+        if tool.read_only:
+            return []
+        workspace = self.context.workspace
+        paths = {workspace.resolve(str(getattr(args, name)), write=True) for name in tool.path_args}
+        return sorted(paths)
+
+    def _result(self, call: ToolCall, content: str, is_error: bool) -> ToolResultMessage:
+        return ToolResultMessage(
+            call_id=call.id,
+            name=call.name,
+            content=shorten(content, self.max_output_chars),
+            is_error=is_error,
+        )
+
+
+def shorten(text: str, limit: int) -> str:
+    """Keep the head and the tail of an over-long text, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    cut = len(text) - 2 * half
+    return f"{text[:half]}\n[... {cut} characters cut ...]\n{text[-half:]}"

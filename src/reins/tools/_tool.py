@@ -1,0 +1,158 @@
+"""`@tool`: a typed Python function becomes a tool with a JSON schema."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, get_type_hints, overload
+
+import docstring_parser
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic_core import to_json
+
+from .._errors import ToolError, UsageError
+from .._messages import ToolSpec
+from ._workspace import Workspace
+
+
+@dataclass(kw_only=True, frozen=True)
+class ToolContext:
+    """Passed to a tool whose first parameter is annotated `ToolContext`."""
+
+    workspace: Workspace
+    session_id: str
+    run_id: str
+
+
+@dataclass(kw_only=True, frozen=True, eq=False)
+class Tool:
+    """A callable the model may use, and what the executor must know to run it safely."""
+
+    name: str
+    description: str
+    fn: Callable[..., Any]
+    args_model: type[BaseModel]
+    takes_context: bool = False
+    read_only: bool = False
+    """True if it changes nothing: safe to run beside anything, and to cache."""
+    path_args: tuple[str, ...] = ()
+    """Arguments that name files; writes to one canonical path are serialized."""
+    needs_approval: bool = False
+    timeout: float | None = 120.0
+    """Seconds before the call is abandoned with an error observation; None: no limit."""
+    _is_async: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.fn))
+
+    @cached_property
+    def spec(self) -> ToolSpec:
+        schema = _strip_titles(self.args_model.model_json_schema())
+        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+    def validate(self, arguments: dict[str, Any]) -> BaseModel:
+        try:
+            return self.args_model.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
+
+    async def run(self, context: ToolContext, args: BaseModel) -> str:
+        kwargs = {name: getattr(args, name) for name in type(args).model_fields}
+        positional = (context,) if self.takes_context else ()
+        if self._is_async:
+            result = await self.fn(*positional, **kwargs)
+        else:
+            result = await asyncio.to_thread(self.fn, *positional, **kwargs)
+        return result if isinstance(result, str) else to_json(result).decode()
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    read_only: bool = False,
+    path_args: tuple[str, ...] = (),
+    needs_approval: bool = False,
+    timeout: float | None = 120.0,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    read_only: bool = False,
+    path_args: tuple[str, ...] = (),
+    needs_approval: bool = False,
+    timeout: float | None = 120.0,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a tool of a typed function; its docstring gives the description and the
+    `Args:` section the argument descriptions."""
+
+    def make(f: Callable[..., Any]) -> Tool:
+        args_model, takes_context, description = _signature_model(f)
+        unknown = set(path_args) - set(args_model.model_fields)
+        if unknown:
+            raise UsageError(f"tool {f.__name__}: path_args {sorted(unknown)} are not parameters")
+        return Tool(
+            name=name or f.__name__,
+            description=description,
+            fn=f,
+            args_model=args_model,
+            takes_context=takes_context,
+            read_only=read_only,
+            path_args=path_args,
+            needs_approval=needs_approval,
+            timeout=timeout,
+        )
+
+    return make if fn is None else make(fn)
+
+
+def _signature_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], bool, str]:
+    doc = docstring_parser.parse(inspect.getdoc(fn) or "")
+    arg_docs = {p.arg_name: p.description or "" for p in doc.params}
+    hints = get_type_hints(fn)
+    params = list(inspect.signature(fn).parameters.values())
+    takes_context = bool(params) and hints.get(params[0].name) is ToolContext
+    fields: dict[str, Any] = {}
+    for param in params[1:] if takes_context else params:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise UsageError(f"tool {fn.__name__}: *args and **kwargs cannot be described")
+        if param.name not in hints:
+            raise UsageError(f"tool {fn.__name__}: parameter {param.name!r} needs a type hint")
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (
+            hints[param.name],
+            Field(default, description=arg_docs.get(param.name) or None),
+        )
+    model = create_model(f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields)
+    description = "\n\n".join(
+        part for part in (doc.short_description, doc.long_description) if part
+    )
+    return model, takes_context, description or fn.__name__
+
+
+def _strip_titles(schema: Any) -> Any:
+    """Drop pydantic's generated titles: they cost tokens and tell the model nothing."""
+    if isinstance(schema, dict):
+        return {
+            key: (
+                {k: _strip_titles(v) for k, v in value.items()}  # property names stay
+                if key in ("properties", "$defs")
+                else _strip_titles(value)
+            )
+            for key, value in schema.items()
+            if not (key == "title" and isinstance(value, str))
+        }
+    if isinstance(schema, list):
+        return [_strip_titles(item) for item in schema]
+    return schema
