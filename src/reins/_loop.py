@@ -55,6 +55,7 @@ class RunLoop:
         self.policies = policies
         self.settings = settings
         self.cancel = cancel
+        self._emitting = asyncio.Lock()
 
     async def events(self) -> AsyncIterator[Event]:
         state = self.state
@@ -120,7 +121,7 @@ class RunLoop:
         yield await self._emit(
             ModelResponded,
             step=step,
-            message=response.message,
+            message=_unique_call_ids(response.message, step),
             usage=response.usage,
             finish=response.finish,
             model=response.model_name,
@@ -171,6 +172,11 @@ class RunLoop:
         step = state.step
         runnable: list[ToolCall] = []
         for call in [c for c in state.pending if c.id not in state.results]:
+            if call.id in state.started and not self.executor.is_read_only(call.name):
+                # The process died while this call ran: its effect is unknown, so it is not
+                # repeated behind the model's back. Read-only calls are simply run again.
+                yield await self._emit(ToolCallFinished, step=step, result=_interrupted(call))
+                continue
             verdict = await self._before_tool(call)
             match verdict:
                 case Continue():
@@ -189,14 +195,20 @@ class RunLoop:
                 case _:
                     assert_never(verdict)
         for call in runnable:
-            yield await self._emit(ToolCallStarted, commit=False, step=step, call=call)
+            if call.id not in state.started:
+                yield await self._emit(ToolCallStarted, commit=False, step=step, call=call)
         await self.log.commit()  # the calls are on record before any side effect
 
-        for done in asyncio.as_completed([self._run_tool(call) for call in runnable]):
-            result, duration_ms = await done
-            yield await self._emit(
-                ToolCallFinished, step=step, result=result, duration_ms=duration_ms
-            )
+        # Each result is recorded the moment its call returns, not when the consumer of
+        # these events gets to it, so a crash never loses a finished call's result.
+        finished: asyncio.Queue[Event] = asyncio.Queue()
+        tasks = [asyncio.ensure_future(self._run_tool(call, finished)) for call in runnable]
+        try:
+            for _ in tasks:
+                yield await finished.get()
+        finally:
+            for task in tasks:
+                task.cancel()
 
         results = state.step_results()
         for policy in self.policies:
@@ -218,7 +230,7 @@ class RunLoop:
                 return verdict
         return Continue()
 
-    async def _run_tool(self, call: ToolCall) -> tuple[ToolResultMessage, float]:
+    async def _run_tool(self, call: ToolCall, finished: asyncio.Queue[Event]) -> None:
         start = time.perf_counter()
         result = await self.cancel.race(self.executor.execute(call))
         if result is None:
@@ -228,7 +240,11 @@ class RunLoop:
                 content="Cancelled by the user before it finished.",
                 is_error=True,
             )
-        return result, (time.perf_counter() - start) * 1000
+        duration_ms = (time.perf_counter() - start) * 1000
+        event = await self._emit(
+            ToolCallFinished, step=self.state.step, result=result, duration_ms=duration_ms
+        )
+        finished.put_nowait(event)
 
     async def _finish(
         self, reason: StopReason, *, final_answer: str | None = None, detail: str = ""
@@ -238,13 +254,42 @@ class RunLoop:
         )
 
     async def _emit(self, kind: type[Any], *, commit: bool = True, **fields: Any) -> Event:
+        """Append the next event and fold it in: the one way state changes."""
         state = self.state
-        event: Event = kind(
-            session_id=state.session_id, run_id=state.run_id, seq=state.next_seq, **fields
-        )
-        await self.log.append(event, commit=commit)
-        state.apply(event)
+        async with self._emitting:  # tool tasks emit concurrently; seq must stay gap-free
+            event: Event = kind(
+                session_id=state.session_id, run_id=state.run_id, seq=state.next_seq, **fields
+            )
+            await self.log.append(event, commit=commit)
+            state.apply(event)
         return event
+
+
+def _interrupted(call: ToolCall) -> ToolResultMessage:
+    return ToolResultMessage(
+        call_id=call.id,
+        name=call.name,
+        content=(
+            "Interrupted: the run stopped while this call ran, so it may or may not have taken "
+            "effect. Check the current state before repeating it."
+        ),
+        is_error=True,
+    )
+
+
+def _unique_call_ids(message: AssistantMessage, step: int) -> AssistantMessage:
+    """Results pair with calls by id, so a missing or repeated id (small models and some
+    servers produce them) gets a unique one, derived from the step so a replay agrees."""
+    seen: set[str] = set()
+    calls: list[ToolCall] = []
+    for index, call in enumerate(message.tool_calls):
+        if not call.id or call.id in seen:
+            call = call.model_copy(update={"id": f"{call.id or 'call'}_{step}_{index}"})
+        seen.add(call.id)
+        calls.append(call)
+    if calls == list(message.tool_calls):
+        return message
+    return message.model_copy(update={"tool_calls": tuple(calls)})
 
 
 async def _close(stream: AsyncIterator[Any]) -> None:

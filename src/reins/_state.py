@@ -49,6 +49,8 @@ class RunState:
     pending: list[ToolCall] = field(default_factory=list[ToolCall])
     """Calls of the open response whose results are not all in."""
     results: dict[str, ToolResultMessage] = field(default_factory=dict[str, ToolResultMessage])
+    started: set[str] = field(default_factory=set[str])
+    """Ids of the open response's calls that were started."""
     finished: RunFinished | None = None
 
     @classmethod
@@ -89,9 +91,9 @@ class RunState:
                 self.messages.append(event.message)
                 self.review_pending = True
                 self.pending = list(event.message.tool_calls)
-                self.results = {}
             case ToolCallStarted():
                 self.review_pending = False
+                self.started.add(event.call.id)
             case ToolCallFinished():
                 self.review_pending = False
                 self.results[event.result.call_id] = event.result
@@ -117,6 +119,7 @@ class RunState:
         self.messages.extend(self.results[call.id] for call in self.pending)
         self.pending = []
         self.results = {}
+        self.started = set()
 
     def transcript(self) -> list[Message]:
         """The messages, with a result for every call that never got one (for a next turn)."""

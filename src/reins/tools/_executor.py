@@ -36,6 +36,10 @@ class ToolExecutor:
         self._path_locks: dict[Path, asyncio.Lock] = {}
         self.specs: list[ToolSpec] = [t.spec for t in tools]
 
+    def is_read_only(self, name: str) -> bool:
+        tool = self.tools.get(name)
+        return tool is not None and tool.read_only
+
     async def execute(self, call: ToolCall) -> ToolResultMessage:
         try:
             content = await self._execute(call)

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from reins import SQLiteLog
+from reins.testing import block_model_requests
+
+
+@pytest.fixture(autouse=True)
+def _no_real_models(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Real model calls are refused unless a test is marked `real_model`."""
+    if request.node.get_closest_marker("real_model"):
+        yield
+        return
+    with block_model_requests():
+        yield
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+async def sqlite_log(tmp_path: Path) -> AsyncIterator[SQLiteLog]:
+    log = SQLiteLog(tmp_path / "store")
+    yield log
+    await log.close()

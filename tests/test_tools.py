@@ -1,0 +1,274 @@
+"""Tools: schemas from type hints, the built-ins, and the workspace boundary."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+from reins import ToolCall, ToolContext, ToolResultMessage, ToolSpec, UsageError, Workspace, tool
+from reins.tools import BUILTIN_TOOLS, ToolExecutor
+
+
+@tool(read_only=True, path_args=("path",))
+def search(
+    ctx: ToolContext, path: str, mode: Literal["fast", "exact"] = "fast", limit: int = 5
+) -> str:
+    """Search a file.
+
+    Longer explanation.
+
+    Args:
+        path: Where to look.
+        mode: How to look.
+    """
+    return path
+
+
+def test_schema_comes_from_type_hints_and_docstring() -> None:
+    assert search.spec == ToolSpec(
+        name="search",
+        description="Search a file.\n\nLonger explanation.",
+        parameters={
+            "additionalProperties": False,
+            "properties": {
+                "path": {"description": "Where to look.", "type": "string"},
+                "mode": {
+                    "default": "fast",
+                    "description": "How to look.",
+                    "enum": ["fast", "exact"],
+                    "type": "string",
+                },
+                "limit": {"default": 5, "type": "integer"},
+            },
+            "required": ["path"],
+            "type": "object",
+        },
+    )
+    assert search.takes_context
+    assert search.read_only
+    assert search.path_args == ("path",)
+
+
+def test_tool_definitions_are_checked() -> None:
+    with pytest.raises(UsageError, match="parameter 'x' needs a type hint"):
+
+        @tool
+        def untyped(x) -> str:  # type: ignore[no-untyped-def]
+            return ""
+
+    with pytest.raises(UsageError, match=r"path_args \['nope'\] are not parameters"):
+
+        @tool(path_args=("nope",))
+        def f(path: str) -> str:
+            return ""
+
+
+def test_duplicate_tool_names_are_refused(workspace: Path) -> None:
+    with pytest.raises(UsageError, match=r"share the name\(s\) \['search'\]"):
+        make_executor(workspace, [search, search])
+
+
+def make_executor(workspace: Path, tools: list = list(BUILTIN_TOOLS)) -> ToolExecutor:  # noqa: B006
+    ctx = ToolContext(workspace=Workspace(workspace), session_id="s", run_id="r")
+    return ToolExecutor(tools, context=ctx)
+
+
+async def run_tool(workspace: Path, name: str, **arguments: object) -> ToolResultMessage:
+    return await make_executor(workspace).execute(ToolCall(id="c", name=name, arguments=arguments))
+
+
+async def ok(workspace: Path, name: str, **arguments: object) -> str:
+    result = await run_tool(workspace, name, **arguments)
+    assert not result.is_error, result.content
+    return result.content
+
+
+async def error(workspace: Path, name: str, **arguments: object) -> str:
+    result = await run_tool(workspace, name, **arguments)
+    assert result.is_error, result.content
+    return result.content
+
+
+async def test_write_then_read_with_line_ranges(workspace: Path) -> None:
+    assert await ok(workspace, "write_file", path="d/a.txt", content="1\n2\n3\n4\n") == (
+        "Wrote 8 bytes to d/a.txt"
+    )
+    assert await ok(workspace, "read_file", path="d/a.txt") == "1\n2\n3\n4\n"
+    assert await ok(workspace, "read_file", path="d/a.txt", start_line=2, end_line=3) == "2\n3\n"
+    assert await ok(workspace, "read_file", path="d/a.txt", start_line=4, end_line=99) == "4\n"
+    assert "bad line range 3-2" in await error(
+        workspace, "read_file", path="d/a.txt", start_line=3, end_line=2
+    )
+    assert "'nope.txt' does not exist" in await error(workspace, "read_file", path="nope.txt")
+    assert [p.name for p in (workspace / "d").iterdir()] == ["a.txt"]  # no temp files left
+
+
+async def test_long_files_are_read_in_pages(workspace: Path) -> None:
+    (workspace / "big.txt").write_text("".join(f"{i}\n" for i in range(1, 2501)))
+    text = await ok(workspace, "read_file", path="big.txt")
+    assert text.endswith("2000\n\n[2500 lines in all; read on with start_line=2001]")
+
+
+async def test_binary_files_are_refused(workspace: Path) -> None:
+    (workspace / "b.bin").write_bytes(b"\x00\x01\x02")
+    assert await error(workspace, "read_file", path="b.bin") == "'b.bin' is a binary file"
+
+
+async def test_edit_replaces_exactly_one_match(workspace: Path) -> None:
+    (workspace / "f.py").write_text("x = 1\ny = 1\nx = 1\n")
+    assert "occurs 2 times in f.py" in await error(
+        workspace, "edit_file", path="f.py", old="x = 1", new="x = 2"
+    )
+    assert "old text not found in f.py" in await error(
+        workspace, "edit_file", path="f.py", old="z = 1", new="z = 2"
+    )
+    assert await ok(workspace, "edit_file", path="f.py", old="y = 1", new="y = 3") == (
+        "Replaced 1 occurrence in f.py"
+    )
+    assert await ok(
+        workspace, "edit_file", path="f.py", old="x = 1", new="x = 0", replace_all=True
+    ) == ("Replaced 2 occurrences in f.py")
+    assert (workspace / "f.py").read_text() == "x = 0\ny = 3\nx = 0\n"
+
+
+async def test_write_keeps_the_file_mode(workspace: Path) -> None:
+    script = workspace / "run.sh"
+    script.write_text("old")
+    script.chmod(0o755)
+    await ok(workspace, "write_file", path="run.sh", content="new")
+    assert script.stat().st_mode & 0o777 == 0o755
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["../outside.txt", "/etc/passwd", "sub/../../outside.txt", "link/secret.txt", "filelink"],
+)
+async def test_paths_outside_the_workspace_are_refused(
+    workspace: Path, tmp_path: Path, path: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    (workspace / "sub").mkdir()
+    (workspace / "link").symlink_to(outside)
+    (workspace / "filelink").symlink_to(outside / "secret.txt")
+    for name, args in [
+        ("read_file", {"path": path}),
+        ("write_file", {"path": path, "content": "x"}),
+        ("edit_file", {"path": path, "old": "secret", "new": "x"}),
+        ("list_files", {"path": path}),
+        ("grep", {"pattern": "secret", "path": path}),
+    ]:
+        message = await error(workspace, name, **args)
+        assert "resolves outside the workspace" in message, (name, message)
+    assert (outside / "secret.txt").read_text() == "secret"
+    assert not (tmp_path / "outside.txt").exists()
+
+
+async def test_symlinks_inside_the_workspace_work(workspace: Path) -> None:
+    (workspace / "real.txt").write_text("hi")
+    (workspace / "alias.txt").symlink_to(workspace / "real.txt")
+    assert await ok(workspace, "read_file", path="alias.txt") == "hi"
+
+
+async def test_the_event_log_folder_is_not_writable_by_tools(workspace: Path) -> None:
+    store = workspace / ".reins"
+    store.mkdir()
+    ctx = ToolContext(workspace=Workspace(workspace, protected=[store]), session_id="s", run_id="r")
+    executor = ToolExecutor(list(BUILTIN_TOOLS), context=ctx)
+    call = ToolCall(id="c", name="write_file", arguments={"path": ".reins/reins.db", "content": ""})
+    result = await executor.execute(call)
+    assert result.is_error
+    assert (
+        result.content
+        == "path '.reins/reins.db' is in the run log's folder, which tools may not write"
+    )
+
+
+def make_tree(workspace: Path) -> None:
+    files = {
+        ".gitignore": "build/\n*.log\n",
+        "src/app.py": "def main():\n    return 'TODO fix'\n",
+        "src/util.py": "# TODO later\n",
+        "src/.gitignore": "generated.py\n",
+        "src/generated.py": "TODO generated\n",
+        "build/out.py": "TODO built\n",
+        "debug.log": "TODO log\n",
+        "docs/readme.md": "nothing here\n",
+        ".git/config": "TODO git\n",
+    }
+    for name, text in files.items():
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(text)
+    (workspace / "src/blob.bin").write_bytes(b"TODO\x00binary")
+
+
+async def test_grep_honours_gitignore_and_skips_binaries(workspace: Path) -> None:
+    make_tree(workspace)
+    assert await ok(workspace, "grep", pattern="TODO") == (
+        "src/app.py:2:     return 'TODO fix'\nsrc/util.py:1: # TODO later"
+    )
+    assert await ok(workspace, "grep", pattern="todo", ignore_case=True, glob="util.*") == (
+        "src/util.py:1: # TODO later"
+    )
+    assert await ok(workspace, "grep", pattern="TODO", path="src/app.py") == (
+        "src/app.py:2:     return 'TODO fix'"
+    )
+    assert await ok(workspace, "grep", pattern="nothing-matches") == (
+        "no matches for 'nothing-matches'"
+    )
+    assert "bad regular expression '('" in await error(workspace, "grep", pattern="(")
+
+
+async def test_find_and_list_files(workspace: Path) -> None:
+    make_tree(workspace)
+    assert await ok(workspace, "find_files", pattern="*.py") == "src/app.py\nsrc/util.py"
+    assert await ok(workspace, "find_files", pattern="*.md", path="docs") == "docs/readme.md"
+    assert await ok(workspace, "find_files", pattern="*.rs") == "no files match '*.rs'"
+    assert await ok(workspace, "list_files") == (".gitignore\nbuild/\ndebug.log\ndocs/\nsrc/")
+    assert "'src/app.py' is not a folder" in await error(workspace, "list_files", path="src/app.py")
+
+
+async def test_run_command_reports_exit_code_and_output(workspace: Path) -> None:
+    (workspace / "x.txt").write_text("hi")
+    assert await ok(workspace, "run_command", command="cat x.txt; echo err >&2; exit 3") == (
+        "exit code: 3\nhierr\n"
+    )
+
+
+async def test_run_command_timeout_kills_the_process_group(workspace: Path) -> None:
+    start = time.monotonic()
+    message = await error(
+        workspace, "run_command", command="sleep 30 & echo $! > pid; wait", timeout=0.3
+    )
+    assert message == "command timed out after 0.3 s and was killed"
+    assert time.monotonic() - start < 5
+    child = int((workspace / "pid").read_text())
+    await asyncio.sleep(0.1)
+    assert not alive(child)
+
+
+def alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie waiting for a reaper."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def test_run_command_output_is_capped(workspace: Path) -> None:
+    text = await ok(workspace, "run_command", command="seq 1 100000")
+    assert len(text) < 21_000
+    assert text.startswith("exit code: 0\n1\n2\n")
+    assert "characters cut" in text
+    assert text.endswith("99999\n100000\n")
+
+
+def test_missing_workspace_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="is not an existing directory"):
+        Workspace(tmp_path / "nope")
