@@ -131,7 +131,7 @@ async def test_a_truncated_mirror_tail_is_kept_aside_and_rebuilt(
     log = SQLiteLog(store)
     agent = Agent(model=scripted(1), tools=[pause], workspace=workspace, log=log)
     with caplog.at_level(logging.WARNING, logger="reins.store"):
-        second = await agent.run("again", session_id=session)
+        await agent.run("again", session_id=session)
     await log.close()
 
     assert "ends in a partial line" in caplog.text

@@ -27,7 +27,14 @@ from ._events import (
     ToolCallStarted,
 )
 from ._messages import AssistantMessage, ToolCall, ToolResultMessage
-from ._model import Model, ModelResponse, ModelSettings, TextChunk, ThinkingChunk
+from ._model import (
+    Model,
+    ModelResponse,
+    ModelSettings,
+    TextChunk,
+    ThinkingChunk,
+    ensure_requests_allowed,
+)
 from ._policies import Answer, Continue, Inject, Policy, Reject, Stop
 from ._state import RunState
 from .store import EventLog
@@ -86,6 +93,7 @@ class RunLoop:
         if self.cancel.is_set:
             yield await self._finish(StopReason.CANCELLED, detail="cancelled before a model call")
             return
+        ensure_requests_allowed(self.model)
         step = state.step + 1
         yield await self._emit(ModelRequested, commit=False, step=step)
         response: ModelResponse | None = None

@@ -55,13 +55,13 @@ class Model(Protocol):
 
 
 ALLOW_MODEL_REQUESTS = True
-"""Set to False (the test suite does) to refuse every call to a real model."""
+"""False (inside `reins.testing.block_model_requests`) refuses calls to any model that is not
+a test double; the loop checks before every call, so no provider can forget to."""
 
 
-def ensure_requests_allowed(model_name: str) -> None:
-    """Called by every provider that reaches a real model, before it sends anything."""
-    if not ALLOW_MODEL_REQUESTS:
+def ensure_requests_allowed(model: Model) -> None:
+    if not ALLOW_MODEL_REQUESTS and not getattr(model, "offline", False):
         raise UsageError(
-            f"real model requests are disabled here (model {model_name!r}); "
+            f"real model requests are disabled here (model {model.name!r}); "
             "mark the test with @pytest.mark.real_model to allow them"
         )

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import _model
 from ._errors import ModelError, ScriptError
@@ -32,6 +32,8 @@ class _TestModel:
     """Shared streaming and accounting for the doubles; subclasses implement `_reply`."""
 
     name: str
+    offline = True
+    """Allowed while real model requests are blocked."""
 
     async def _reply(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Reply:
         raise NotImplementedError
@@ -117,7 +119,20 @@ class _ScriptReply(BaseModel):
     tool_calls: list[_ScriptCall] = Field(default_factory=list[_ScriptCall])
 
 
-_SCRIPT: TypeAdapter[list[str | _ScriptReply]] = TypeAdapter(list[str | _ScriptReply])
+def _script_item(where: Path, index: int, item: object) -> str | _ScriptReply:
+    if isinstance(item, str):
+        return item
+    if not isinstance(item, dict):
+        raise ScriptError(f"script {where}: reply {index} must be a text or an object")
+    try:
+        return _ScriptReply.model_validate(item)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ScriptError(
+            f"script {where}: reply {index}: {first['msg']} at {loc}; a reply is a text or "
+            '{"text", "thinking", "tool_calls": [{"name", "arguments"}]}'
+        ) from None
 
 
 def load_script(path: str | Path) -> list[Reply]:
@@ -130,15 +145,9 @@ def load_script(path: str | Path) -> list[Reply]:
         raise ScriptError(f"cannot read script {where}: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ScriptError(f"script {where} is not valid JSON: {exc}") from None
-    try:
-        items = _SCRIPT.validate_python(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise ScriptError(
-            f"script {where}: {first['msg']} at {loc or 'top level'}; expected a JSON list of "
-            'reply texts or {"text", "tool_calls": [{"name", "arguments"}]} objects'
-        ) from None
+    if not isinstance(raw, list):
+        raise ScriptError(f"script {where} must be a JSON list of replies")
+    items = [_script_item(where, index, item) for index, item in enumerate(raw)]
     if not items:
         raise ScriptError(f"script {where} is empty; it needs at least one reply")
     return [

@@ -1,0 +1,252 @@
+"""The `reins` command line, run as a user runs it: a real process, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reins import EVENT, RunFinished, RunStarted, StopReason
+
+ROOT = Path(__file__).resolve().parent.parent
+REINS = [sys.executable, "-m", "reins"]
+
+
+def reins(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*REINS, *args], cwd=cwd, capture_output=True, text=True, timeout=60, env=_env()
+    )
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REINS_")}
+    env["COLUMNS"] = "200"
+    return env
+
+
+def script(path: Path, replies: list[object]) -> str:
+    path.write_text(json.dumps(replies))
+    return f"script:{path}"
+
+
+HELLO = [
+    {
+        "text": "Writing.",
+        "tool_calls": [
+            {"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}
+        ],
+    },
+    {
+        "text": "Checking.",
+        "tool_calls": [{"name": "read_file", "arguments": {"path": "hello.txt"}}],
+    },
+    "FINAL_ANSWER: hello.txt says hi",
+]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "ws").mkdir()
+    return tmp_path
+
+
+def only_run_id(project: Path) -> str:
+    [(run_id,)] = sqlite3.connect(project / ".reins" / "reins.db").execute(
+        "SELECT run_id FROM runs"
+    )
+    return str(run_id)
+
+
+def test_run_shows_steps_and_answer(project: Path) -> None:
+    model = script(project / "s.json", HELLO)
+    done = reins("run", "say hi", "--model", model, "--workspace", "ws", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert (project / "ws" / "hello.txt").read_text() == "hi\n"
+    out = done.stdout
+    for expected in [
+        "goal say hi",
+        "step 1",
+        '→ write_file({"path": "hello.txt", "content": "hi\\n"})',
+        "← write_file Wrote 3 bytes to hello.txt",
+        "step 3",
+        "final answer",
+        "hello.txt says hi",
+    ]:
+        assert expected in out, expected
+    assert done.stderr == ""
+
+
+def test_json_prints_every_event_and_replay_matches_the_live_run(project: Path) -> None:
+    model = script(project / "s.json", HELLO)
+    live = reins("run", "say hi", "-m", model, "-w", "ws", "--json", cwd=project)
+    assert live.returncode == 0
+    events = [EVENT.validate_json(line) for line in live.stdout.splitlines()]
+    assert isinstance(events[0], RunStarted)
+    assert isinstance(events[-1], RunFinished)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+    replayed = reins("replay", events[0].run_id, "--json", cwd=project)
+    assert replayed.returncode == 0
+    assert replayed.stdout == live.stdout  # the log holds exactly what was streamed
+
+    rendered_live = reins("run", "say hi", "-m", model, "-w", "ws", cwd=project)
+    run_id = rendered_live.stdout.split()[1]
+    rendered_replay = reins("replay", run_id[:10], cwd=project)
+    assert rendered_replay.stdout == rendered_live.stdout
+
+
+def test_sessions_show_and_a_second_turn(project: Path) -> None:
+    model = script(project / "s.json", [*HELLO, "second turn answer"])
+    first = reins("run", "say hi", "-m", model, "-w", "ws", "--json", cwd=project)
+    started = EVENT.validate_json(first.stdout.splitlines()[0])
+    assert isinstance(started, RunStarted)
+    second = reins(
+        "run", "and again", "-m", model, "-w", "ws", "--session", started.session_id, cwd=project
+    )
+    assert second.returncode == 0, second.stderr
+    assert "second turn answer" in second.stdout
+
+    listing = reins("sessions", cwd=project)
+    assert listing.returncode == 0
+    assert listing.stdout.count(started.session_id) == 2
+    assert "end_turn" in listing.stdout
+
+    second_run = second.stdout.split()[1]
+    shown = reins("show", second_run, cwd=project)
+    assert shown.returncode == 0
+    for expected in ["user: say hi", "← read_file hi", "user: and again", "second turn answer"]:
+        assert expected in shown.stdout, expected
+    as_json = json.loads(reins("show", second_run, "--json", cwd=project).stdout)
+    assert [m["role"] for m in as_json] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+
+
+def test_exit_code_per_stop_reason_and_resume(project: Path) -> None:
+    model = script(project / "s.json", HELLO)
+    capped = reins("run", "say hi", "-m", model, "-w", "ws", "--max-steps", "1", cwd=project)
+    assert capped.returncode == 3
+    assert "stopped: max_steps — reached the cap of 1 steps" in capped.stdout
+    run_id = only_run_id(project)
+    one_more = reins("resume", run_id, cwd=project)  # as many steps again: one
+    assert one_more.returncode == 3
+    assert "reached the cap of 2 steps" in one_more.stdout
+    resumed = reins("resume", run_id[:12], "--max-steps", "5", cwd=project)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "hello.txt says hi" in resumed.stdout
+    again = reins("resume", run_id, cwd=project)
+    assert again.returncode == 2
+    assert "already ended its turn" in again.stderr
+
+
+def test_a_model_error_exits_1_and_is_resumable(project: Path) -> None:
+    model = script(project / "s.json", HELLO[:1])
+    failed = reins("run", "say hi", "-m", model, "-w", "ws", cwd=project)
+    assert failed.returncode == 1
+    assert "the script has 1 replies and all were used" in failed.stdout
+    script(project / "s.json", HELLO)  # the script, mended
+    resumed = reins("resume", only_run_id(project), cwd=project)
+    assert resumed.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "x", "-m", "nope:thing"], "error: unknown model 'nope:thing'"),
+        (["run", "x", "-m", "script:missing.json"], "error: cannot read script missing.json"),
+        (["run", "x", "-m", "script:bad.json"], "error: script bad.json is not valid JSON"),
+        (["run", "x", "-m", "script:shape.json"], "error: script shape.json: "),
+        (["run", "x", "-m", "script:empty.json"], "error: script empty.json is empty"),
+        (["run", "  ", "-m", "script:ok.json"], "error: the goal is empty"),
+        (["run", "x", "-m", "script:ok.json", "-w", "nowhere"], "error: workspace 'nowhere'"),
+        (["show", "nope"], "error: no run matches 'nope'"),
+        (["resume", "nope"], "error: no run matches 'nope'"),
+    ],
+)
+def test_bad_input_is_one_clear_line(project: Path, args: list[str], message: str) -> None:
+    (project / "bad.json").write_text("[{")
+    (project / "shape.json").write_text('[{"tool_calls": [{"arguments": {}}]}]')
+    (project / "empty.json").write_text("[]")
+    script(project / "ok.json", ["fine"])
+    reins("run", "seed", "-m", "script:ok.json", "-w", "ws", cwd=project)
+    done = reins(*args, cwd=project)
+    assert done.returncode == 2
+    assert done.stderr.startswith(message), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 or "Traceback" not in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_a_corrupt_database_is_reported_and_left_alone(project: Path) -> None:
+    store = project / ".reins"
+    store.mkdir()
+    (store / "reins.db").write_bytes(b"garbage" * 1000)
+    for args in (["sessions"], ["run", "x", "-m", "script:s.json"]):
+        done = reins(*args, cwd=project)
+        assert done.returncode == 1
+        assert "is not a readable reins database" in done.stderr
+        assert "Traceback" not in done.stderr
+    assert (store / "reins.db").read_bytes() == b"garbage" * 1000
+
+
+def test_no_log_yet(project: Path) -> None:
+    done = reins("sessions", cwd=project)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: no event log at .reins")
+
+
+def test_ctrl_c_cancels_cooperatively_and_keeps_the_log(project: Path) -> None:
+    model = script(
+        project / "s.json",
+        [{"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 30"}}]}, "never"],
+    )
+    child = subprocess.Popen(
+        [*REINS, "run", "wait", "-m", model, "-w", "ws", "--json"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    assert child.stdout is not None
+    lines = []
+    for line in child.stdout:
+        lines.append(line)
+        if '"kind":"tool_call_started"' in line:
+            break
+    time.sleep(0.2)
+    start = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    rest, stderr = child.communicate(timeout=20)
+    assert time.monotonic() - start < 5  # the sleep was stopped, not waited for
+    assert child.returncode == 130
+    assert "cancelling" in stderr
+    assert "Traceback" not in stderr
+    events = [EVENT.validate_json(line) for line in [*lines, *rest.splitlines()]]
+    last = events[-1]
+    assert isinstance(last, RunFinished)
+    assert last.stop_reason is StopReason.CANCELLED
+    shown = reins("show", last.run_id, cwd=project)
+    assert "Cancelled by the user before it finished." in shown.stdout
+    assert "stopped: cancelled" in shown.stdout
+
+
+def test_help_lists_the_commands(project: Path) -> None:
+    done = reins("--help", cwd=project)
+    assert done.returncode == 0
+    for command in ["run", "resume", "sessions", "show", "replay"]:
+        assert command in done.stdout
