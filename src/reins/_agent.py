@@ -131,7 +131,7 @@ class Agent:
     ) -> AsyncIterator[Event]:
         if not goal.strip():
             raise UsageError("the goal is empty; say what the agent should do")
-        workspace = Workspace(self.workspace)
+        workspace = Workspace(self.workspace, protected=self._protected())
         if session_id is None:
             session_id = new_id()
             history: list[Message] = [
@@ -160,7 +160,7 @@ class Agent:
         state = RunState.fold([started])
         into.append(state)
         yield started
-        async for event in self._loop(state, cancel).events():
+        async for event in self._loop(state, cancel, workspace).events():
             yield event
 
     async def _resume(
@@ -197,14 +197,17 @@ class Agent:
         """The run's state, folded from its log."""
         return RunState.fold(await self.log.events(run_id))
 
-    def _loop(self, state: RunState, cancel: Cancel | None) -> RunLoop:
+    def _loop(
+        self, state: RunState, cancel: Cancel | None, workspace: Workspace | None = None
+    ) -> RunLoop:
         tools = self._tools()
         missing = set(state.config.tools) - {t.name for t in tools}
         if missing:
             raise UsageError(
                 f"run {state.run_id} used tools {sorted(missing)} that this agent lacks"
             )
-        workspace = Workspace(state.config.workspace, protected=self._protected())
+        if workspace is None:
+            workspace = Workspace(state.config.workspace, protected=self._protected())
         context = ToolContext(workspace=workspace, session_id=state.session_id, run_id=state.run_id)
         executor = ToolExecutor(
             [t for t in tools if t.name in state.config.tools],

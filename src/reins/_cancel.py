@@ -15,7 +15,8 @@ class Cancel:
     def __init__(self) -> None:
         self._set = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Future[Any]] = set()
+        self._racing: set[asyncio.Task[Any]] = set()
+        self._interrupted: set[asyncio.Task[Any]] = set()
 
     @property
     def is_set(self) -> bool:
@@ -38,25 +39,31 @@ class Cancel:
 
     def _fire(self) -> None:
         self._set = True
-        for task in self._tasks:
+        for task in self._racing:
+            self._interrupted.add(task)
             task.cancel()
 
     async def race(self, awaitable: Awaitable[T]) -> T | None:
-        """The awaitable's result, or None if the run is cancelled before it completes."""
-        self._loop = asyncio.get_running_loop()
+        """The awaitable's result, or None if the run is cancelled before it completes.
+
+        Like `asyncio.timeout`, it interrupts the current task and takes back its own
+        cancellation request (`uncancel`), so no extra task is needed per call."""
         if self._set:
             close = getattr(awaitable, "close", None)
             if close is not None:
                 close()
             return None
-        task = asyncio.ensure_future(awaitable)
-        self._tasks.add(task)
+        task = asyncio.current_task()
+        assert task is not None, "Cancel.race runs inside a task"
+        self._loop = task.get_loop()
+        self._racing.add(task)
         try:
-            return await task
+            return await awaitable
         except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if self._set and (current is None or current.cancelling() == 0):
-                return None
+            if task in self._interrupted:
+                self._interrupted.discard(task)
+                if task.uncancel() == 0:
+                    return None
             raise
         finally:
-            self._tasks.discard(task)
+            self._racing.discard(task)

@@ -62,7 +62,7 @@ class RunLoop:
         self.policies = policies
         self.settings = settings
         self.cancel = cancel
-        self._emitting = asyncio.Lock()
+        self._uncommitted = False
 
     async def events(self) -> AsyncIterator[Event]:
         state = self.state
@@ -95,7 +95,9 @@ class RunLoop:
             return
         ensure_requests_allowed(self.model)
         step = state.step + 1
-        yield await self._emit(ModelRequested, commit=False, step=step)
+        # Whatever came before (read-only results, the last response) is made durable before
+        # the model call, the slowest and costliest wait of a run.
+        yield await self._emit(ModelRequested, commit=self._uncommitted, step=step)
         response: ModelResponse | None = None
         stream = self.model.stream(state.messages, self.executor.specs, self.settings)
         try:
@@ -126,8 +128,11 @@ class RunLoop:
             return
         finally:
             await _close(stream)
+        # Committed with what the review records next (calls started, a rejection, the
+        # finish), and in any case before a side effect or the next model call.
         yield await self._emit(
             ModelResponded,
+            commit=False,
             step=step,
             message=_unique_call_ids(response.message, step),
             usage=response.usage,
@@ -205,18 +210,15 @@ class RunLoop:
         for call in runnable:
             if call.id not in state.started:
                 yield await self._emit(ToolCallStarted, commit=False, step=step, call=call)
-        await self.log.commit()  # the calls are on record before any side effect
+        if any(not self.executor.is_read_only(call.name) for call in runnable):
+            await self.log.commit()  # on record before any side effect
+            self._uncommitted = False
 
-        # Each result is recorded the moment its call returns, not when the consumer of
-        # these events gets to it, so a crash never loses a finished call's result.
-        finished: asyncio.Queue[Event] = asyncio.Queue()
-        tasks = [asyncio.ensure_future(self._run_tool(call, finished)) for call in runnable]
-        try:
-            for _ in tasks:
-                yield await finished.get()
-        finally:
-            for task in tasks:
-                task.cancel()
+        if len(runnable) == 1:
+            yield await self._run_tool(runnable[0])
+        elif runnable:
+            async for event in self._run_concurrently(runnable):
+                yield event
 
         results = state.step_results()
         for policy in self.policies:
@@ -238,7 +240,23 @@ class RunLoop:
                 return verdict
         return Continue()
 
-    async def _run_tool(self, call: ToolCall, finished: asyncio.Queue[Event]) -> None:
+    async def _run_concurrently(self, calls: list[ToolCall]) -> AsyncIterator[Event]:
+        """Each result is recorded the moment its call returns, not when the consumer of these
+        events gets to it, so a crash never loses a finished call's result."""
+        finished: asyncio.Queue[Event] = asyncio.Queue()
+
+        async def run(call: ToolCall) -> None:
+            finished.put_nowait(await self._run_tool(call))
+
+        tasks = [asyncio.ensure_future(run(call)) for call in calls]
+        try:
+            for _ in tasks:
+                yield await finished.get()
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    async def _run_tool(self, call: ToolCall) -> Event:
         start = time.perf_counter()
         result = await self.cancel.race(self.executor.execute(call))
         if result is None:
@@ -249,10 +267,15 @@ class RunLoop:
                 is_error=True,
             )
         duration_ms = (time.perf_counter() - start) * 1000
-        event = await self._emit(
-            ToolCallFinished, step=self.state.step, result=result, duration_ms=duration_ms
+        return await self._emit(
+            ToolCallFinished,
+            # A lost read-only result is simply computed again on resume; a side effect's
+            # result must be durable at once, or a resume would call it interrupted.
+            commit=not self.executor.is_read_only(call.name),
+            step=self.state.step,
+            result=result,
+            duration_ms=duration_ms,
         )
-        finished.put_nowait(event)
 
     async def _finish(
         self, reason: StopReason, *, final_answer: str | None = None, detail: str = ""
@@ -264,12 +287,14 @@ class RunLoop:
     async def _emit(self, kind: type[Any], *, commit: bool = True, **fields: Any) -> Event:
         """Append the next event and fold it in: the one way state changes."""
         state = self.state
-        async with self._emitting:  # tool tasks emit concurrently; seq must stay gap-free
-            event: Event = kind(
-                session_id=state.session_id, run_id=state.run_id, seq=state.next_seq, **fields
-            )
-            await self.log.append(event, commit=commit)
-            state.apply(event)
+        event: Event = kind(
+            session_id=state.session_id, run_id=state.run_id, seq=state.next_seq, **fields
+        )
+        # Folded in before the append awaits, so concurrent tool tasks never share a seq;
+        # appends are issued in seq order, and a log keeps that order.
+        state.apply(event)
+        self._uncommitted = not commit
+        await self.log.append(event, commit=commit)
         return event
 
 

@@ -35,20 +35,22 @@ class _TestModel:
     offline = True
     """Allowed while real model requests are blocked."""
 
-    async def _reply(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Reply:
+    async def _reply(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], turn: int
+    ) -> Reply:
         raise NotImplementedError
 
     async def request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
     ) -> ModelResponse:
-        reply = await self._reply(messages, tools)
+        turn = input_tokens = 0
+        for m in messages:  # one pass: this runs on every round of every test and benchmark
+            input_tokens += _tokens(m)
+            turn += isinstance(m, AssistantMessage)
+        reply = await self._reply(messages, tools, turn)
         message = AssistantMessage(text=reply) if isinstance(reply, str) else reply
         finish: FinishReason = "tool_use" if message.tool_calls else "end_turn"
-        usage = Usage(
-            input_tokens=sum(_words(m) for m in messages),
-            output_tokens=_words(message),
-            requests=1,
-        )
+        usage = Usage(input_tokens=input_tokens, output_tokens=_tokens(message), requests=1)
         return ModelResponse(message=message, usage=usage, finish=finish, model_name=self.name)
 
     async def stream(
@@ -73,8 +75,9 @@ class ScriptedModel(_TestModel):
     def from_file(cls, path: str | Path) -> ScriptedModel:
         return cls(load_script(path), name=f"script:{path}")
 
-    async def _reply(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Reply:
-        turn = sum(isinstance(m, AssistantMessage) for m in messages)
+    async def _reply(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], turn: int
+    ) -> Reply:
         if turn >= len(self.replies):
             raise ModelError(f"the script has {len(self.replies)} replies and all were used")
         return self.replies[turn]
@@ -87,7 +90,9 @@ class FunctionModel(_TestModel):
         self.fn = fn
         self.name = name
 
-    async def _reply(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Reply:
+    async def _reply(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], turn: int
+    ) -> Reply:
         reply = self.fn(list(messages), list(tools))
         if inspect.isawaitable(reply):
             reply = await reply
@@ -174,13 +179,14 @@ def _with_call_ids(reply: Reply, turn: int) -> Reply:
     return reply.model_copy(update={"tool_calls": calls})
 
 
-def _words(message: Message) -> int:
+def _tokens(message: Message) -> int:
+    """A rough token count (four characters a token), cheap enough for benchmarks."""
     match message:
         case AssistantMessage():
-            text = message.text + " ".join(json.dumps(c.arguments) for c in message.tool_calls)
+            size = len(message.text) + sum(len(str(c.arguments)) for c in message.tool_calls)
         case _:
-            text = message.content
-    return len(text.split())
+            size = len(message.content)
+    return (size + 3) // 4
 
 
 def _pieces(text: str) -> Iterator[str]:

@@ -26,7 +26,8 @@ class RunInfo:
 
 class EventLog(Protocol):
     """Where runs are recorded. `append` with `commit=True` returns once the event is durable;
-    with `commit=False` the event joins a batch that the next commit makes durable."""
+    with `commit=False` the event joins a batch that the next commit makes durable. Appends
+    come in seq order per run, and a log that suspends inside `append` must keep that order."""
 
     async def append(self, event: Event, *, commit: bool = True) -> None: ...
     async def commit(self) -> None: ...

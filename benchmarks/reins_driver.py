@@ -1,0 +1,75 @@
+"""reins on the overhead workload: a zero-latency scripted model, a no-op tool, 10 rounds per
+run (9 tool calls, then a final answer), every event persisted to SQLite + JSONL.
+
+python benchmarks/reins_driver.py --runs N   -> one JSON line on stdout
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+
+ROUNDS = 10
+
+
+async def measure(runs: int, store: str) -> list[float]:
+    from reins import Agent, AssistantMessage, SQLiteLog, StopReason, ToolCall, tool
+    from reins.testing import ScriptedModel
+
+    @tool
+    async def noop() -> str:
+        """Do nothing."""
+        return "ok"
+
+    script = [
+        AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="noop"),)) for i in range(ROUNDS - 1)
+    ]
+    script.append(AssistantMessage(text="FINAL_ANSWER: done"))
+    log = SQLiteLog(store)
+    agent = Agent(model=ScriptedModel(script), tools=[noop], workspace=store, log=log)
+    samples: list[float] = []
+    for index in range(runs + 5):  # 5 warm-up runs
+        start = time.perf_counter()
+        result = await agent.run("benchmark")
+        elapsed = time.perf_counter() - start
+        if result.stop_reason is not StopReason.END_TURN or result.steps != ROUNDS:
+            sys.exit(f"reins run did not do {ROUNDS} rounds: {result.stop_reason}, {result.steps}")
+        if index >= 5:
+            samples.append(elapsed / ROUNDS * 1e6)
+    await log.close()
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=200)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    import reins  # noqa: F401
+
+    import_s = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as store:
+        samples = asyncio.run(measure(args.runs, store))
+    from importlib.metadata import version
+
+    print(
+        json.dumps(
+            {
+                "name": "reins",
+                "version": version("reins"),
+                "import_s": import_s,
+                "us_per_round": samples,
+                "note": "ScriptedModel, async no-op @tool, SQLite (WAL) + JSONL persistence",
+            }
+        )
+    )
+    print(f"reins median {statistics.median(samples):.0f} us/round", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""Messages and events: one adapter each, whole-object round trips, a closed set of kinds."""
+
+from __future__ import annotations
+
+import typing
+from datetime import UTC, datetime
+
+import pytest
+from pydantic import ValidationError
+
+from reins import (
+    EVENT,
+    MESSAGES,
+    SCHEMA_VERSION,
+    AssistantMessage,
+    Event,
+    ModelRequested,
+    ModelResponded,
+    Notice,
+    ResponseRejected,
+    RunConfig,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    StopReason,
+    SystemMessage,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+
+ENVELOPE = {"session_id": "s1", "run_id": "r1", "ts": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)}
+CALL = ToolCall(id="c1", name="grep", arguments={"pattern": "x", "path": "."})
+RESULT = ToolResultMessage(call_id="c1", name="grep", content="a:1: x", is_error=False)
+ASSISTANT = AssistantMessage(text="t", thinking="th", tool_calls=(CALL,))
+
+ONE_OF_EACH: list[Event] = [
+    RunStarted(
+        **ENVELOPE,
+        seq=1,
+        goal="g",
+        config=RunConfig(model="script:x.json", workspace="/w", max_steps=3, tools=("grep",)),
+        messages=(SystemMessage(content="sys"), UserMessage(content="g")),
+    ),
+    RunResumed(**ENVELOPE, seq=2, max_steps=6),
+    ModelRequested(**ENVELOPE, seq=3, step=1),
+    ThinkingDelta(**ENVELOPE, seq=4, step=1, text="th"),
+    TextDelta(**ENVELOPE, seq=5, step=1, text="t"),
+    ModelResponded(
+        **ENVELOPE,
+        seq=6,
+        step=1,
+        message=ASSISTANT,
+        usage=Usage(input_tokens=10, output_tokens=2, requests=1),
+        finish="tool_use",
+        model="m",
+    ),
+    ToolCallStarted(**ENVELOPE, seq=7, step=1, call=CALL),
+    ToolCallFinished(**ENVELOPE, seq=8, step=1, result=RESULT, duration_ms=1.5),
+    ResponseRejected(**ENVELOPE, seq=9, step=1, observation="no", source="P"),
+    Notice(**ENVELOPE, seq=10, text="n", source="P", level="warning", to_model=True),
+    RunFinished(**ENVELOPE, seq=11, stop_reason=StopReason.END_TURN, final_answer="a"),
+]
+
+
+def test_every_event_kind_is_covered() -> None:
+    union = typing.get_args(typing.get_args(Event)[0])
+    assert {type(e) for e in ONE_OF_EACH} == set(union)
+
+
+@pytest.mark.parametrize("event", ONE_OF_EACH, ids=lambda e: e.kind)
+def test_events_round_trip_through_the_one_adapter(event: Event) -> None:
+    data = EVENT.dump_json(event)
+    assert EVENT.validate_json(data) == event
+    assert EVENT.validate_python(EVENT.dump_python(event, mode="json")) == event
+    assert event.v == SCHEMA_VERSION
+
+
+def test_the_json_shape_is_flat_and_tagged() -> None:
+    assert EVENT.dump_python(ONE_OF_EACH[7], mode="json") == {
+        "v": 1,
+        "session_id": "s1",
+        "run_id": "r1",
+        "seq": 8,
+        "ts": "2026-01-02T03:04:05Z",
+        "kind": "tool_call_finished",
+        "step": 1,
+        "result": {
+            "role": "tool",
+            "call_id": "c1",
+            "name": "grep",
+            "content": "a:1: x",
+            "is_error": False,
+        },
+        "duration_ms": 1.5,
+    }
+
+
+def test_unknown_kinds_and_fields_are_rejected() -> None:
+    good = EVENT.dump_python(ONE_OF_EACH[2], mode="json")
+    with pytest.raises(ValidationError, match="does not match any of the expected tags"):
+        EVENT.validate_python({**good, "kind": "mystery"})
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        EVENT.validate_python({**good, "surprise": 1})
+
+
+def test_timestamps_default_to_utc_now() -> None:
+    event = ModelRequested(session_id="s", run_id="r", seq=1, step=1)
+    assert event.ts.tzinfo is UTC
+    assert abs((datetime.now(UTC) - event.ts).total_seconds()) < 5
+
+
+def test_messages_round_trip_and_are_discriminated_by_role() -> None:
+    messages = [SystemMessage(content="s"), UserMessage(content="u"), ASSISTANT, RESULT]
+    assert MESSAGES.validate_json(MESSAGES.dump_json(messages)) == messages
+    with pytest.raises(ValidationError):
+        MESSAGES.validate_python([{"role": "robot", "content": "x"}])
+
+
+def test_usage_adds_up() -> None:
+    total = Usage(input_tokens=1, output_tokens=2, requests=1) + Usage(
+        input_tokens=10, output_tokens=20, requests=1
+    )
+    assert total == Usage(input_tokens=11, output_tokens=22, requests=2)
+    assert total.total_tokens == 33
