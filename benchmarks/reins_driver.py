@@ -17,11 +17,11 @@ import time
 ROUNDS = 10
 
 
-async def measure(runs: int, store: str) -> list[float]:
+async def measure(runs: int, store: str, read_only: bool = False) -> list[float]:
     from reins import Agent, AssistantMessage, SQLiteLog, StopReason, ToolCall, tool
     from reins.testing import ScriptedModel
 
-    @tool
+    @tool(read_only=read_only)
     async def noop() -> str:
         """Do nothing."""
         return "ok"
@@ -48,23 +48,27 @@ async def measure(runs: int, store: str) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument(
+        "--read-only", action="store_true", help="declare the no-op tool read-only (it is)"
+    )
     args = parser.parse_args()
     start = time.perf_counter()
     import reins  # noqa: F401
 
     import_s = time.perf_counter() - start
     with tempfile.TemporaryDirectory() as store:
-        samples = asyncio.run(measure(args.runs, store))
+        samples = asyncio.run(measure(args.runs, store, args.read_only))
     from importlib.metadata import version
 
     print(
         json.dumps(
             {
-                "name": "reins",
+                "name": "reins (read-only tool)" if args.read_only else "reins",
                 "version": version("reins"),
                 "import_s": import_s,
                 "us_per_round": samples,
-                "note": "ScriptedModel, async no-op @tool, SQLite (WAL) + JSONL persistence",
+                "note": "ScriptedModel, async no-op @tool, every event in SQLite (WAL) + JSONL; "
+                + ("1 commit a round" if args.read_only else "2 commits a round"),
             }
         )
     )

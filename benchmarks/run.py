@@ -1,0 +1,127 @@
+"""`make bench`: per-round harness overhead of reins beside peer harnesses, in one invocation.
+
+Each harness runs in its own process (benchmarks/*_driver.py, benchmarks/peers/*_driver.py) on the
+same workload: a zero-latency scripted model, a no-op tool, 10 rounds a run (9 tool calls, then
+a final answer). Reported: median µs per round and its ratio to reins; import times and the wall
+time of `reins --help`. Medians throughout: these machines are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
+DRIVERS = [
+    ("reins", [HERE / "reins_driver.py"]),
+    ("reins (read-only tool)", [HERE / "reins_driver.py", "--read-only"]),
+    ("pydantic-ai", [HERE / "peers" / "pydantic_ai_driver.py"]),
+    ("smolagents", [HERE / "peers" / "smolagents_driver.py"]),
+    ("openai-agents", [HERE / "peers" / "openai_agents_driver.py"]),
+    ("mini-swe-agent", [HERE / "peers" / "mini_swe_agent_driver.py"]),
+]
+IMPORTS = {
+    "reins": "reins",
+    "pydantic-ai": "pydantic_ai",
+    "smolagents": "smolagents",
+    "openai-agents": "agents",
+    "mini-swe-agent": "minisweagent",
+}
+GOAL_RATIO = 0.25
+GOAL_STARTUP_S = 0.3
+
+
+def run_driver(name: str, argv: list[str | Path], runs: int) -> dict[str, object] | None:
+    done = subprocess.run(
+        [sys.executable, *map(str, argv), "--runs", str(runs)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    if done.returncode != 0:
+        print(f"  {name}: failed ({done.stderr.strip().splitlines()[-1:]})", file=sys.stderr)
+        return None
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def wall_times(argv: list[str], repeat: int) -> float:
+    """Median wall time of a fresh process running argv."""
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(argv, capture_output=True, check=True)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def import_time(module: str, repeat: int) -> float:
+    """Median time to import `module` in a fresh interpreter (interpreter start excluded)."""
+    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    samples = []
+    for _ in range(repeat):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        if done.returncode != 0:
+            return float("nan")
+        samples.append(float(done.stdout))
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=200, help="runs per harness")
+    parser.add_argument("--repeat", type=int, default=7, help="samples for start-up times")
+    args = parser.parse_args()
+
+    rows = []
+    for name, argv in DRIVERS:
+        print(f"running {name} ...", file=sys.stderr)
+        result = run_driver(name, argv, args.runs)
+        if result is not None:
+            samples = sorted(result["us_per_round"])  # type: ignore[call-overload]
+            q1, median, q3 = statistics.quantiles(samples, n=4)
+            rows.append((name, str(result["version"]), median, q1, q3, str(result["note"])))
+
+    reins_median = next(r[2] for r in rows if r[0] == "reins")
+    print(f"\nPer-round overhead, {args.runs} runs x 10 rounds, median (interquartile range)\n")
+    print("| harness | version | µs/round | IQR | × reins |")
+    print("|---|---|---:|---:|---:|")
+    for name, version, median, q1, q3, _ in rows:
+        ratio = median / reins_median
+        print(f"| {name} | {version} | {median:.0f} | {q1:.0f}–{q3:.0f} | {ratio:.2f} |")
+    peers = [r for r in rows if not r[0].startswith("reins")]
+    if peers:
+        fastest = min(peers, key=lambda r: r[2])
+        share = reins_median / fastest[2]
+        verdict = "met" if share <= GOAL_RATIO else "NOT met"
+        print(
+            f"\nreins = {share:.3f} × the fastest peer ({fastest[0]}, {fastest[2]:.0f} µs); "
+            f"goal ≤ {GOAL_RATIO}: {verdict}"
+        )
+    print("\nNotes:")
+    for name, _, _, _, _, note in rows:
+        print(f"- {name}: {note}")
+
+    print(f"\nStart-up, median of {args.repeat} fresh processes\n")
+    print("| what | seconds |")
+    print("|---|---:|")
+    startup = {}
+    for name, module in IMPORTS.items():
+        startup[name] = import_time(module, args.repeat)
+        print(f"| import {module} ({name}) | {startup[name]:.3f} |")
+    help_s = wall_times([str(BIN / "reins"), "--help"], args.repeat)
+    python_s = wall_times([sys.executable, "-c", "pass"], args.repeat)
+    print(f"| `reins --help`, wall | {help_s:.3f} |")
+    print(f"| `python -c pass`, wall (for scale) | {python_s:.3f} |")
+    ok = startup["reins"] <= GOAL_STARTUP_S and help_s <= GOAL_STARTUP_S
+    print(f"\nimport reins and reins --help ≤ {GOAL_STARTUP_S} s: {'met' if ok else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
