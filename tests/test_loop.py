@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,7 @@ from reins import (
     Agent,
     Answer,
     AssistantMessage,
+    BeforeRound,
     BeforeTool,
     Cancel,
     Continue,
@@ -29,8 +30,11 @@ from reins import (
     RunState,
     Stop,
     StopReason,
+    StreamItem,
     SystemMessage,
     TextDelta,
+    ThinkingChunk,
+    ThinkingDelta,
     ToolCall,
     ToolCallFinished,
     ToolCallStarted,
@@ -560,3 +564,94 @@ async def test_model_errors_are_typed(workspace: Path) -> None:
         StopReason.ERROR,
         "model call failed: upstream said 503",
     )
+
+
+class Anchor(Policy):
+    """Reminds the model of the goal before every round but the first, and stops on refusal."""
+
+    async def before_round(self, state: RunState) -> BeforeRound:
+        return Inject(f"Remember the goal: {state.goal}") if state.step else Continue()
+
+    async def after_response(self, state: RunState, response: AssistantMessage) -> AfterResponse:
+        if "I refuse" in response.text:
+            return Stop(StopReason.REFUSAL, "the model refused")
+        return Continue()
+
+
+async def test_before_round_injects_and_after_response_stops(workspace: Path) -> None:
+    replies = [reply("", call("noop", "a")), reply("I refuse", call("noop", "b"))]
+    agent = agent_for(replies, workspace, tools=[noop], policies=[Anchor()])
+    result = await agent.run("count")
+    assert (result.stop_reason, result.detail) == (StopReason.REFUSAL, "the model refused")
+    assert result.messages[4] == UserMessage(content="Remember the goal: count")
+    assert [
+        c.id for m in result.messages if isinstance(m, AssistantMessage) for c in m.tool_calls
+    ] == [
+        "a",
+        "b",
+    ]
+    last = result.messages[-1]  # the refused response's call never ran
+    assert last == ToolResultMessage(
+        call_id="b", name="noop", content="Not run: the run ended.", is_error=True
+    )
+
+
+class StopAfterTools(Policy):
+    async def after_tools(
+        self, state: RunState, results: Sequence[ToolResultMessage]
+    ) -> AfterTools:
+        return Stop(StopReason.TOKEN_BUDGET, "spent")
+
+
+async def test_after_tools_can_stop(workspace: Path) -> None:
+    agent = agent_for(
+        [reply("", call("noop")), "never"], workspace, tools=[noop], policies=[StopAfterTools()]
+    )
+    result = await agent.run("go")
+    assert (result.stop_reason, result.detail, result.steps) == (
+        StopReason.TOKEN_BUDGET,
+        "spent",
+        1,
+    )
+
+
+class BrokenStream:
+    """A provider whose stream ends early, or fails with a non-reins exception."""
+
+    def __init__(self, fail: bool) -> None:
+        self.fail = fail
+        self.name = "broken"
+        self.offline = True
+
+    async def request(self, *args: object) -> object:
+        raise NotImplementedError
+
+    async def stream(self, *args: object) -> AsyncIterator[StreamItem]:
+        yield ThinkingChunk("hmm ")
+        if self.fail:
+            raise ConnectionResetError("peer reset")
+
+
+async def test_broken_streams_stop_the_run_with_error(workspace: Path) -> None:
+    ended = await Agent(model=BrokenStream(fail=False), workspace=workspace).run("go")  # type: ignore[arg-type]
+    assert (ended.stop_reason, ended.detail) == (
+        StopReason.ERROR,
+        "the model stream ended without a response",
+    )
+    failed = Agent(model=BrokenStream(fail=True), workspace=workspace)  # type: ignore[arg-type]
+    run = failed.iter("go")
+    events = [e async for e in run]
+    assert [e.kind for e in events[-3:]] == ["model_request", "thinking_delta", "run_finished"]
+    assert run.state.finished is not None
+    assert run.state.finished.detail == "model call failed: ConnectionResetError: peer reset"
+
+
+async def test_thinking_streams_as_deltas(workspace: Path) -> None:
+    thought = AssistantMessage(thinking="let me see", text="ok")
+    run = agent_for([thought], workspace).iter("go")
+    events = [e async for e in run]
+    assert [(e.kind, e.text) for e in events if isinstance(e, ThinkingDelta | TextDelta)] == [
+        ("thinking_delta", "let me see"),
+        ("text_delta", "ok"),
+    ]
+    assert run.state.messages[-1] == thought
