@@ -200,6 +200,7 @@ def make_tree(workspace: Path) -> None:
         "debug.log": "TODO log\n",
         "docs/readme.md": "nothing here\n",
         ".git/config": "TODO git\n",
+        ".reins/sessions/s.jsonl": "TODO log of runs\n",
     }
     for name, text in files.items():
         (workspace / name).parent.mkdir(parents=True, exist_ok=True)

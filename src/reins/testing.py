@@ -73,7 +73,8 @@ class ScriptedModel(_TestModel):
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedModel:
-        return cls(load_script(path), name=f"script:{path}")
+        # The absolute path goes in the log, so `reins resume` works from any folder.
+        return cls(load_script(path), name=f"script:{Path(path).resolve()}")
 
     async def _reply(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], turn: int

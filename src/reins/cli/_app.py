@@ -43,7 +43,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="reins: run tool-calling agents with a log you can resume and replay.",
 )
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True, highlight=False)
 
 StoreOpt = Annotated[

@@ -15,6 +15,7 @@ import pathspec
 from .._errors import ToolError
 from ._executor import shorten
 from ._tool import Tool, ToolContext, tool
+from ._workspace import ALWAYS_IGNORED
 
 MAX_READ_LINES = 2000
 MAX_LIST_ENTRIES = 1000
@@ -100,7 +101,9 @@ def list_files(ctx: ToolContext, path: str = ".") -> str:
     if not folder.is_dir():
         raise ToolError(f"{path!r} is not a folder")
     entries = sorted(
-        e.name + ("/" if e.is_dir() else "") for e in os.scandir(folder) if e.name != ".git"
+        e.name + ("/" if e.is_dir() else "")
+        for e in os.scandir(folder)
+        if e.name not in ALWAYS_IGNORED
     )
     if not entries:
         return f"{path} is empty"
