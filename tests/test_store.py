@@ -69,13 +69,13 @@ async def test_a_run_survives_closing_and_reopening(tmp_path: Path, workspace: P
     await reopened.close()
 
 
-async def test_the_mirror_holds_exactly_the_committed_events(
+async def test_the_journal_holds_exactly_the_run_events(
     sqlite_log: SQLiteLog, workspace: Path
 ) -> None:
     agent = Agent(model=scripted(3), tools=[pause], workspace=workspace, log=sqlite_log)
     result = await agent.run("go")
-    mirror = sqlite_log.directory / "sessions" / f"{result.session_id}.jsonl"
-    lines = mirror.read_bytes().splitlines()
+    path = sqlite_log.directory / "sessions" / f"{result.session_id}.jsonl"
+    lines = path.read_bytes().splitlines()
     assert [EVENT.validate_json(line) for line in lines] == await sqlite_log.events(result.run_id)
 
 
@@ -93,23 +93,30 @@ async def test_concurrent_runs_never_interleave_or_duplicate_seq(
         assert [e.seq for e in events] == list(range(1, len(events) + 1))
         assert {e.run_id for e in events} == {result.run_id}
         assert result.stop_reason is StopReason.END_TURN
-    # the shared session's mirror holds each run's events in order, none twice
-    mirror = sqlite_log.directory / "sessions" / f"{first.session_id}.jsonl"
-    keys = [(r["run_id"], r["seq"]) for r in map(json.loads, mirror.read_text().splitlines())]
+    # the shared session's journal holds each run's events in order, none twice
+    path = sqlite_log.directory / "sessions" / f"{first.session_id}.jsonl"
+    keys = [(r["run_id"], r["seq"]) for r in map(json.loads, path.read_text().splitlines())]
     assert len(keys) == len(set(keys))
     for run_id in {k[0] for k in keys}:
         assert [s for r, s in keys if r == run_id] == sorted(s for r, s in keys if r == run_id)
 
 
-async def test_a_second_writer_of_one_run_is_refused(tmp_path: Path, workspace: Path) -> None:
+async def test_a_second_writer_of_a_session_is_refused(tmp_path: Path, workspace: Path) -> None:
     first = SQLiteLog(tmp_path / "store")
     result = await Agent(model=scripted(0), workspace=workspace, log=first).run("go")
-    events = await first.events(result.run_id)
-    second = SQLiteLog(tmp_path / "store")
-    with pytest.raises(StoreError, match="already has event 2: another process"):
-        await second.append(events[1])
+    second = SQLiteLog(tmp_path / "store")  # its own open file: as another process would
+    agent = Agent(model=scripted(0), workspace=workspace, log=second)
+    with pytest.raises(StoreError, match="is being written by another process"):
+        await agent.run("again", session_id=result.session_id)
     await first.close()
     await second.close()
+
+
+async def test_a_run_seq_out_of_order_is_refused(sqlite_log: SQLiteLog, workspace: Path) -> None:
+    result = await Agent(model=scripted(0), workspace=workspace, log=sqlite_log).run("go")
+    events = await sqlite_log.events(result.run_id)
+    with pytest.raises(StoreError, match="event 2 arrived where 6 was due"):
+        await sqlite_log.append(events[1])
 
 
 async def run_once(store: Path, workspace: Path) -> str:
@@ -119,64 +126,97 @@ async def run_once(store: Path, workspace: Path) -> str:
     return result.session_id
 
 
-async def test_a_truncated_mirror_tail_is_kept_aside_and_rebuilt(
+def journal(store: Path, session: str) -> Path:
+    return store / "sessions" / f"{session}.jsonl"
+
+
+async def test_a_torn_last_line_is_kept_aside_and_the_run_goes_on(
     tmp_path: Path, workspace: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = tmp_path / "store"
-    session = await run_once(store, workspace)
-    mirror = store / "sessions" / f"{session}.jsonl"
-    whole = mirror.read_bytes()
-    mirror.write_bytes(whole[:-25])  # a write cut off mid-line
-
     log = SQLiteLog(store)
-    agent = Agent(model=scripted(1), tools=[pause], workspace=workspace, log=log)
+    agent = Agent(model=scripted(2), tools=[pause], workspace=workspace, log=log)
+    events = [e async for e in agent.iter("go")]
+    log.journals.close()  # the process dies: nothing more is written, the index lags
+    path = journal(store, events[0].session_id)
+    whole = path.read_bytes()
+    cut = whole.rfind(b"\n", 0, len(whole) - 1) + 1  # start of the last line
+    path.write_bytes(whole[: cut + 20])  # ... and the last write was cut off
+
     with caplog.at_level(logging.WARNING, logger="reins.store"):
-        await agent.run("again", session_id=session)
-    await log.close()
+        reopened = SQLiteLog(store)
+    assert "ended in a partial line" in caplog.text
+    [aside] = list((store / "sessions").glob("*.torn-*"))
+    assert aside.read_bytes() == whole[cut : cut + 20]  # nothing is thrown away
+    assert path.read_bytes() == whole[:cut]  # the journal ends on a whole event
+    assert await reopened.events(events[0].run_id) == events[:-1]
+    resumed = await Agent(
+        model=scripted(2), tools=[pause], workspace=workspace, log=reopened
+    ).resume(events[0].run_id)
+    assert resumed.stop_reason is StopReason.END_TURN
+    await reopened.close()
 
-    assert "ends in a partial line" in caplog.text
-    [aside] = list((store / "sessions").glob("*.corrupt-*"))
-    assert aside.read_bytes() == whole[:-25]  # nothing is thrown away
-    lines = mirror.read_bytes().splitlines()
-    reread = SQLiteLog(store)
-    first_run, second_run = await reread.runs()
-    expected = [*await reread.events(first_run.run_id), *await reread.events(second_run.run_id)]
-    assert [EVENT.validate_json(line) for line in lines] == expected
-    await reread.close()
+
+async def test_an_index_that_lags_is_caught_up_from_the_journal(
+    tmp_path: Path, workspace: Path
+) -> None:
+    store = tmp_path / "store"
+    writer = SQLiteLog(store)
+    agent = Agent(model=scripted(3), tools=[pause], workspace=workspace, log=writer)
+    result = await agent.run("go")
+    written = [
+        EVENT.validate_json(line)
+        for line in journal(store, result.session_id).read_bytes().splitlines()
+    ]
+    reader = SQLiteLog(store)  # another process, while the writer has not indexed yet
+    assert await reader.events(result.run_id) == written
+    [info] = await reader.runs()
+    assert info.stop_reason is StopReason.END_TURN
+    await writer.close()  # its own late indexing adds nothing twice
+    assert await reader.events(result.run_id) == written
+    await reader.close()
 
 
-async def test_a_mirror_behind_the_database_is_caught_up(
-    tmp_path: Path, workspace: Path, caplog: pytest.LogCaptureFixture
+async def test_a_deleted_index_is_rebuilt(tmp_path: Path, workspace: Path) -> None:
+    store = tmp_path / "store"
+    session = await run_once(store, workspace)
+    before = SQLiteLog(store)
+    [info] = await before.runs()
+    events = await before.events(info.run_id)
+    await before.close()
+    for name in ("reins.db", "reins.db-wal", "reins.db-shm"):
+        (store / name).unlink(missing_ok=True)
+    after = SQLiteLog(store)
+    assert await after.runs() == [info]
+    assert await after.events(info.run_id) == events
+    assert info.session_id == session
+    await after.close()
+
+
+async def test_a_journal_shorter_than_its_index_is_reported(
+    tmp_path: Path, workspace: Path
 ) -> None:
     store = tmp_path / "store"
     session = await run_once(store, workspace)
-    mirror = store / "sessions" / f"{session}.jsonl"
-    whole = mirror.read_bytes().splitlines(keepends=True)
-    mirror.write_bytes(b"".join(whole[:-3]))  # a crash between commit and mirror write
-
-    log = SQLiteLog(store)
-    with caplog.at_level(logging.WARNING, logger="reins.store"):
-        await Agent(model=scripted(0), workspace=workspace, log=log).run(
-            "again", session_id=session
-        )
-    await log.close()
-    assert "was 3 events behind the database; caught up" in caplog.text
-    assert mirror.read_bytes().startswith(b"".join(whole))
+    path = journal(store, session)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-2]))
+    with pytest.raises(LogCorrupted, match=r"is shorter .* than the index says"):
+        SQLiteLog(store)
 
 
-async def test_a_mirror_ahead_of_the_database_is_reported(tmp_path: Path, workspace: Path) -> None:
+async def test_a_corrupt_line_in_a_journal_is_reported_with_its_place(
+    tmp_path: Path, workspace: Path
+) -> None:
     store = tmp_path / "store"
     session = await run_once(store, workspace)
-    mirror = store / "sessions" / f"{session}.jsonl"
-    record = json.loads(mirror.read_text().splitlines()[-1])
-    record["seq"] = 999
-    with mirror.open("a") as f:
-        f.write(json.dumps(record) + "\n")
-    log = SQLiteLog(store)
-    agent = Agent(model=scripted(0), workspace=workspace, log=log)
-    with pytest.raises(LogCorrupted, match="that the database lacks"):
-        await agent.run("again", session_id=session)
-    await log.close()
+    (store / "reins.db").unlink()
+    path = journal(store, session)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2] = b'{"kind": "nonsense"}\n'
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(LogCorrupted, match=r"\.jsonl, line 3, is not a reins event"):
+        SQLiteLog(store)
 
 
 def test_a_file_that_is_not_a_database_is_reported(tmp_path: Path) -> None:

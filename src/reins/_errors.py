@@ -6,6 +6,9 @@ Every error reins raises derives from `ReinsError`, split by who must act::
     ├── ToolError            retry-to-model: becomes an observation the model can act on
     ├── RunError             stop-the-run: the run ends with stop reason `error`, resumable
     │   ├── ModelError       the model call failed
+    │   │   ├── ModelHTTPError        the server answered with an error status
+    │   │   ├── ModelConnectionError  no answer: refused, reset, dropped
+    │   │   └── ModelTimeout          no first chunk, or a stalled stream
     │   └── StoreError       the event log cannot be read or written
     │       └── LogCorrupted a database or JSONL mirror failed its checks
     └── UsageError           developer misuse: bad configuration or input, fix and retry
@@ -32,6 +35,42 @@ class RunError(ReinsError):
 
 class ModelError(RunError):
     """The model call failed."""
+
+    @property
+    def transient(self) -> bool:
+        """Worth retrying: the same request may well succeed a moment later."""
+        return False
+
+
+class ModelHTTPError(ModelError):
+    """The model's server answered with an error status."""
+
+    def __init__(self, status: int, body: str, *, retry_after: float | None = None) -> None:
+        super().__init__(f"HTTP {status}: {body[:500]}")
+        self.status = status
+        self.body = body
+        self.retry_after = retry_after
+        """Seconds the server asked us to wait (Retry-After), if it said."""
+
+    @property
+    def transient(self) -> bool:
+        return self.status in (408, 409, 429) or self.status >= 500
+
+
+class ModelConnectionError(ModelError):
+    """The connection to the model's server failed or was dropped."""
+
+    @property
+    def transient(self) -> bool:
+        return True
+
+
+class ModelTimeout(ModelError):
+    """The model sent no first chunk in time, or its stream stalled; the stream was closed."""
+
+    @property
+    def transient(self) -> bool:
+        return True
 
 
 class StoreError(RunError):

@@ -18,6 +18,9 @@ class ToolCall(_Frozen):
     """Provider call id; a tool result is paired to its call by this id."""
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict[str, Any])
+    raw_arguments: str | None = None
+    """What the model sent, kept only when it was not a JSON object (the call then fails
+    with an observation that quotes it)."""
 
 
 class Usage(_Frozen):

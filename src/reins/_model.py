@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
 
 from ._errors import UsageError
 from ._events import FinishReason
 from ._messages import AssistantMessage, Message, ToolSpec, Usage
+
+
+def _env_seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise UsageError(f"{name}={raw!r} is not a number of seconds above 0")
+    return value
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -16,6 +30,18 @@ class ModelSettings:
     max_tokens: int | None = None
     """Cap on output tokens of one response."""
     temperature: float | None = None
+    tool_choice: Literal["auto", "required", "none"] = "auto"
+    first_chunk_timeout: float = field(
+        default_factory=lambda: _env_seconds("REINS_FIRST_CHUNK_TIMEOUT", 90.0)
+    )
+    """Seconds to wait for the first chunk of a response (prefill included)."""
+    chunk_timeout: float = field(default_factory=lambda: _env_seconds("REINS_CHUNK_TIMEOUT", 60.0))
+    """Seconds to wait between two chunks before the stream counts as stalled."""
+    max_retries: int = 4
+    """Retries of a transient failure (connection, timeout, 408/409/429/5xx) per model call."""
+    retry_base_delay: float = 0.5
+    retry_max_delay: float = 30.0
+    """Cap on one wait between retries, Retry-After included."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -36,8 +62,18 @@ class ThinkingChunk:
     text: str
 
 
-StreamItem = TextChunk | ThinkingChunk | ModelResponse
-"""What `Model.stream` yields: deltas, then exactly one `ModelResponse` last."""
+@dataclass(frozen=True)
+class Retrying:
+    """A transient failure; the call is made again after `delay` seconds. Deltas already
+    streamed belong to the failed attempt."""
+
+    attempt: int
+    delay: float
+    error: str
+
+
+StreamItem = TextChunk | ThinkingChunk | Retrying | ModelResponse
+"""What `Model.stream` yields: deltas (and retry notices), then exactly one `ModelResponse`."""
 
 
 @runtime_checkable

@@ -199,7 +199,7 @@ def _execute(
     Every error of ours becomes one line on stderr; nothing else ever shows a traceback."""
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
     try:
-        if not create and not (store / "reins.db").exists():
+        if not create and not store.is_dir():
             raise UsageError(
                 f"no event log at {store}; run `reins run GOAL` first, or pass --store"
             )

@@ -1,14 +1,16 @@
-"""The default event log: one SQLite database (WAL) per project plus a JSONL mirror per session.
+"""The default event log: a JSONL journal per session, indexed in one SQLite database (WAL).
 
-Calls are synchronous inside `async def`: a local SQLite write takes microseconds, far less than
-handing it to a thread would.
+The journal is the durable record: a commit is one write of whole lines, made before the run acts
+on them. The database is an index for queries (`reins sessions`, `show`, the server), filled from
+what this process wrote at most `INDEX_EVERY` seconds later, and from the journals themselves
+when it lags (after a crash, or for another process's runs). Delete it and it is rebuilt.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import time
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,8 @@ from pydantic import ValidationError
 
 from .._errors import LogCorrupted, RunNotFound, StoreError
 from .._events import EVENT, Event, StopReason
+from ._journal import Journals
 from ._log import RunInfo, index_update
-from ._mirror import Mirror
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -30,25 +32,29 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_by_session ON runs (session_id, started_at);
 CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY,
     run_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
     session_id TEXT NOT NULL,
     kind TEXT NOT NULL,
     body BLOB NOT NULL,
-    UNIQUE (run_id, seq)
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS journals (
+    session_id TEXT PRIMARY KEY,
+    indexed_bytes INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS events_by_session ON events (session_id, id);
 """
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+INDEX_EVERY = 0.05
+"""Seconds a busy loop may run ahead of the index; a real model call takes longer than this,
+so in practice the index follows each commit."""
 
 
 class SQLiteLog:
-    """Event log in `<directory>/reins.db`, mirrored to `<directory>/sessions/<id>.jsonl`."""
+    """Event log under `directory`: `sessions/<id>.jsonl` journals and `reins.db`, their index."""
 
     def __init__(self, directory: str | Path, *, durable: bool = False) -> None:
-        """`durable=True` syncs every commit to disk (survives power loss); the default
-        survives any crash of the process, which is what resume needs."""
+        """`durable=True` fsyncs every commit (survives power loss, not only a crash)."""
         self.directory = Path(directory)
         self.path = self.directory / "reins.db"
         try:
@@ -57,78 +63,109 @@ class SQLiteLog:
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the event log at {self.path}: {exc}") from None
         try:
-            self._setup(durable)
+            self._setup()
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise LogCorrupted(
-                f"{self.path} is not a readable reins database ({exc}); move it aside to start "
-                "a new log, or restore it from a backup"
+                f"{self.path} is not a readable reins database ({exc}); move it aside (it is "
+                "an index, rebuilt from the session journals) or restore it from a backup"
             ) from None
-        self.mirror = Mirror(self.directory / "sessions")
+        self.journals = Journals(self.directory / "sessions", durable=durable)
         self._batch: list[Event] = []
-        self._index: dict[str, RunInfo] = {}
+        self._unindexed: list[tuple[Event, bytes]] = []
+        self._journal_sizes: dict[str, int] = {}
+        self._next_seq: dict[str, int] = {}
+        self._runs: dict[str, RunInfo] = {}
+        self._indexed_at = time.monotonic()
+        self._catch_up()
 
-    def _setup(self, durable: bool) -> None:
+    def _setup(self) -> None:
         db = self._db
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise sqlite3.DatabaseError(f"schema version {version} is newer than this reins")
         db.execute("PRAGMA journal_mode=WAL")
-        db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+        db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA busy_timeout=5000")
         if version < SCHEMA_VERSION:
-            db.executescript(SCHEMA)
-            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            db.executescript(
+                "DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS events;"  # an index: rebuilt
+                + SCHEMA
+                + f"PRAGMA user_version={SCHEMA_VERSION};"
+            )
 
     async def append(self, event: Event, *, commit: bool = True) -> None:
+        expected = self._next_seq.get(event.run_id) or self._first_seq(event.run_id)
+        if event.seq != expected:
+            raise StoreError(
+                f"run {event.run_id}: event {event.seq} arrived where {expected} was due; "
+                "is another process driving this run?"
+            )
+        self._next_seq[event.run_id] = event.seq + 1
         self._batch.append(event)
         if commit:
             await self.commit()
 
+    def _first_seq(self, run_id: str) -> int:
+        row = self._db.execute("SELECT max(seq) FROM events WHERE run_id = ?", (run_id,)).fetchone()
+        return (row[0] or 0) + 1
+
     async def commit(self) -> None:
-        """Write the batch in one transaction, then mirror it. Nothing is held open between
-        commits, so other processes can write to the same database meanwhile."""
+        """Journal the batch: one write per session, handed to the OS before returning."""
         if not self._batch:
             return
         batch, self._batch = self._batch, []
-        bodies = [EVENT.dump_json(e) for e in batch]
+        lines: dict[str, list[bytes]] = {}
+        for event in batch:
+            body = EVENT.dump_json(event)
+            self._unindexed.append((event, body))
+            lines.setdefault(event.session_id, []).append(body + b"\n")
+        try:
+            for session_id, session_lines in lines.items():
+                self._journal_sizes[session_id] = self.journals.append(session_id, session_lines)
+        except OSError as exc:
+            raise StoreError(f"cannot write the journal under {self.directory}: {exc}") from None
+        if time.monotonic() - self._indexed_at >= INDEX_EVERY:
+            self._index()
+
+    def _index(self) -> None:
+        """Put what this process journaled into the database, in one transaction."""
+        if not self._unindexed:
+            return
+        rows, self._unindexed = self._unindexed, []
+        sizes, self._journal_sizes = self._journal_sizes, {}
+        self._write_index(rows, sizes)
+        self._indexed_at = time.monotonic()
+
+    def _write_index(self, rows: list[tuple[Event, bytes]], sizes: dict[str, int]) -> None:
         db = self._db
         try:
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.executemany(
-                    "INSERT INTO events (run_id, seq, session_id, kind, body) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    [
-                        (e.run_id, e.seq, e.session_id, e.kind, b)
-                        for e, b in zip(batch, bodies, strict=True)
-                    ],
+                    "INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?)",
+                    [(e.run_id, e.seq, e.session_id, e.kind, body) for e, body in rows],
                 )
-                for event in batch:
-                    self._update_index(event)
+                for event, _ in rows:
+                    self._update_run(event)
+                db.executemany(
+                    "INSERT INTO journals VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE "
+                    "SET indexed_bytes = max(indexed_bytes, excluded.indexed_bytes)",
+                    list(sizes.items()),
+                )
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
-                self._index.clear()
+                self._runs.clear()
                 raise
-        except sqlite3.IntegrityError:
-            raise StoreError(
-                f"run {batch[0].run_id} already has event {batch[0].seq}: another process "
-                "is writing this run"
-            ) from None
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot write to {self.path}: {exc}") from None
-        lines: dict[str, list[bytes]] = {}
-        for event, body in zip(batch, bodies, strict=True):
-            lines.setdefault(event.session_id, []).append(body + b"\n")
-        for session_id, session_lines in lines.items():
-            self.mirror.write(session_id, session_lines, partial(self._missing, session_id))
+            raise StoreError(f"cannot write the index {self.path}: {exc}") from None
 
-    def _update_index(self, event: Event) -> None:
-        info = index_update(self._index.get(event.run_id) or self._load_info(event.run_id), event)
+    def _update_run(self, event: Event) -> None:
+        info = index_update(self._runs.get(event.run_id) or self._load_run(event.run_id), event)
         if info is None:
             return
-        self._index[event.run_id] = info
+        self._runs[event.run_id] = info
         self._db.execute(
             "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)",
             (
@@ -141,29 +178,41 @@ class SQLiteLog:
             ),
         )
 
-    def _missing(self, session_id: str, last: tuple[str, int] | None) -> list[bytes]:
-        """Committed events of the session after (run_id, seq) `last`."""
-        after = 0
-        if last is not None:
-            row = self._db.execute(
-                "SELECT id FROM events WHERE run_id = ? AND seq = ?", last
-            ).fetchone()
-            if row is None:
+    def _catch_up(self) -> None:
+        """Index journal lines the database lacks: left by a crash, or by another process."""
+        known = dict(self._query("SELECT session_id, indexed_bytes FROM journals"))
+        directory = self.journals.directory
+        for path in sorted(directory.glob("*.jsonl")) if directory.is_dir() else []:
+            session_id = path.stem
+            indexed = int(known.get(session_id, 0))
+            size = path.stat().st_size
+            if size < indexed:
                 raise LogCorrupted(
-                    f"{self.mirror.path(session_id)} holds event {last} that the database "
-                    "lacks; the database may have been restored from an older copy"
+                    f"{path} is shorter ({size} bytes) than the index says it was "
+                    f"({indexed}); it was truncated or replaced after it was written"
                 )
-            after = row[0]
-        rows = self._db.execute(
-            "SELECT body FROM events WHERE session_id = ? AND id > ? ORDER BY id",
-            (session_id, after),
-        ).fetchall()
-        return [bytes(r[0]) + b"\n" for r in rows]
+            if size > indexed:
+                self._ingest(path, session_id, indexed)
+
+    def _ingest(self, path: Path, session_id: str, offset: int) -> None:
+        tail = self.journals.read_from(session_id, offset)
+        rows: list[tuple[Event, bytes]] = []
+        for number, line in enumerate(tail.lines):
+            try:
+                rows.append((EVENT.validate_json(line), line))
+            except ValidationError as exc:
+                before = path.read_bytes()[:offset].count(b"\n")
+                raise LogCorrupted(
+                    f"{path}, line {before + number + 1}, is not a reins event: "
+                    f"{exc.errors()[0]['msg']}"
+                ) from None
+        self._write_index(rows, {session_id: tail.end})
 
     async def events(self, run_id: str) -> list[Event]:
+        self._refresh()
         rows = self._query("SELECT seq, body FROM events WHERE run_id = ? ORDER BY seq", run_id)
         if not rows:
-            raise RunNotFound(f"no run {run_id!r} in {self.path}")
+            raise RunNotFound(f"no run {run_id!r} in {self.directory}")
         events: list[Event] = []
         for seq, body in rows:
             try:
@@ -176,6 +225,7 @@ class SQLiteLog:
         return events
 
     async def runs(self, session_id: str | None = None) -> list[RunInfo]:
+        self._refresh()
         sql = "SELECT * FROM runs"
         rows = (
             self._query(sql + " WHERE session_id = ? ORDER BY started_at", session_id)
@@ -184,7 +234,12 @@ class SQLiteLog:
         )
         return [_info(row) for row in rows]
 
-    def _load_info(self, run_id: str) -> RunInfo | None:
+    def _refresh(self) -> None:
+        """Before a read: what this process wrote, then what others did."""
+        self._index()
+        self._catch_up()
+
+    def _load_run(self, run_id: str) -> RunInfo | None:
         row = self._db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         return None if row is None else _info(row)
 
@@ -196,11 +251,12 @@ class SQLiteLog:
 
     async def close(self) -> None:
         await self.commit()
-        self.mirror.close()
+        self._index()
+        self.journals.close()
         self._db.close()
 
 
-def _info(row: tuple[object, ...]) -> RunInfo:
+def _info(row: tuple[Any, ...]) -> RunInfo:
     run_id, session_id, goal, model, started_at, stop_reason = row
     return RunInfo(
         run_id=str(run_id),

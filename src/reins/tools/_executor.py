@@ -57,6 +57,12 @@ class ToolExecutor:
             raise ToolError(
                 f"unknown tool {call.name!r}; available tools: {', '.join(sorted(self.tools))}"
             )
+        if call.raw_arguments is not None:
+            raw = call.raw_arguments[:300]
+            raise ToolError(
+                f"the arguments of {call.name} are not a JSON object: {raw!r}; "
+                "send them as one JSON object"
+            )
         args = tool.validate(call.arguments)
         async with self._slots, AsyncExitStack() as locks:
             for path in self._written_paths(tool, args):

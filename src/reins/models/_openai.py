@@ -1,0 +1,281 @@
+"""OpenAI and every OpenAI-compatible server (vLLM, Ollama, LM Studio, llama.cpp), through the
+official `openai` SDK. Retries and stream guards are ours (`resilient`), so the SDK's are off."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._errors import ModelConnectionError, ModelError, ModelHTTPError, ModelTimeout
+from .._events import FinishReason
+from .._messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+from .._model import ModelResponse, ModelSettings, StreamItem, TextChunk, ThinkingChunk
+from ._resilience import resilient
+
+FINISH: dict[str, FinishReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+
+@dataclass(kw_only=True)
+class OpenAIModel:
+    """A chat-completions model. `provider` only names it in logs (`ollama:llama3.2`)."""
+
+    model: str
+    base_url: str | None = None
+    """Defaults to OPENAI_BASE_URL, then OpenAI's own."""
+    api_key: str | None = None
+    """Defaults to OPENAI_API_KEY; local servers take any value."""
+    provider: str = "openai"
+    stream_usage: bool = True
+    """Ask for usage in the stream (`stream_options`); turn off for servers that refuse it."""
+    _client: Any = field(default=None, init=False, repr=False)
+    _streams_tools: bool = field(default=True, init=False, repr=False)
+    """Cleared when the server answers a streamed request with tools by an empty stream
+    (llama-cpp-python's server does): from then on such requests are not streamed."""
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    def client(self) -> Any:
+        if self._client is None:
+            import openai  # imported on first use: it costs a tenth of a second
+
+            self._client = openai.AsyncOpenAI(
+                base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
+                api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "none",
+                max_retries=0,
+                timeout=None,  # the stream guards time the call
+            )
+        return self._client
+
+    async def request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> ModelResponse:
+        response: ModelResponse | None = None
+        async for item in resilient(lambda: self._once(messages, tools, settings), settings):
+            if isinstance(item, ModelResponse):
+                response = item
+        assert response is not None
+        return response
+
+    def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> AsyncIterator[StreamItem]:
+        if tools and not self._streams_tools:
+            return resilient(lambda: self._once(messages, tools, settings), settings)
+        return resilient(lambda: self._stream_once(messages, tools, settings), settings)
+
+    async def _once(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> AsyncGenerator[StreamItem]:
+        with _sdk_errors():
+            completion = await self.client().chat.completions.create(
+                **self._params(messages, tools, settings)
+            )
+        choice = completion.choices[0]
+        message = choice.message
+        reasoning = getattr(message, "reasoning_content", None) or ""
+        calls = tuple(
+            _call(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or ()
+        )
+        yield ModelResponse(
+            message=AssistantMessage(
+                text=message.content or "", thinking=reasoning, tool_calls=calls
+            ),
+            usage=_usage(completion.usage),
+            finish=_finish(choice.finish_reason, message.refusal, calls),
+            model_name=self.name,
+        )
+
+    async def _stream_once(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> AsyncGenerator[StreamItem]:
+        params = self._params(messages, tools, settings)
+        if self.stream_usage:
+            params["stream_options"] = {"include_usage": True}
+        text: list[str] = []
+        thinking: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        finish: str | None = None
+        refusal: str | None = None
+        usage = Usage(requests=1)
+        chunks = 0
+        with _sdk_errors():
+            stream = await self.client().chat.completions.create(stream=True, **params)
+            async with stream:
+                async for chunk in stream:
+                    chunks += 1
+                    if chunk.usage is not None:
+                        usage = _usage(chunk.usage)
+                    if not chunk.choices:
+                        continue
+                    choice = chunk.choices[0]
+                    delta = choice.delta
+                    finish = choice.finish_reason or finish
+                    refusal = delta.refusal or refusal
+                    if reasoning := getattr(delta, "reasoning_content", None):
+                        thinking.append(reasoning)
+                        yield ThinkingChunk(reasoning)
+                    if delta.content:
+                        text.append(delta.content)
+                        yield TextChunk(delta.content)
+                    for part in delta.tool_calls or ():
+                        acc = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+                        acc["id"] = part.id or acc["id"]
+                        if part.function is not None:
+                            acc["name"] += part.function.name or ""
+                            acc["arguments"] += part.function.arguments or ""
+        if chunks == 0 and tools:
+            self._streams_tools = False
+            async for item in self._once(messages, tools, settings):
+                yield item
+            return
+        if finish is None:
+            raise ModelConnectionError("the stream ended before the model finished")
+        tool_calls = tuple(
+            _call(c["id"], c["name"], c["arguments"]) for _, c in sorted(calls.items())
+        )
+        yield ModelResponse(
+            message=AssistantMessage(
+                text="".join(text), thinking="".join(thinking), tool_calls=tool_calls
+            ),
+            usage=usage,
+            finish=_finish(finish, refusal, tool_calls),
+            model_name=self.name,
+        )
+
+    def _params(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": [_wire(m) for m in messages],
+        }
+        if tools:
+            params["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in tools
+            ]
+            params["tool_choice"] = settings.tool_choice
+        if settings.max_tokens is not None:
+            params["max_tokens"] = settings.max_tokens
+        if settings.temperature is not None:
+            params["temperature"] = settings.temperature
+        return params
+
+
+def _wire(message: Message) -> dict[str, Any]:
+    match message:
+        case SystemMessage() | UserMessage():
+            return {"role": message.role, "content": message.content}
+        case AssistantMessage():
+            wire: dict[str, Any] = {"role": "assistant", "content": message.text}
+            if message.tool_calls:
+                wire["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": _arguments(c)},
+                    }
+                    for c in message.tool_calls
+                ]
+            return wire
+        case ToolResultMessage():
+            return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
+
+
+def _arguments(call: ToolCall) -> str:
+    return call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
+
+
+def _call(call_id: str | None, name: str, arguments: str) -> ToolCall:
+    try:
+        parsed = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        return ToolCall(id=call_id or "", name=name, raw_arguments=arguments)
+    return ToolCall(id=call_id or "", name=name, arguments=parsed)
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage(requests=1)
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        requests=1,
+    )
+
+
+def _finish(reason: str | None, refusal: str | None, calls: tuple[ToolCall, ...]) -> FinishReason:
+    if refusal:
+        return "refusal"
+    finish = FINISH.get(reason or "stop", "end_turn")
+    # Some servers say "stop" after tool calls; what was sent decides.
+    return "tool_use" if finish == "end_turn" and calls else finish
+
+
+@contextmanager
+def _sdk_errors() -> Iterator[None]:
+    """Turns the SDK's (and its transport's) exceptions into ours, with status and body."""
+    import httpx
+    import openai
+
+    try:
+        yield
+    except openai.APITimeoutError as exc:
+        raise ModelTimeout(f"the request timed out: {exc}") from exc
+    except (openai.APIConnectionError, httpx.TransportError) as exc:
+        raise ModelConnectionError(f"lost the model server: {exc!r}") from exc
+    except openai.APIStatusError as exc:
+        retry_after = _retry_after(exc.response.headers)
+        raise ModelHTTPError(exc.status_code, _body(exc), retry_after=retry_after) from exc
+    except openai.APIError as exc:
+        raise ModelError(f"model API error: {exc}") from exc
+
+
+def _body(exc: Any) -> str:
+    try:
+        return str(exc.response.text)
+    except Exception:
+        return str(exc)
+
+
+def _retry_after(headers: Any) -> float | None:
+    for key in ("retry-after-ms", "retry-after"):
+        value = headers.get(key)
+        if value is None:
+            continue
+        try:
+            seconds = float(value)
+        except ValueError:
+            return None  # an HTTP date: rare enough to fall back to our own backoff
+        return seconds / 1000 if key.endswith("ms") else seconds
+    return None

@@ -1,0 +1,63 @@
+"""Stream guards and retries, the same for every provider.
+
+A provider's raw stream maps its SDK's failures to `ModelError`s; this wraps it with the
+first-chunk and inter-chunk timeouts (closing the stream, so a local server stops generating)
+and retries transient failures with exponential backoff and jitter, honouring Retry-After.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
+
+from .._errors import ModelError, ModelHTTPError, ModelTimeout
+from .._model import ModelResponse, ModelSettings, Retrying, StreamItem
+
+
+async def resilient(
+    attempt: Callable[[], AsyncGenerator[StreamItem]], settings: ModelSettings
+) -> AsyncIterator[StreamItem]:
+    """Yield the items of `attempt()`, made again after each transient failure."""
+    failures = 0
+    while True:
+        try:
+            async with aclosing(attempt()) as stream:
+                async for item in _guarded(stream, settings):
+                    yield item
+                    if isinstance(item, ModelResponse):
+                        return
+            raise ModelError("the model stream ended without a response")
+        except ModelError as exc:
+            if not exc.transient or failures >= settings.max_retries:
+                raise
+            failures += 1
+            delay = backoff(failures, exc, settings)
+            yield Retrying(attempt=failures, delay=delay, error=str(exc))
+            await asyncio.sleep(delay)
+
+
+async def _guarded(
+    stream: AsyncIterator[StreamItem], settings: ModelSettings
+) -> AsyncIterator[StreamItem]:
+    timeout, what = settings.first_chunk_timeout, "no first chunk"
+    while True:
+        try:
+            async with asyncio.timeout(timeout):
+                item = await anext(stream)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise ModelTimeout(f"{what} from the model in {timeout:g} s; stream closed") from None
+        yield item
+        timeout, what = settings.chunk_timeout, "the stream stalled: no chunk"
+
+
+def backoff(failures: int, error: ModelError, settings: ModelSettings) -> float:
+    """Seconds before retry number `failures`: the server's Retry-After if it gave one, else
+    exponential with full jitter; never more than `retry_max_delay`."""
+    if isinstance(error, ModelHTTPError) and error.retry_after is not None:
+        return min(error.retry_after, settings.retry_max_delay)
+    ceiling = min(settings.retry_max_delay, settings.retry_base_delay * 2 ** (failures - 1))
+    return random.uniform(ceiling / 2, ceiling)

@@ -1,0 +1,110 @@
+"""Session journals: one append-only JSONL file of events per session, the durable record.
+
+An append is one `write` of whole lines, flushed to the OS at each commit: from then on it
+survives any crash of the process (with `durable`, an fsync makes it survive power loss too).
+A writer holds an exclusive `flock` on the file, so a session is driven by one process at a time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO
+
+from .._errors import StoreError
+
+log = logging.getLogger("reins.store")
+
+
+@dataclass(frozen=True)
+class Tail:
+    """Complete lines found after an offset, and where they end."""
+
+    lines: list[bytes]
+    end: int
+    """Offset just past the last complete line."""
+
+
+class Journals:
+    """The `<directory>/<session_id>.jsonl` files this process writes, and reading any of them."""
+
+    def __init__(self, directory: Path, *, durable: bool) -> None:
+        self.directory = directory
+        self.durable = durable
+        self._open: dict[str, BinaryIO] = {}
+
+    def path(self, session_id: str) -> Path:
+        return self.directory / f"{session_id}.jsonl"
+
+    def append(self, session_id: str, lines: list[bytes]) -> int:
+        """Write whole lines and hand them to the OS; returns the file's new size."""
+        out = self._open.get(session_id) or self._claim(session_id)
+        out.write(b"".join(lines))
+        out.flush()
+        if self.durable:
+            os.fsync(out.fileno())
+        return out.tell()
+
+    def _claim(self, session_id: str) -> BinaryIO:
+        path = self.path(session_id)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        out = path.open("ab")
+        try:
+            fcntl.flock(out.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            out.close()
+            raise StoreError(
+                f"session {session_id} is being written by another process; wait for it to "
+                "finish, or start a new session"
+            ) from None
+        self._open[session_id] = out
+        return out
+
+    def writing(self, session_id: str) -> bool:
+        """True if some process (this one included) holds the session's writer lock."""
+        if session_id in self._open:
+            return True
+        try:
+            with self.path(session_id).open("rb") as probe:
+                try:
+                    fcntl.flock(probe.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return True
+                return False
+        except FileNotFoundError:
+            return False
+
+    def read_from(self, session_id: str, offset: int) -> Tail:
+        """Complete lines after `offset`. A partial last line is left alone while a writer holds
+        the file (it is being written); otherwise it is a torn write: it is moved to a
+        `*.torn-*` file beside the journal, reported, and cut from the journal."""
+        path = self.path(session_id)
+        with path.open("rb") as f:
+            f.seek(offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1
+        if end < len(data) and not self.writing(session_id):
+            self._cut_torn(path, offset + end, data[end:])
+        return Tail(lines=data[:end].splitlines(), end=offset + end)
+
+    @staticmethod
+    def _cut_torn(path: Path, at: int, fragment: bytes) -> None:
+        aside = path.with_name(f"{path.name}.torn-{datetime.now(UTC):%Y%m%dT%H%M%S%f}")
+        aside.write_bytes(fragment)
+        os.truncate(path, at)
+        log.warning(
+            "%s ended in a partial line (a write cut off by a crash); the %d bytes are kept in "
+            "%s and the run goes on from the last whole event",
+            path,
+            len(fragment),
+            aside,
+        )
+
+    def close(self) -> None:
+        for out in self._open.values():
+            out.close()  # closing releases the lock
+        self._open.clear()
