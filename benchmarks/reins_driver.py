@@ -18,7 +18,7 @@ ROUNDS = 10
 
 
 async def measure(runs: int, store: str, read_only: bool = False) -> list[float]:
-    from reins import Agent, AssistantMessage, SQLiteLog, StopReason, ToolCall, tool
+    from reins import Agent, AssistantMessage, SQLiteLog, StopReason, ToolCall, Usage, tool
     from reins.testing import ScriptedModel
 
     @tool(read_only=read_only)
@@ -31,7 +31,8 @@ async def measure(runs: int, store: str, read_only: bool = False) -> list[float]
     ]
     script.append(AssistantMessage(text="FINAL_ANSWER: done"))
     log = SQLiteLog(store)
-    agent = Agent(model=ScriptedModel(script), tools=[noop], workspace=store, log=log)
+    model = ScriptedModel(script, usage=Usage(input_tokens=1, output_tokens=1, requests=1))
+    agent = Agent(model=model, tools=[noop], workspace=store, log=log)
     samples: list[float] = []
     for index in range(runs + 5):  # 5 warm-up runs
         start = time.perf_counter()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -230,7 +231,7 @@ def _int(digits: str) -> int:
 
 def _float(digits: str) -> float:
     number = float(digits)
-    if number in (float("inf"), float("-inf")):
+    if math.isinf(number):
         raise _Invalid(f"number {_show(digits)} is out of range")
     return number
 
@@ -256,7 +257,8 @@ def _schema_problems(spec: ToolSpec, arguments: dict[str, Any], limit: int = 5) 
         validator = _validator(json.dumps(spec.parameters, sort_keys=True))
         errors = list(validator.iter_errors(arguments))
     except (SchemaError, Unresolvable) as exc:
-        raise UsageError(f"tool {spec.name} has an unusable JSON schema: {exc}") from None
+        detail = exc.message if isinstance(exc, SchemaError) else str(exc)
+        raise UsageError(f"tool {spec.name} has an unusable JSON schema: {detail}") from None
     # best_match looks inside anyOf/oneOf for the branch that nearly fit
     shown = [_problem(best_match([error])) for error in errors[:limit]]
     more = [f"and {len(errors) - limit} more"] if len(errors) > limit else []

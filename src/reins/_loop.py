@@ -63,13 +63,19 @@ class RunLoop:
         self.settings = settings
         self.cancel = cancel
         self._uncommitted = False
+        # Each hook is called only on the policies that implement it: the loop's hot path.
+        self._hooks = {
+            hook: [p for p in policies if getattr(type(p), hook) is not getattr(Policy, hook)]
+            for hook in ("before_round", "after_response", "on_final", "before_tool", "after_tools")
+        }
 
     async def events(self) -> AsyncIterator[Event]:
         state = self.state
         while state.finished is None:
-            if state.review_pending:
-                stage = self._review()
-            elif state.pending:
+            if state.review_pending and (recorded := await self._review()) is not None:
+                yield recorded  # the response was rejected, or stopped the run
+                continue
+            if state.pending:
                 stage = self._act()
             elif (answer := state.turn_answer()) is not None:
                 stage = self._conclude(answer)
@@ -81,7 +87,7 @@ class RunLoop:
     # 1-3: before the round, build the request, call the model
     async def _think(self) -> AsyncIterator[Event]:
         state = self.state
-        for policy in self.policies:
+        for policy in self._hooks["before_round"]:
             match await policy.before_round(state):
                 case Continue():
                     pass
@@ -140,35 +146,28 @@ class RunLoop:
             model=response.model_name,
         )
 
-    # 4: after the response; then its tools, or its final answer
-    async def _review(self) -> AsyncIterator[Event]:
+    # 4: after the response; an accepted one goes on to its tools or its final answer
+    async def _review(self) -> Event | None:
         state = self.state
         response = state.messages[-1]
         assert isinstance(response, AssistantMessage)
-        for policy in self.policies:
+        for policy in self._hooks["after_response"]:
             match await policy.after_response(state, response):
                 case Continue():
                     pass
                 case Reject(observation):
-                    yield await self._emit(
+                    return await self._emit(
                         ResponseRejected,
                         step=state.step,
                         observation=observation,
                         source=policy.name,
                     )
-                    return
                 case Stop(reason, detail):
-                    yield await self._finish(reason, detail=detail)
-                    return
-        if state.pending:
-            async for event in self._act():
-                yield event
-        elif (answer := state.turn_answer()) is not None:
-            async for event in self._conclude(answer):
-                yield event
+                    return await self._finish(reason, detail=detail)
+        return None
 
     async def _conclude(self, answer: str) -> AsyncIterator[Event]:
-        for policy in self.policies:
+        for policy in self._hooks["on_final"]:
             match await policy.on_final(self.state, answer):
                 case Continue():
                     pass
@@ -221,7 +220,7 @@ class RunLoop:
                 yield event
 
         results = state.step_results()
-        for policy in self.policies:
+        for policy in self._hooks["after_tools"]:
             match await policy.after_tools(state, results):
                 case Continue():
                     pass
@@ -234,7 +233,7 @@ class RunLoop:
             yield await self._finish(StopReason.CANCELLED, detail="cancelled after tool calls")
 
     async def _before_tool(self, call: ToolCall) -> Continue | Reject | Answer | Stop:
-        for policy in self.policies:
+        for policy in self._hooks["before_tool"]:
             verdict = await policy.before_tool(self.state, call)
             if not isinstance(verdict, Continue):
                 return verdict
@@ -244,9 +243,11 @@ class RunLoop:
         """Each result is recorded the moment its call returns, not when the consumer of these
         events gets to it, so a crash never loses a finished call's result."""
         finished: asyncio.Queue[Event] = asyncio.Queue()
+        slots = asyncio.Semaphore(self.executor.max_parallel)
 
         async def run(call: ToolCall) -> None:
-            finished.put_nowait(await self._run_tool(call))
+            async with slots:
+                finished.put_nowait(await self._run_tool(call))
 
         tasks = [asyncio.ensure_future(run(call)) for call in calls]
         try:

@@ -78,11 +78,6 @@ class RunState:
             )
         self.next_seq += 1
         match event:
-            case RunStarted():
-                raise LogCorrupted(f"run {self.run_id}: run_started at seq {event.seq}")
-            case RunResumed():
-                self.finished = None
-                self.config = self.config.model_copy(update={"max_steps": event.max_steps})
             case ModelRequested() | TextDelta() | ThinkingDelta():
                 pass
             case ModelResponded():
@@ -99,19 +94,24 @@ class RunState:
                 self.results[event.result.call_id] = event.result
                 if all(call.id in self.results for call in self.pending):
                     self._close_step()
+            case Notice():
+                if event.to_model:
+                    self.review_pending = False
+                    self.messages.append(UserMessage(content=event.text))
             case ResponseRejected():
                 self.review_pending = False
                 for call in self.pending:
                     self.results.setdefault(call.id, _not_run(call, "the response was rejected"))
                 self._close_step()
                 self.messages.append(UserMessage(content=event.observation))
-            case Notice():
-                if event.to_model:
-                    self.review_pending = False
-                    self.messages.append(UserMessage(content=event.text))
             case RunFinished():
                 self.review_pending = False
                 self.finished = event
+            case RunResumed():
+                self.finished = None
+                self.config = self.config.model_copy(update={"max_steps": event.max_steps})
+            case RunStarted():
+                raise LogCorrupted(f"run {self.run_id}: run_started at seq {event.seq}")
             case _:
                 assert_never(event)
 

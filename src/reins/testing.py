@@ -40,17 +40,23 @@ class _TestModel:
     ) -> Reply:
         raise NotImplementedError
 
+    usage: Usage | None = None
+    """Reported for every reply; None: estimated from the text, four characters a token."""
+
     async def request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
     ) -> ModelResponse:
         turn = input_tokens = 0
         for m in messages:  # one pass: this runs on every round of every test and benchmark
-            input_tokens += _tokens(m)
+            if self.usage is None:
+                input_tokens += _tokens(m)
             turn += isinstance(m, AssistantMessage)
         reply = await self._reply(messages, tools, turn)
         message = AssistantMessage(text=reply) if isinstance(reply, str) else reply
         finish: FinishReason = "tool_use" if message.tool_calls else "end_turn"
-        usage = Usage(input_tokens=input_tokens, output_tokens=_tokens(message), requests=1)
+        usage = self.usage or Usage(
+            input_tokens=input_tokens, output_tokens=_tokens(message), requests=1
+        )
         return ModelResponse(message=message, usage=usage, finish=finish, model_name=self.name)
 
     async def stream(
@@ -67,9 +73,12 @@ class _TestModel:
 class ScriptedModel(_TestModel):
     """Replies with `replies[k]` for the k-th assistant message of the conversation."""
 
-    def __init__(self, replies: Sequence[Reply], *, name: str = "scripted") -> None:
+    def __init__(
+        self, replies: Sequence[Reply], *, name: str = "scripted", usage: Usage | None = None
+    ) -> None:
         self.replies = [_with_call_ids(r, k) for k, r in enumerate(replies)]
         self.name = name
+        self.usage = usage
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedModel:
@@ -87,9 +96,12 @@ class ScriptedModel(_TestModel):
 class FunctionModel(_TestModel):
     """Replies with whatever `fn(messages, tools)` returns (a string or an AssistantMessage)."""
 
-    def __init__(self, fn: FunctionModelFn, *, name: str = "function") -> None:
+    def __init__(
+        self, fn: FunctionModelFn, *, name: str = "function", usage: Usage | None = None
+    ) -> None:
         self.fn = fn
         self.name = name
+        self.usage = usage
 
     async def _reply(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], turn: int

@@ -64,7 +64,7 @@ class Tool:
             raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
 
     async def run(self, context: ToolContext, args: BaseModel) -> str:
-        kwargs = {name: getattr(args, name) for name in type(args).model_fields}
+        kwargs = args.__dict__  # the validated fields (extra ones are forbidden)
         positional = (context,) if self.takes_context else ()
         if self._is_async:
             result = await self.fn(*positional, **kwargs)
