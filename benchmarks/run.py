@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -64,12 +66,19 @@ def wall_times(argv: list[str], repeat: int) -> float:
 def import_time(module: str, repeat: int) -> float:
     """Median time to import `module` in a fresh interpreter (interpreter start excluded)."""
     code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    quiet = {
+        **os.environ,
+        "MSWEA_SILENT_STARTUP": "1",
+        "MSWEA_GLOBAL_CONFIG_DIR": tempfile.mkdtemp(),
+    }
     samples = []
     for _ in range(repeat):
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=quiet
+        )
         if done.returncode != 0:
             return float("nan")
-        samples.append(float(done.stdout))
+        samples.append(float(done.stdout.split()[-1]))
     return statistics.median(samples)
 
 

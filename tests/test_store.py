@@ -101,13 +101,20 @@ async def test_concurrent_runs_never_interleave_or_duplicate_seq(
         assert [s for r, s in keys if r == run_id] == sorted(s for r, s in keys if r == run_id)
 
 
-async def test_a_second_writer_of_a_session_is_refused(tmp_path: Path, workspace: Path) -> None:
+async def test_a_second_writer_of_a_session_is_refused_while_a_run_goes_on(
+    tmp_path: Path, workspace: Path
+) -> None:
     first = SQLiteLog(tmp_path / "store")
-    result = await Agent(model=scripted(0), workspace=workspace, log=first).run("go")
+    run = Agent(model=scripted(3), tools=[pause], workspace=workspace, log=first).iter("go")
+    started = await anext(run)
+    await anext(run)
     second = SQLiteLog(tmp_path / "store")  # its own open file: as another process would
-    agent = Agent(model=scripted(0), workspace=workspace, log=second)
+    agent = Agent(model=per_turn(0), workspace=workspace, log=second)
     with pytest.raises(StoreError, match="is being written by another process"):
-        await agent.run("again", session_id=result.session_id)
+        await agent.run("again", session_id=started.session_id)
+    assert (await run.result()).stop_reason is StopReason.END_TURN  # the first is unharmed
+    later = await agent.run("again", session_id=started.session_id)  # the session is free now
+    assert later.stop_reason is StopReason.END_TURN
     await first.close()
     await second.close()
 

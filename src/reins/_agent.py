@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,25 +51,40 @@ class RunResult:
 
 
 class AgentRun:
-    """A run in progress: iterate it for its events, then ask for its `result()`."""
+    """A run in progress: iterate it for its events, then ask for its `result()`.
 
-    def __init__(self, events: AsyncIterator[Event], holder: list[RunState]) -> None:
-        self._events = events
-        self._holder = holder
+    Nothing happens until the first event is asked for; that first step records the run's
+    start (or resumption) and sets up its loop."""
 
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self._events
+    def __init__(self, begin: Callable[[], Awaitable[tuple[Event, RunLoop]]]) -> None:
+        self._begin = begin
+        self._loop: RunLoop | None = None
+        self._events: AsyncGenerator[Event] | None = None
+
+    def __aiter__(self) -> AgentRun:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._events is None:
+            first, self._loop = await self._begin()
+            self._events = self._loop.events()
+            return first
+        return await anext(self._events)
+
+    async def aclose(self) -> None:
+        if self._events is not None:
+            await self._events.aclose()
 
     @property
     def state(self) -> RunState:
         """The live state, once the first event has been yielded."""
-        if not self._holder:
+        if self._loop is None:
             raise UsageError("the run has not started; iterate it first")
-        return self._holder[0]
+        return self._loop.state
 
     async def result(self) -> RunResult:
         """Drive the run to its end (if not done yet) and return its outcome."""
-        async for _ in self._events:
+        async for _ in self:
             pass
         return RunResult.of(self.state)
 
@@ -111,24 +126,18 @@ class Agent:
         self, goal: str, *, session_id: str | None = None, cancel: Cancel | None = None
     ) -> AgentRun:
         """Like `run`, as an async iterable of the run's events."""
-        holder: list[RunState] = []
-        return AgentRun(self._start(goal, session_id, cancel, holder), holder)
+        return AgentRun(lambda: self._start(goal, session_id, cancel))
 
     def resume_iter(
         self, run_id: str, *, max_steps: int | None = None, cancel: Cancel | None = None
     ) -> AgentRun:
         """Like `resume`, as an async iterable of events. `max_steps` is the new cap; by
         default a run stopped by its cap gets as many steps again."""
-        holder: list[RunState] = []
-        return AgentRun(self._resume(run_id, max_steps, cancel, holder), holder)
+        return AgentRun(lambda: self._resume(run_id, max_steps, cancel))
 
     async def _start(
-        self,
-        goal: str,
-        session_id: str | None,
-        cancel: Cancel | None,
-        into: list[RunState],
-    ) -> AsyncIterator[Event]:
+        self, goal: str, session_id: str | None, cancel: Cancel | None
+    ) -> tuple[Event, RunLoop]:
         if not goal.strip():
             raise UsageError("the goal is empty; say what the agent should do")
         workspace = Workspace(self.workspace, protected=self._protected())
@@ -157,19 +166,11 @@ class Agent:
             messages=(*history, UserMessage(content=goal)),
         )
         await self.log.append(started)
-        state = RunState.fold([started])
-        into.append(state)
-        yield started
-        async for event in self._loop(state, cancel, workspace).events():
-            yield event
+        return started, self._loop(RunState.fold([started]), cancel, workspace)
 
     async def _resume(
-        self,
-        run_id: str,
-        max_steps: int | None,
-        cancel: Cancel | None,
-        into: list[RunState],
-    ) -> AsyncIterator[Event]:
+        self, run_id: str, max_steps: int | None, cancel: Cancel | None
+    ) -> tuple[Event, RunLoop]:
         state = RunState.fold(await self.log.events(run_id))
         if state.finished is not None and state.finished.stop_reason is StopReason.END_TURN:
             raise UsageError(
@@ -188,10 +189,7 @@ class Agent:
         )
         await self.log.append(resumed)
         state.apply(resumed)
-        into.append(state)
-        yield resumed
-        async for event in self._loop(state, cancel).events():
-            yield event
+        return resumed, self._loop(state, cancel)
 
     async def state(self, run_id: str) -> RunState:
         """The run's state, folded from its log."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any, assert_never
 
 from ._cancel import Cancel
@@ -69,7 +69,7 @@ class RunLoop:
             for hook in ("before_round", "after_response", "on_final", "before_tool", "after_tools")
         }
 
-    async def events(self) -> AsyncIterator[Event]:
+    async def events(self) -> AsyncGenerator[Event]:
         state = self.state
         while state.finished is None:
             if state.review_pending and (recorded := await self._review()) is not None:

@@ -104,6 +104,12 @@ class Journals:
             aside,
         )
 
+    def release(self, session_id: str) -> None:
+        """Close the session's journal (and give up its lock) until it is written again."""
+        out = self._open.pop(session_id, None)
+        if out is not None:
+            out.close()
+
     def close(self) -> None:
         for out in self._open.values():
             out.close()  # closing releases the lock

@@ -76,6 +76,8 @@ class SQLiteLog:
         self._unindexed: list[tuple[Event, bytes]] = []
         self._journal_sizes: dict[str, int] = {}
         self._next_seq: dict[str, int] = {}
+        self._live: dict[str, set[str]] = {}
+        """Runs going on in this process, by session: a journal is kept open while it has one."""
         self._runs: dict[str, RunInfo] = {}
         self._indexed_at = time.monotonic()
         self._catch_up()
@@ -118,16 +120,25 @@ class SQLiteLog:
         if not self._batch:
             return
         batch, self._batch = self._batch, []
+        rows = [(e, e.__pydantic_serializer__.to_json(e)) for e in batch]  # as EVENT.dump_json
         lines: dict[str, list[bytes]] = {}
-        for event in batch:
-            body = event.__pydantic_serializer__.to_json(event)  # as EVENT.dump_json, faster
-            self._unindexed.append((event, body))
+        for event, body in rows:
             lines.setdefault(event.session_id, []).append(body + b"\n")
+            if event.kind in RUN_INDEX_KINDS:
+                live = self._live.setdefault(event.session_id, set())
+                if event.kind == "run_finished":
+                    live.discard(event.run_id)
+                else:
+                    live.add(event.run_id)
         try:
             for session_id, session_lines in lines.items():
                 self._journal_sizes[session_id] = self.journals.append(session_id, session_lines)
+                if not self._live.get(session_id, True):
+                    del self._live[session_id]
+                    self.journals.release(session_id)  # no run of it is going on here
         except OSError as exc:
             raise StoreError(f"cannot write the journal under {self.directory}: {exc}") from None
+        self._unindexed.extend(rows)  # only what is journaled gets indexed
         if time.monotonic() - self._indexed_at >= INDEX_EVERY:
             self._index()
 
