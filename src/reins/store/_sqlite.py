@@ -124,23 +124,27 @@ class SQLiteLog:
         lines: dict[str, list[bytes]] = {}
         for event, body in rows:
             lines.setdefault(event.session_id, []).append(body + b"\n")
-            if event.kind in RUN_INDEX_KINDS:
-                live = self._live.setdefault(event.session_id, set())
-                if event.kind == "run_finished":
-                    live.discard(event.run_id)
-                else:
-                    live.add(event.run_id)
         try:
             for session_id, session_lines in lines.items():
                 self._journal_sizes[session_id] = self.journals.append(session_id, session_lines)
-                if not self._live.get(session_id, True):
-                    del self._live[session_id]
-                    self.journals.release(session_id)  # no run of it is going on here
+            for event, _ in rows:
+                if event.kind in RUN_INDEX_KINDS:
+                    self._track_live(event)
         except OSError as exc:
             raise StoreError(f"cannot write the journal under {self.directory}: {exc}") from None
         self._unindexed.extend(rows)  # only what is journaled gets indexed
         if time.monotonic() - self._indexed_at >= INDEX_EVERY:
             self._index()
+
+    def _track_live(self, event: Event) -> None:
+        live = self._live.setdefault(event.session_id, set())
+        if event.kind != "run_finished":
+            live.add(event.run_id)
+            return
+        live.discard(event.run_id)
+        if not live:  # no run of the session goes on here: let others write it
+            del self._live[event.session_id]
+            self.journals.release(event.session_id)
 
     def _index(self) -> None:
         """Put what this process journaled into the database, in one transaction."""
