@@ -30,6 +30,7 @@ DRIVERS = [
 ]
 IMPORTS = {
     "reins": "reins",
+    "reins, the API loaded": "reins; from reins import Agent, SQLiteLog",
     "pydantic-ai": "pydantic_ai",
     "smolagents": "smolagents",
     "openai-agents": "agents",
@@ -123,12 +124,12 @@ def main() -> None:
     startup = {}
     for name, module in IMPORTS.items():
         startup[name] = import_time(module, args.repeat)
-        print(f"| import {module} ({name}) | {startup[name]:.3f} |")
+        print(f"| `import {module}` ({name}) | {startup[name]:.3f} |")
     help_s = wall_times([str(BIN / "reins"), "--help"], args.repeat)
     python_s = wall_times([sys.executable, "-c", "pass"], args.repeat)
     print(f"| `reins --help`, wall | {help_s:.3f} |")
     print(f"| `python -c pass`, wall (for scale) | {python_s:.3f} |")
-    ok = startup["reins"] <= GOAL_STARTUP_S and help_s <= GOAL_STARTUP_S
+    ok = max(startup["reins"], startup["reins, the API loaded"], help_s) <= GOAL_STARTUP_S
     print(f"\nimport reins and reins --help ≤ {GOAL_STARTUP_S} s: {'met' if ok else 'NOT met'}")
 
 

@@ -12,12 +12,13 @@ from pathlib import Path
 from ._cancel import Cancel
 from ._context import system_prompt
 from ._errors import UsageError
-from ._events import Event, RunConfig, RunResumed, RunStarted, StopReason
+from ._events import Event, RunConfig, RunResumed, RunStarted
 from ._loop import RunLoop
 from ._messages import Message, SystemMessage, Usage, UserMessage
 from ._model import Model, ModelSettings
 from ._policies import MaxSteps, Policy
 from ._state import RunState
+from ._stop import StopReason
 from .store import EventLog, MemoryLog
 from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
 

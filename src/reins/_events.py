@@ -7,29 +7,14 @@ a gap-free per-run `seq`, a UTC `ts` and the schema version `v`) is the same for
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
+from ._stop import StopReason
 
 SCHEMA_VERSION = 1
-
-
-class StopReason(StrEnum):
-    """Why a run ended. Closed: the loop and every reader match it exhaustively."""
-
-    END_TURN = "end_turn"
-    CANCELLED = "cancelled"
-    MAX_STEPS = "max_steps"
-    MAX_TOKENS = "max_tokens"
-    TOKEN_BUDGET = "token_budget"
-    TIME_BUDGET = "time_budget"
-    COST_BUDGET = "cost_budget"
-    REFUSAL = "refusal"
-    MISSING_EVIDENCE = "missing_evidence"
-    ERROR = "error"
 
 
 FinishReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
@@ -39,7 +24,7 @@ FinishReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
 class RunConfig(BaseModel):
     """What a run needs to be resumed from its log alone."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     model: str
     """The model string, e.g. `script:demo.json`."""
@@ -53,7 +38,7 @@ class RunConfig(BaseModel):
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     v: int = SCHEMA_VERSION
     session_id: str
@@ -157,5 +142,5 @@ Event = Annotated[
 ]
 """Any run event."""
 
-EVENT: TypeAdapter[Event] = TypeAdapter(Event)
+EVENT: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
 """The one adapter that (de)serializes every event."""

@@ -20,7 +20,6 @@ from ._events import (
     Notice,
     ResponseRejected,
     RunFinished,
-    StopReason,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
@@ -37,6 +36,7 @@ from ._model import (
 )
 from ._policies import Answer, Continue, Inject, Policy, Reject, Stop
 from ._state import RunState
+from ._stop import StopReason
 from .store import EventLog
 from .tools import ToolExecutor
 

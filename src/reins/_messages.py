@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class ToolCall(_Frozen):
@@ -75,7 +75,9 @@ Message = Annotated[
 ]
 """Any message of a conversation."""
 
-MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(
+    list[Message], config=ConfigDict(defer_build=True)
+)
 """(De)serializes a list of messages."""
 
 

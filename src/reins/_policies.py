@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._events import StopReason
 from ._messages import AssistantMessage, ToolCall, ToolResultMessage
 from ._state import RunState
+from ._stop import StopReason
 
 
 @dataclass(frozen=True)

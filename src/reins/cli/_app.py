@@ -9,19 +9,18 @@ import signal
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
-from .._agent import Agent, AgentRun
-from .._cancel import Cancel
 from .._errors import ReinsError, UsageError
-from .._events import EVENT, RunFinished, StopReason
-from .._resolve import resolve_model
-from .._state import RunState
-from ..store import SQLiteLog, find_run
-from ._render import EventRenderer, render_finish, render_runs, render_transcript
+from .._stop import StopReason
+
+if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
+    from .._agent import AgentRun
+    from .._cancel import Cancel
+    from ..store import SQLiteLog
 
 EXIT_CODES: dict[StopReason, int] = {
     StopReason.END_TURN: 0,
@@ -75,6 +74,8 @@ def run(
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
+    from .._agent import Agent
+    from .._resolve import resolve_model
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         agent = Agent(
@@ -98,6 +99,10 @@ def resume(
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
     """Continue a run after a crash, a cap, a cancel or an error, with the model it used."""
+    from .._agent import Agent
+    from .._resolve import resolve_model
+    from .._state import RunState
+    from ..store import find_run
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         info = find_run(await log.runs(), run_id)
@@ -112,6 +117,7 @@ def resume(
 @app.command()
 def sessions(store: StoreOpt = DEFAULT_STORE) -> None:
     """List the sessions and their runs."""
+    from ._render import render_runs
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         render_runs(out, await log.runs())
@@ -127,6 +133,9 @@ def show(
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
     """Print a run's transcript, folded from its log."""
+    from .._state import RunState
+    from ..store import find_run
+    from ._render import render_finish, render_transcript
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         info = find_run(await log.runs(), run_id)
@@ -155,6 +164,8 @@ def replay(
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
     """Re-render a run from its log, with no model; exits with the run's code."""
+    from .._state import RunState
+    from ..store import find_run
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         info = find_run(await log.runs(), run_id)
@@ -169,6 +180,8 @@ def replay(
 
 
 async def _drive(stream: AgentRun, json_lines: bool) -> StopReason:
+    from .._events import RunFinished
+
     show_event = _printer(json_lines)
     reason = StopReason.ERROR
     async for event in stream:
@@ -179,6 +192,9 @@ async def _drive(stream: AgentRun, json_lines: bool) -> StopReason:
 
 
 def _printer(json_lines: bool) -> Callable[[Any], None]:
+    from .._events import EVENT
+    from ._render import EventRenderer
+
     if json_lines:
 
         def write(event: Any) -> None:
@@ -227,6 +243,9 @@ def _execute(
 async def _with_log(
     store: Path, go: Callable[[SQLiteLog, Cancel], Coroutine[Any, Any, StopReason]]
 ) -> StopReason:
+    from .._cancel import Cancel
+    from ..store import SQLiteLog
+
     log = SQLiteLog(store)
     cancel = Cancel()
     loop = asyncio.get_running_loop()

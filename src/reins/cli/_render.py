@@ -19,13 +19,13 @@ from .._events import (
     RunFinished,
     RunResumed,
     RunStarted,
-    StopReason,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
 from .._messages import AssistantMessage, Message, SystemMessage, ToolResultMessage, UserMessage
+from .._stop import StopReason
 from ..store import RunInfo
 
 MAX_OBSERVATION_LINES = 12

@@ -8,7 +8,8 @@ from datetime import datetime
 from typing import Protocol
 
 from .._errors import RunNotFound, StoreError
-from .._events import Event, RunFinished, RunResumed, RunStarted, StopReason
+from .._events import Event, RunFinished, RunResumed, RunStarted
+from .._stop import StopReason
 
 
 @dataclass(frozen=True, kw_only=True)

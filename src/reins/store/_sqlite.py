@@ -17,7 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._errors import LogCorrupted, RunNotFound, StoreError
-from .._events import EVENT, Event, StopReason
+from .._events import EVENT, Event
+from .._stop import StopReason
 from ._journal import Journals
 from ._log import RunInfo, index_update
 
