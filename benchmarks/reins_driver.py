@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -57,7 +58,7 @@ def main() -> None:
     import reins  # noqa: F401
 
     import_s = time.perf_counter() - start
-    with tempfile.TemporaryDirectory() as store:
+    with tempfile.TemporaryDirectory(dir=os.environ.get("REINS_BENCH_DIR")) as store:
         samples = asyncio.run(measure(args.runs, store, args.read_only))
     from importlib.metadata import version
 
