@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,server]'
 	touch $@
 
 test: setup
@@ -24,7 +24,7 @@ lint: setup
 	$(BIN)/mypy
 
 bench: setup
-	$(BIN)/pip install -q -e '.[dev,bench]'
+	$(BIN)/pip install -q -e '.[dev,server,bench]'
 	$(BIN)/python benchmarks/run.py
 
 demo: setup

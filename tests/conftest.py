@@ -31,3 +31,12 @@ async def sqlite_log(tmp_path: Path) -> AsyncIterator[SQLiteLog]:
     log = SQLiteLog(tmp_path / "store")
     yield log
     await log.close()
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[str]:
+    """A real OpenAI-compatible server (llama-cpp-python's) on the embedded SmolLM2 model."""
+    from .servers import llama_cpp_server
+
+    with llama_cpp_server() as base_url:
+        yield base_url

@@ -48,8 +48,8 @@ class OpenAIModel:
     """Ask for usage in the stream (`stream_options`); turn off for servers that refuse it."""
     _client: Any = field(default=None, init=False, repr=False)
     _streams_tools: bool = field(default=True, init=False, repr=False)
-    """Cleared when the server answers a streamed request with tools by an empty stream
-    (llama-cpp-python's server does): from then on such requests are not streamed."""
+    """Cleared when the server answers a streamed request with tools by an empty stream, or
+    drops it (llama-cpp-python's server does): from then on such requests are not streamed."""
 
     @property
     def name(self) -> str:
@@ -67,6 +67,12 @@ class OpenAIModel:
             )
         return self._client
 
+    async def aclose(self) -> None:
+        """Close the HTTP connections; the model opens new ones if used again."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
     async def request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
     ) -> ModelResponse:
@@ -80,9 +86,14 @@ class OpenAIModel:
     def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
     ) -> AsyncIterator[StreamItem]:
+        return resilient(lambda: self._attempt(messages, tools, settings), settings)
+
+    def _attempt(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> AsyncGenerator[StreamItem]:
         if tools and not self._streams_tools:
-            return resilient(lambda: self._once(messages, tools, settings), settings)
-        return resilient(lambda: self._stream_once(messages, tools, settings), settings)
+            return self._once(messages, tools, settings)
+        return self._stream_once(messages, tools, settings)
 
     async def _once(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
@@ -119,31 +130,39 @@ class OpenAIModel:
         refusal: str | None = None
         usage = Usage(requests=1)
         chunks = 0
-        with _sdk_errors():
-            stream = await self.client().chat.completions.create(stream=True, **params)
-            async with stream:
-                async for chunk in stream:
-                    chunks += 1
-                    if chunk.usage is not None:
-                        usage = _usage(chunk.usage)
-                    if not chunk.choices:
-                        continue
-                    choice = chunk.choices[0]
-                    delta = choice.delta
-                    finish = choice.finish_reason or finish
-                    refusal = delta.refusal or refusal
-                    if reasoning := getattr(delta, "reasoning_content", None):
-                        thinking.append(reasoning)
-                        yield ThinkingChunk(reasoning)
-                    if delta.content:
-                        text.append(delta.content)
-                        yield TextChunk(delta.content)
-                    for part in delta.tool_calls or ():
-                        acc = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
-                        acc["id"] = part.id or acc["id"]
-                        if part.function is not None:
-                            acc["name"] += part.function.name or ""
-                            acc["arguments"] += part.function.arguments or ""
+        try:
+            with _sdk_errors():
+                stream = await self.client().chat.completions.create(stream=True, **params)
+                async with stream:
+                    async for chunk in stream:
+                        chunks += 1
+                        if chunk.usage is not None:
+                            usage = _usage(chunk.usage)
+                        if not chunk.choices:
+                            continue
+                        choice = chunk.choices[0]
+                        delta = choice.delta
+                        finish = choice.finish_reason or finish
+                        refusal = delta.refusal or refusal
+                        if reasoning := getattr(delta, "reasoning_content", None):
+                            thinking.append(reasoning)
+                            yield ThinkingChunk(reasoning)
+                        if delta.content:
+                            text.append(delta.content)
+                            yield TextChunk(delta.content)
+                        for part in delta.tool_calls or ():
+                            acc = calls.setdefault(
+                                part.index, {"id": "", "name": "", "arguments": ""}
+                            )
+                            acc["id"] = part.id or acc["id"]
+                            if part.function is not None:
+                                acc["name"] += part.function.name or ""
+                                acc["arguments"] += part.function.arguments or ""
+        except ModelConnectionError:
+            if chunks or not tools:
+                raise
+            # Some servers drop a streamed request with tools instead of answering it
+            # (llama-cpp-python's does); below, the same request is made without streaming.
         if chunks == 0 and tools:
             self._streams_tools = False
             async for item in self._once(messages, tools, settings):

@@ -1,0 +1,122 @@
+"""The OpenAI-compatible provider against a real server: llama-cpp-python's, on SmolLM2."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from reins import (
+    Agent,
+    AssistantMessage,
+    ModelResponse,
+    ModelSettings,
+    StopReason,
+    SystemMessage,
+    TextChunk,
+    ToolCall,
+    ToolCallFinished,
+    ToolResultMessage,
+    UserMessage,
+)
+from reins.models import OpenAIModel
+from reins.tools import write_file
+
+pytestmark = pytest.mark.real_model
+
+GREEDY = ModelSettings(temperature=0.0, max_tokens=64)
+WRITE = write_file.spec
+
+
+@pytest.fixture
+async def model(llama_server: str) -> AsyncIterator[OpenAIModel]:
+    provider = OpenAIModel(
+        model="smollm2", base_url=llama_server, api_key="none", provider="llamacpp"
+    )
+    yield provider
+    await provider.aclose()
+
+
+async def test_a_tool_call_comes_back_typed(model: OpenAIModel) -> None:
+    messages = [UserMessage(content="Create the file hello.txt containing the word hi")]
+    response = await model.request(messages, [WRITE], GREEDY)
+    assert response.finish == "tool_use"
+    [call] = response.message.tool_calls
+    assert call.name == "write_file"
+    assert call.raw_arguments is None
+    assert set(call.arguments) == {"path", "content"}
+    assert response.usage.input_tokens > 0
+    assert response.usage.output_tokens > 0
+    assert response.model_name == "llamacpp:smollm2"
+
+
+async def test_text_streams_as_deltas(model: OpenAIModel) -> None:
+    settings = ModelSettings(temperature=0.0, max_tokens=24)
+    items = [item async for item in model.stream([UserMessage(content="Say hello.")], [], settings)]
+    deltas = [i.text for i in items if isinstance(i, TextChunk)]
+    response = items[-1]
+    assert len(deltas) > 3  # it really streamed
+    assert response.message.text == "".join(deltas)  # type: ignore[union-attr]
+    assert response.finish in ("end_turn", "max_tokens")  # type: ignore[union-attr]
+    assert response.usage.requests == 1  # type: ignore[union-attr]  # (this server sends no usage)
+
+
+async def test_the_output_cap_maps_to_max_tokens(model: OpenAIModel) -> None:
+    settings = ModelSettings(temperature=0.0, max_tokens=3)
+    response = await model.request(
+        [UserMessage(content="Write a long story about a cat.")], [], settings
+    )
+    assert response.finish == "max_tokens"
+    assert response.usage.output_tokens == 3
+
+
+async def test_a_server_that_cannot_stream_tool_calls_is_asked_without_streaming(
+    model: OpenAIModel,
+) -> None:
+    messages = [UserMessage(content="Create the file hello.txt containing the word hi")]
+    items = [item async for item in model.stream(messages, [WRITE], GREEDY)]
+    [response] = [i for i in items if isinstance(i, ModelResponse)]
+    assert response.message.tool_calls[0].name == "write_file"
+    assert not [i for i in items if isinstance(i, TextChunk)]
+    assert model._streams_tools is False  # the next call does not try to stream again
+
+
+async def test_a_tool_round_trip_is_accepted(model: OpenAIModel) -> None:
+    """History with a call and its result goes back to the server as it expects it."""
+    call = ToolCall(id="call_1", name="write_file", arguments={"path": "a.txt", "content": "hi"})
+    messages = [
+        SystemMessage(content="You are a helpful assistant."),
+        UserMessage(content="Create a.txt containing hi"),
+        AssistantMessage(tool_calls=(call,)),
+        ToolResultMessage(call_id="call_1", name="write_file", content="Wrote 2 bytes to a.txt"),
+    ]
+    response = await model.request(messages, [WRITE], GREEDY)
+    assert response.usage.input_tokens > 40  # the whole history was read
+    assert isinstance(response.message, AssistantMessage)
+
+
+async def test_an_agent_runs_tools_on_the_real_model(model: OpenAIModel, workspace: Path) -> None:
+    agent = Agent(
+        model=model,
+        tools=[write_file],
+        workspace=workspace,
+        max_steps=2,
+        settings=GREEDY,
+    )
+    run = agent.iter("Create the file hello.txt containing the word hi")
+    events = [e async for e in run]
+    writes = [
+        e for e in events if isinstance(e, ToolCallFinished) and e.result.name == "write_file"
+    ]
+    assert writes, [e.kind for e in events]
+    assert not writes[0].result.is_error, writes[0].result.content
+    response = next(
+        m for m in run.state.messages if isinstance(m, AssistantMessage) and m.tool_calls
+    )
+    arguments = response.tool_calls[0].arguments
+    assert (workspace / arguments["path"]).read_text() == arguments["content"]
+    assert run.state.finished is not None
+    assert run.state.finished.stop_reason in (StopReason.END_TURN, StopReason.MAX_STEPS)
+    assert json.dumps(arguments)  # what the model sent is a plain JSON object
