@@ -11,6 +11,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import IO
 
 from reins.models._embedded import embedded_gguf
 
@@ -25,7 +26,11 @@ def free_port() -> int:
 def llama_cpp_server() -> Iterator[str]:
     """Start `python -m llama_cpp.server` on 127.0.0.1; yield its base URL."""
     port = free_port()
-    log = tempfile.TemporaryFile()
+    with tempfile.TemporaryFile() as log:
+        yield from _serve(port, log)
+
+
+def _serve(port: int, log: IO[bytes]) -> Iterator[str]:
     process = subprocess.Popen(
         [
             sys.executable,
@@ -68,4 +73,3 @@ def llama_cpp_server() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        log.close()
