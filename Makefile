@@ -27,11 +27,16 @@ bench: setup
 	$(BIN)/pip install -q -e '.[dev,server,bench]'
 	$(BIN)/python benchmarks/run.py
 
+# The main job: an agent on the embedded model (SmolLM2-135M, in-process, offline), in a scratch
+# workspace, then its log. A model this small often fumbles the task; the run still shows the
+# whole path: grammar-constrained actions, real tools, the event log.
 demo: setup
 	rm -rf $(DEMO) && mkdir -p $(DEMO)
-	$(BIN)/reins run "Create hello.txt saying 'Hello from reins', check it, and finish." \
-		--model script:examples/hello.json --workspace $(DEMO) --store $(DEMO)/.reins
+	$(BIN)/reins run "Create the file hello.txt containing the text: Hello from reins" \
+		--tools write_file,read_file --max-steps 4 --workspace $(DEMO) --store $(DEMO)/.reins \
+		|| test $$? -eq 3  # exit 3: it used up its steps, which a model this small may do
 	$(BIN)/reins sessions --store $(DEMO)/.reins
+	ls -l $(DEMO)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -231,7 +231,10 @@ async def test_find_and_list_files(workspace: Path) -> None:
     assert await ok(workspace, "find_files", pattern="*.md", path="docs") == "docs/readme.md"
     assert await ok(workspace, "find_files", pattern="*.rs") == "no files match '*.rs'"
     assert await ok(workspace, "list_files") == (".gitignore\nbuild/\ndebug.log\ndocs/\nsrc/")
-    assert "'src/app.py' is not a folder" in await error(workspace, "list_files", path="src/app.py")
+    assert "'src/app.py' is a file, not a folder" in await error(
+        workspace, "list_files", path="src/app.py"
+    )
+    assert "'nope' does not exist" in await error(workspace, "list_files", path="nope")
 
 
 async def test_run_command_reports_exit_code_and_output(workspace: Path) -> None:

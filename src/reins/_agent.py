@@ -16,7 +16,7 @@ from ._events import Event, RunConfig, RunResumed, RunStarted
 from ._loop import RunLoop
 from ._messages import Message, SystemMessage, Usage, UserMessage
 from ._model import Model, ModelSettings
-from ._policies import MaxSteps, Policy
+from ._policies import MaxSteps, Policy, StrictActions
 from ._state import RunState
 from ._stop import StopReason
 from .store import EventLog, MemoryLog
@@ -218,10 +218,16 @@ class Agent:
             log=self.log,
             model=self.model,
             executor=executor,
-            policies=[MaxSteps(), *self.policies],
+            policies=[MaxSteps(), *self._protocol_policies(executor), *self.policies],
             settings=self.settings,
             cancel=cancel or Cancel(),
         )
+
+    def _protocol_policies(self, executor: ToolExecutor) -> list[Policy]:
+        """The strict JSON action protocol brings its repair policy."""
+        if getattr(self.model, "actions", "native") == "json":
+            return [StrictActions(executor.specs)]
+        return []
 
     def _tools(self) -> list[Tool]:
         tools = list(self.tools)

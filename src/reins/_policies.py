@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._messages import AssistantMessage, ToolCall, ToolResultMessage
+from ._messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec
 from ._state import RunState
 from ._stop import StopReason
 
@@ -96,3 +96,28 @@ class MaxSteps(Policy):
         if state.step >= cap:
             return Stop(StopReason.MAX_STEPS, f"reached the cap of {cap} steps")
         return CONTINUE
+
+
+class StrictActions(Policy):
+    """For models on the strict JSON action protocol: a reply that is not exactly one valid
+    action is rejected with one specific repair message; after `MAX_REPAIRS` rejections in a
+    row the run stops with `error`."""
+
+    def __init__(self, tools: Sequence[ToolSpec]) -> None:
+        self.tools = list(tools)
+
+    async def after_response(self, state: RunState, response: AssistantMessage) -> AfterResponse:
+        if response.tool_calls:
+            return CONTINUE
+        from ._actions import MAX_REPAIRS, ActionError, parse_action, repair_message
+
+        try:
+            parse_action(response.text, self.tools)
+        except ActionError as error:
+            if state.rejections >= MAX_REPAIRS:
+                return Stop(
+                    StopReason.ERROR,
+                    f"no valid action after {MAX_REPAIRS} repairs; last: {error.message}",
+                )
+            return Reject(repair_message(error, self.tools))
+        return CONTINUE  # it parses after all (the model kept it as text): let it through

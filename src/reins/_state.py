@@ -52,6 +52,8 @@ class RunState:
     started: set[str] = field(default_factory=set[str])
     """Ids of the open response's calls that were started."""
     finished: RunFinished | None = None
+    rejections: int = 0
+    """Responses rejected in a row: the strict-actions policy caps its repairs with it."""
 
     @classmethod
     def fold(cls, events: Iterable[Event]) -> RunState:
@@ -88,6 +90,7 @@ class RunState:
                 self.pending = list(event.message.tool_calls)
             case ToolCallStarted():
                 self.review_pending = False
+                self.rejections = 0
                 self.started.add(event.call.id)
             case ToolCallFinished():
                 self.review_pending = False
@@ -100,6 +103,7 @@ class RunState:
                     self.messages.append(UserMessage(content=event.text))
             case ResponseRejected():
                 self.review_pending = False
+                self.rejections += 1
                 for call in self.pending:
                     self.results.setdefault(call.id, _not_run(call, "the response was rejected"))
                 self._close_step()

@@ -70,16 +70,22 @@ def run(
     session: Annotated[
         str | None, typer.Option("--session", "-s", help="Continue this session as a new turn.")
     ] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option("--tools", help="Built-in tools to offer, comma-separated (default: all)."),
+    ] = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
     from .._agent import Agent
     from .._resolve import resolve_model
+    from ..tools import builtin_tools
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         agent = Agent(
             model=resolve_model(model),
+            tools=builtin_tools(tools.split(",") if tools else None),
             workspace=workspace,
             max_steps=max_steps,
             log=log,
@@ -103,11 +109,16 @@ def resume(
     from .._resolve import resolve_model
     from .._state import RunState
     from ..store import find_run
+    from ..tools import builtin_tools
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         info = find_run(await log.runs(), run_id)
         state = RunState.fold(await log.events(info.run_id))
-        agent = Agent(model=resolve_model(state.config.model), log=log)
+        agent = Agent(
+            model=resolve_model(state.config.model),
+            tools=builtin_tools([t for t in state.config.tools if t != "final_answer"]),
+            log=log,
+        )
         stream = agent.resume_iter(info.run_id, max_steps=max_steps, cancel=cancel)
         return await _drive(stream, json_lines)
 

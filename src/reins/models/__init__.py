@@ -1,6 +1,7 @@
 """Model providers: OpenAI-compatible servers, Anthropic, the embedded llama.cpp model."""
 
+from ._local import LocalModel
 from ._openai import OpenAIModel
 from ._resilience import backoff, resilient
 
-__all__ = ["OpenAIModel", "backoff", "resilient"]
+__all__ = ["LocalModel", "OpenAIModel", "backoff", "resilient"]

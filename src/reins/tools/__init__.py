@@ -2,6 +2,7 @@
 
 from ._builtin import (
     BUILTIN_TOOLS,
+    builtin_tools,
     edit_file,
     final_answer,
     find_files,
@@ -21,6 +22,7 @@ __all__ = [
     "ToolContext",
     "ToolExecutor",
     "Workspace",
+    "builtin_tools",
     "edit_file",
     "final_answer",
     "find_files",

@@ -8,11 +8,12 @@ import os
 import re
 import signal
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import pathspec
 
-from .._errors import ToolError
+from .._errors import ToolError, UsageError
 from ._executor import shorten
 from ._tool import Tool, ToolContext, tool
 from ._workspace import ALWAYS_IGNORED
@@ -97,9 +98,7 @@ def list_files(ctx: ToolContext, path: str = ".") -> str:
     Args:
         path: Folder path, relative to the workspace root.
     """
-    folder = ctx.workspace.resolve(path)
-    if not folder.is_dir():
-        raise ToolError(f"{path!r} is not a folder")
+    folder = _existing_dir(ctx, path)
     entries = sorted(
         e.name + ("/" if e.is_dir() else "")
         for e in os.scandir(folder)
@@ -240,7 +239,8 @@ def _existing_file(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
 def _existing_dir(ctx: ToolContext, path: str) -> Path:
     folder = ctx.workspace.resolve(path)
     if not folder.is_dir():
-        raise ToolError(f"{path!r} is not a folder")
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise ToolError(f"{path!r} {what}")
     return folder
 
 
@@ -276,3 +276,16 @@ def _atomic_write(file: Path, content: str) -> None:
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def builtin_tools(names: Sequence[str] | None = None) -> list[Tool]:
+    """The built-in tools, or those named (in the order given)."""
+    if names is None:
+        return list(BUILTIN_TOOLS)
+    by_name = {t.name: t for t in BUILTIN_TOOLS}
+    unknown = [n for n in names if n.strip() not in by_name]
+    if unknown:
+        raise UsageError(
+            f"unknown tool(s) {', '.join(map(repr, unknown))}; built-in tools: {', '.join(by_name)}"
+        )
+    return [by_name[n.strip()] for n in names]

@@ -1,0 +1,151 @@
+"""The embedded model: llama.cpp in this process (extra `reins[local]`), offline.
+
+Small models keep to the strict JSON action protocol, and decoding is constrained by a grammar
+made from the tools' schemas, so every sampled reply is a valid action. Generation runs in a
+worker thread; its tokens cross to the event loop one by one, and closing the stream stops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from .._errors import ModelError, UsageError
+from .._events import FinishReason
+from .._messages import Message, ToolSpec, Usage
+from .._model import ModelResponse, ModelSettings, StreamItem, TextChunk
+from . import _json_actions
+from ._embedded import embedded_gguf
+from ._resilience import resilient
+
+DEFAULT_MAX_TOKENS = 512
+
+
+@dataclass(kw_only=True)
+class LocalModel:
+    """A GGUF model run by llama-cpp-python; by default the embedded SmolLM2-135M-Instruct."""
+
+    path: str | Path | None = None
+    """The GGUF file; None: the embedded model."""
+    n_ctx: int = 8192
+    threads: int | None = None
+    constrained: bool = True
+    """Constrain decoding to valid actions (a grammar from the tools' JSON schemas)."""
+    actions: ClassVar[str] = "json"
+    """The action protocol: the loop adds the strict-actions policy for it."""
+    _llm: Any = field(default=None, init=False, repr=False)
+    _busy: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return "local" if self.path is None else f"local:{self.path}"
+
+    def load(self) -> Any:
+        if self._llm is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError:
+                raise UsageError(
+                    "the local model needs llama-cpp-python: pip install 'reins[local]'"
+                ) from None
+            path = Path(self.path) if self.path is not None else embedded_gguf()
+            if not path.is_file():
+                raise UsageError(f"no GGUF model file at {path}")
+            self._llm = Llama(
+                model_path=str(path), n_ctx=self.n_ctx, n_threads=self.threads, verbose=False
+            )
+        return self._llm
+
+    async def request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> ModelResponse:
+        response: ModelResponse | None = None
+        async for item in self.stream(messages, tools, settings):
+            if isinstance(item, ModelResponse):
+                response = item
+        assert response is not None
+        return response
+
+    def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> AsyncIterator[StreamItem]:
+        return resilient(lambda: self._generate(messages, tools, settings), settings)
+
+    async def _generate(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> AsyncGenerator[StreamItem]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        stop = threading.Event()
+        grammar = self._grammar(tools) if self.constrained and tools else None
+        chat = _json_actions.chat(messages, tools)
+        max_tokens = settings.max_tokens or DEFAULT_MAX_TOKENS
+
+        def work() -> None:
+            def put(kind: str, value: Any) -> None:
+                loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
+
+            try:
+                with self._busy:  # one generation at a time: llama.cpp state is not shared
+                    llm = self.load()
+                    chunks = llm.create_chat_completion(
+                        messages=chat,
+                        grammar=grammar,
+                        max_tokens=max_tokens,
+                        temperature=0.0 if settings.temperature is None else settings.temperature,
+                        stream=True,
+                    )
+                    tokens = 0
+                    finish = None
+                    for chunk in chunks:
+                        if stop.is_set():
+                            chunks.close()  # stops generating
+                            return
+                        choice = chunk["choices"][0]
+                        finish = choice.get("finish_reason") or finish
+                        if text := choice["delta"].get("content"):
+                            tokens += 1
+                            put("text", text)
+                    put("done", (finish, tokens, llm.n_tokens - tokens))
+            except BaseException as exc:  # reported to the awaiting side, never lost in a thread
+                put("error", exc)
+
+        worker = threading.Thread(target=work, name="reins-local-model", daemon=True)
+        worker.start()
+        text: list[str] = []
+        try:
+            while True:
+                kind, value = await queue.get()
+                if kind == "text":
+                    text.append(value)
+                    yield TextChunk(value)
+                elif kind == "error":
+                    if isinstance(value, UsageError):
+                        raise value
+                    raise ModelError(f"the local model failed: {value!r}") from value
+                else:
+                    finish, output_tokens, input_tokens = value
+                    break
+        finally:
+            stop.set()
+        message = _json_actions.reply("".join(text), tools)
+        reason: FinishReason = (
+            "max_tokens" if finish == "length" else "tool_use" if message.tool_calls else "end_turn"
+        )
+        yield ModelResponse(
+            message=message,
+            usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens, requests=1),
+            finish=reason,
+            model_name=self.name,
+        )
+
+    def _grammar(self, tools: Sequence[ToolSpec]) -> Any:
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        schema = json.dumps(_json_actions.action_schema(tools))
+        return LlamaGrammar.from_json_schema(schema, verbose=False)
