@@ -1,0 +1,203 @@
+"""The embedded model and the strict JSON action protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from reins import (
+    Agent,
+    AssistantMessage,
+    Cancel,
+    Message,
+    ModelSettings,
+    ResponseRejected,
+    StopReason,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    UnknownModel,
+    UsageError,
+    UserMessage,
+    resolve_model,
+)
+from reins._actions import MAX_REPAIRS, parse_action
+from reins.models import LocalModel, OpenAIModel
+from reins.models._json_actions import action_schema, chat
+from reins.testing import FunctionModel, ScriptedModel
+from reins.tools import final_answer, list_files, read_file, write_file
+
+TOOLS = [write_file.spec, read_file.spec, list_files.spec, final_answer.spec]
+GOALS = [
+    "Create the file hello.txt containing the text Hello from reins",
+    "Read the file notes.txt",
+    "List the files in the folder src",
+    "Say that you are done",
+    "Write a short poem about rivers into poem.txt",
+]
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalModel:
+    return LocalModel()
+
+
+@pytest.mark.real_model
+async def test_constrained_decoding_only_samples_valid_actions(local: LocalModel) -> None:
+    for goal in GOALS:
+        messages = [SystemMessage(content="You are an agent."), UserMessage(content=goal)]
+        response = await local.request(messages, TOOLS, ModelSettings(max_tokens=256))
+        assert response.finish == "tool_use", (goal, response.message.text)
+        [call] = response.message.tool_calls
+        action = parse_action(
+            json.dumps({"name": call.name, "arguments": call.arguments}), TOOLS
+        )  # valid by the same checks the repair policy applies
+        assert action.name in {t.name for t in TOOLS}
+        assert response.usage.output_tokens > 5
+        assert response.usage.input_tokens > 100
+
+
+@pytest.mark.real_model
+async def test_an_agent_runs_on_the_embedded_model(local: LocalModel, workspace: Path) -> None:
+    agent = Agent(model=local, tools=[write_file], workspace=workspace, max_steps=3)
+    run = agent.iter("Create the file hello.txt containing the text Hello from reins")
+    events = [e async for e in run]
+    assert not [e for e in events if isinstance(e, ResponseRejected)]  # every action parsed
+    assert run.state.finished is not None
+    assert run.state.finished.stop_reason in (StopReason.END_TURN, StopReason.MAX_STEPS)
+    assert run.state.step >= 1
+    for message in run.state.messages:
+        if isinstance(message, AssistantMessage):
+            assert len(message.tool_calls) == 1  # one action per reply, always
+
+
+@pytest.mark.real_model
+async def test_cancel_stops_the_local_model_mid_generation(
+    local: LocalModel, workspace: Path
+) -> None:
+    cancel = Cancel()
+    agent = Agent(
+        model=LocalModel(constrained=False),
+        workspace=workspace,
+        settings=ModelSettings(max_tokens=4000),
+    )
+    asyncio.get_running_loop().call_later(0.5, cancel.cancel)
+    result = await asyncio.wait_for(agent.run("Write a very long story.", cancel=cancel), 20)
+    assert result.stop_reason is StopReason.CANCELLED
+
+
+def test_the_action_schema_admits_each_tool_and_nothing_else() -> None:
+    schema = action_schema(TOOLS)
+    assert [branch["properties"]["name"] for branch in schema["anyOf"]] == [
+        {"const": "write_file"},
+        {"const": "read_file"},
+        {"const": "list_files"},
+        {"const": "final_answer"},
+    ]
+    assert all(branch["additionalProperties"] is False for branch in schema["anyOf"])
+
+
+def test_history_is_flattened_for_a_text_only_model() -> None:
+    call = ToolCall(id="c1", name="read_file", arguments={"path": "a.txt"})
+    flat = chat(
+        [
+            SystemMessage(content="Be brief."),
+            UserMessage(content="read a.txt"),
+            AssistantMessage(tool_calls=(call,)),
+            ToolResultMessage(call_id="c1", name="read_file", content="hi"),
+            ToolResultMessage(call_id="c2", name="grep", content="bad regex", is_error=True),
+        ],
+        TOOLS,
+    )
+    assert [m["role"] for m in flat] == ["system", "user", "assistant", "user", "user"]
+    assert flat[0]["content"].startswith("Be brief.\n\nYou act by replying with exactly one JSON")
+    assert "- write_file: Create or overwrite a text file" in flat[0]["content"]
+    assert flat[2]["content"] == '{"name": "read_file", "arguments": {"path": "a.txt"}}'
+    assert flat[3]["content"] == "Result of read_file: hi"
+    assert flat[4]["content"] == "Error from grep: bad regex"
+
+
+class JsonScript(ScriptedModel):
+    """A scripted model on the strict JSON protocol: its replies are raw text."""
+
+    actions = "json"
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        from reins.models._json_actions import reply
+
+        super().__init__([reply(t, TOOLS) for t in texts])
+
+
+async def test_an_invalid_reply_gets_the_repair_message_then_the_run_goes_on(
+    workspace: Path,
+) -> None:
+    replies = [
+        'Sure! {"name": "list_files", "arguments": {}}',
+        '{"name": "final_answer", "arguments": {"answer": "done"}}',
+    ]
+    agent = Agent(model=JsonScript(replies), tools=[list_files], workspace=workspace)
+    run = agent.iter("go")
+    events = [e async for e in run]
+    [rejected] = [e for e in events if isinstance(e, ResponseRejected)]
+    assert rejected.source == "StrictActions"
+    assert rejected.observation.startswith("Your reply was rejected: not a single JSON object")
+    assert "split it into several smaller actions" in rejected.observation
+    assert run.state.finished is not None
+    assert run.state.finished.final_answer == "done"
+
+
+async def test_repeated_invalid_replies_are_capped(workspace: Path) -> None:
+    agent = Agent(
+        model=JsonScript(["not json"] * (MAX_REPAIRS + 2)), tools=[list_files], workspace=workspace
+    )
+    result = await agent.run("go")
+    assert result.stop_reason is StopReason.ERROR
+    assert result.detail.startswith(f"no valid action after {MAX_REPAIRS} repairs")
+    assert result.steps == MAX_REPAIRS + 1
+
+
+async def test_a_valid_action_resets_the_repair_count(workspace: Path) -> None:
+    texts = [
+        "x",
+        "x",
+        '{"name": "list_files", "arguments": {}}',
+        "x",
+        "x",
+        '{"name": "final_answer", "arguments": {"answer": "ok"}}',
+    ]
+    result = await Agent(model=JsonScript(texts), tools=[list_files], workspace=workspace).run("go")
+    assert (result.stop_reason, result.final_answer) == (StopReason.END_TURN, "ok")
+
+
+def test_native_models_get_no_strict_policy(workspace: Path) -> None:
+    def plain(messages: list[Message], tools: list[ToolSpec]) -> str:
+        return "plain text is a final answer here"
+
+    result = Agent(model=FunctionModel(plain), workspace=workspace).run_sync("go")
+    assert result.final_answer == "plain text is a final answer here"
+
+
+def test_model_strings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("OLLAMA_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("REINS_MODEL_NAME", "qwen")
+    ollama = resolve_model("ollama:llama3.2")
+    assert isinstance(ollama, OpenAIModel)
+    assert (ollama.name, ollama.base_url) == ("ollama:llama3.2", "http://127.0.0.1:9/v1")
+    openai = resolve_model("openai:gpt-4o-mini")
+    assert isinstance(openai, OpenAIModel)
+    assert (openai.name, openai.base_url) == ("openai:gpt-4o-mini", None)
+    server = resolve_model("http://127.0.0.1:8080/v1")
+    assert isinstance(server, OpenAIModel)
+    assert (server.model, server.base_url) == ("qwen", "http://127.0.0.1:8080/v1")
+    local = resolve_model("local")
+    assert isinstance(local, LocalModel)
+    assert local.name == "local"
+    with pytest.raises(UsageError, match="no GGUF model file at"):
+        resolve_model(f"local:{tmp_path / 'missing.gguf'}")
+    with pytest.raises(UnknownModel, match="unknown model 'gpt5'; known forms: local"):
+        resolve_model("gpt5")
