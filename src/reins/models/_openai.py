@@ -3,11 +3,13 @@ official `openai` SDK. Retries and stream guards are ours (`resilient`), so the 
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from .._errors import ModelConnectionError, ModelError, ModelHTTPError, ModelTimeout
@@ -264,20 +266,33 @@ def _finish(reason: str | None, refusal: str | None, calls: tuple[ToolCall, ...]
 @contextmanager
 def _sdk_errors() -> Iterator[None]:
     """Turns the SDK's (and its transport's) exceptions into ours, with status and body."""
-    import httpx
     import openai
 
+    dropped: tuple[type[Exception], ...] = (openai.APIConnectionError, *_transport_errors())
     try:
         yield
     except openai.APITimeoutError as exc:
         raise ModelTimeout(f"the request timed out: {exc}") from exc
-    except (openai.APIConnectionError, httpx.TransportError) as exc:
+    except dropped as exc:
         raise ModelConnectionError(f"lost the model server: {exc!r}") from exc
     except openai.APIStatusError as exc:
         retry_after = _retry_after(exc.response.headers)
         raise ModelHTTPError(exc.status_code, _body(exc), retry_after=retry_after) from exc
     except openai.APIError as exc:
         raise ModelError(f"model API error: {exc}") from exc
+
+
+@cache
+def _transport_errors() -> tuple[type[Exception], ...]:
+    """The HTTP client's own errors, which a stream raises as they are when the connection
+    drops mid-way. The SDK's client is httpx, or httpx2 in its newer releases."""
+    errors: list[type[Exception]] = []
+    for name in ("httpx", "httpx2"):
+        try:
+            errors.append(importlib.import_module(name).TransportError)
+        except ImportError:
+            continue
+    return tuple(errors)
 
 
 def _body(exc: Any) -> str:
