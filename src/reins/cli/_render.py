@@ -145,7 +145,7 @@ def render_runs(out: Console, runs: list[RunInfo]) -> None:
             run.stop_reason.value if run.stop_reason else "[yellow]unfinished[/]",
             escape(run.goal.splitlines()[0] if run.goal else ""),
         )
-    out.print(table)
+    out.print(table, width=max(out.width, 160))  # ids are not to be cut
 
 
 def _args(arguments: dict[str, Any]) -> str:
