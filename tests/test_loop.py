@@ -22,6 +22,7 @@ from reins import (
     Message,
     ModelError,
     ModelRequested,
+    ModelResponse,
     Notice,
     OnFinal,
     Policy,
@@ -40,6 +41,7 @@ from reins import (
     ToolCallStarted,
     ToolResultMessage,
     ToolSpec,
+    Usage,
     UsageError,
     UserMessage,
     tool,
@@ -655,3 +657,46 @@ async def test_thinking_streams_as_deltas(workspace: Path) -> None:
         ("text_delta", "ok"),
     ]
     assert run.state.messages[-1] == thought
+
+
+def cut_off(*calls: ToolCall) -> ModelResponse:
+    """A response the output-token limit cut short."""
+    return ModelResponse(
+        message=AssistantMessage(text="partial", tool_calls=calls),
+        usage=Usage(output_tokens=100, requests=1),
+        finish="max_tokens",
+        model_name="scripted",
+    )
+
+
+async def test_a_cut_off_response_is_not_acted_on_and_the_model_recovers(
+    workspace: Path,
+) -> None:
+    ran: list[str] = []
+
+    @tool
+    def effect(text: str) -> str:
+        """Side effect."""
+        ran.append(text)
+        return "done"
+
+    replies = [
+        cut_off(call("effect", "a", text="trunc")),
+        reply("", call("effect", "b", text="ok")),
+        "fine",
+    ]
+    run = agent_for(replies, workspace, tools=[effect]).iter("go")
+    events = [e async for e in run]
+    assert ran == ["ok"]  # the truncated call never ran
+    [rejected] = [e for e in events if isinstance(e, ResponseRejected)]
+    assert rejected.source == "MaxTokensRecovery"
+    assert "split a large write into several smaller actions" in rejected.observation
+    assert run.state.finished is not None
+    assert run.state.finished.final_answer == "fine"
+
+
+async def test_two_failed_recoveries_stop_the_run_with_max_tokens(workspace: Path) -> None:
+    replies = [cut_off(), cut_off(), cut_off(), "never"]
+    result = await agent_for(replies, workspace).run("go")
+    assert (result.stop_reason, result.steps) == (StopReason.MAX_TOKENS, 3)
+    assert result.detail == "the output was cut off by the token limit 3 times in a row"

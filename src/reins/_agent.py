@@ -16,7 +16,7 @@ from ._events import Event, RunConfig, RunResumed, RunStarted
 from ._loop import RunLoop
 from ._messages import Message, SystemMessage, Usage, UserMessage
 from ._model import Model, ModelSettings
-from ._policies import MaxSteps, Policy, StrictActions
+from ._policies import MaxSteps, MaxTokensRecovery, Policy, StrictActions
 from ._state import RunState
 from ._stop import StopReason
 from .store import EventLog, MemoryLog
@@ -218,7 +218,12 @@ class Agent:
             log=self.log,
             model=self.model,
             executor=executor,
-            policies=[MaxSteps(), *self._protocol_policies(executor), *self.policies],
+            policies=[
+                MaxSteps(),
+                MaxTokensRecovery(),
+                *self._protocol_policies(executor),
+                *self.policies,
+            ],
             settings=self.settings,
             cancel=cancel or Cancel(),
         )

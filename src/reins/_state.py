@@ -54,6 +54,8 @@ class RunState:
     finished: RunFinished | None = None
     rejections: int = 0
     """Responses rejected in a row: the strict-actions policy caps its repairs with it."""
+    cutoffs: int = 0
+    """Responses in a row cut off by the output-token limit (0: the last one was whole)."""
 
     @classmethod
     def fold(cls, events: Iterable[Event]) -> RunState:
@@ -88,6 +90,7 @@ class RunState:
                 self.messages.append(event.message)
                 self.review_pending = True
                 self.pending = list(event.message.tool_calls)
+                self.cutoffs = self.cutoffs + 1 if event.finish == "max_tokens" else 0
             case ToolCallStarted():
                 self.review_pending = False
                 self.rejections = 0

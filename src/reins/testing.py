@@ -11,6 +11,7 @@ import inspect
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ from ._model import ModelResponse, ModelSettings, StreamItem, TextChunk, Thinkin
 
 __all__ = ["FunctionModel", "ScriptedModel", "block_model_requests", "load_script"]
 
-Reply = AssistantMessage | str
+Reply = AssistantMessage | str | ModelResponse
+"""A text, a message, or a whole response (to script usage or a finish reason)."""
 FunctionModelFn = Callable[[list[Message], list[ToolSpec]], Reply | Awaitable[Reply]]
 
 
@@ -52,6 +54,8 @@ class _TestModel:
                 input_tokens += _tokens(m)
             turn += isinstance(m, AssistantMessage)
         reply = await self._reply(messages, tools, turn)
+        if isinstance(reply, ModelResponse):
+            return reply
         message = AssistantMessage(text=reply) if isinstance(reply, str) else reply
         finish: FinishReason = "tool_use" if message.tool_calls else "end_turn"
         usage = self.usage or Usage(
@@ -183,6 +187,8 @@ def load_script(path: str | Path) -> list[Reply]:
 
 
 def _with_call_ids(reply: Reply, turn: int) -> Reply:
+    if isinstance(reply, ModelResponse):
+        return replace(reply, message=_with_call_ids(reply.message, turn))  # type: ignore[arg-type]
     if isinstance(reply, str) or all(call.id for call in reply.tool_calls):
         return reply
     calls = tuple(
