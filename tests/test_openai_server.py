@@ -111,15 +111,16 @@ async def test_an_agent_runs_tools_on_the_real_model(model: OpenAIModel, workspa
         e for e in events if isinstance(e, ToolCallFinished) and e.result.name == "write_file"
     ]
     assert writes, [e.kind for e in events]
-    assert not writes[0].result.is_error, writes[0].result.content
+    assert any(not w.result.is_error for w in writes), [w.result.content for w in writes]
+    ok = {w.result.call_id for w in writes if not w.result.is_error}
     calls = [
         c
         for m in run.state.messages
         if isinstance(m, AssistantMessage)
         for c in m.tool_calls
-        if c.name == "write_file"
+        if c.id in ok
     ]
-    arguments = calls[-1].arguments  # the file holds what the last write sent
+    arguments = calls[-1].arguments  # the file holds what the last good write sent
     assert (workspace / arguments["path"]).read_text() == arguments["content"]
     assert run.state.finished is not None
     assert run.state.finished.stop_reason in (StopReason.END_TURN, StopReason.MAX_STEPS)

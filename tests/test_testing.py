@@ -33,7 +33,10 @@ class PretendRemote:
     ) -> ModelResponse:
         message = AssistantMessage(text="from afar")
         return ModelResponse(
-            message=message, usage=Usage(), finish="end_turn", model_name=self.name
+            message=message,
+            usage=Usage(input_tokens=1000, output_tokens=500, requests=1),
+            finish="end_turn",
+            model_name=self.name,
         )
 
     async def stream(

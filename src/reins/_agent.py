@@ -12,13 +12,14 @@ from pathlib import Path
 from ._cancel import Cancel
 from ._context import system_prompt
 from ._errors import UsageError
-from ._events import Event, RunConfig, RunResumed, RunStarted
+from ._events import Event, Notice, RunConfig, RunResumed, RunStarted
 from ._loop import RunLoop
 from ._messages import Message, SystemMessage, Usage, UserMessage
 from ._model import Model, ModelSettings
 from ._policies import MaxSteps, MaxTokensRecovery, Policy, StrictActions
 from ._state import RunState
 from ._stop import StopReason
+from .models._catalog import UNKNOWN, lookup
 from .store import EventLog, MemoryLog
 from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
 
@@ -32,6 +33,8 @@ class RunResult:
     detail: str
     messages: list[Message]
     usage: Usage
+    cost: float
+    """US dollars, for the calls whose price the model catalog knows."""
     steps: int
 
     @classmethod
@@ -47,6 +50,7 @@ class RunResult:
             detail=finished.detail,
             messages=state.transcript(),
             usage=state.usage,
+            cost=state.cost,
             steps=state.step,
         )
 
@@ -57,9 +61,10 @@ class AgentRun:
     Nothing happens until the first event is asked for; that first step records the run's
     start (or resumption) and sets up its loop."""
 
-    def __init__(self, begin: Callable[[], Awaitable[tuple[Event, RunLoop]]]) -> None:
+    def __init__(self, begin: Callable[[], Awaitable[tuple[list[Event], RunLoop]]]) -> None:
         self._begin = begin
         self._loop: RunLoop | None = None
+        self._first: list[Event] = []
         self._events: AsyncGenerator[Event] | None = None
 
     def __aiter__(self) -> AgentRun:
@@ -67,9 +72,10 @@ class AgentRun:
 
     async def __anext__(self) -> Event:
         if self._events is None:
-            first, self._loop = await self._begin()
+            self._first, self._loop = await self._begin()
             self._events = self._loop.events()
-            return first
+        if self._first:
+            return self._first.pop(0)
         return await anext(self._events)
 
     async def aclose(self) -> None:
@@ -138,7 +144,7 @@ class Agent:
 
     async def _start(
         self, goal: str, session_id: str | None, cancel: Cancel | None
-    ) -> tuple[Event, RunLoop]:
+    ) -> tuple[list[Event], RunLoop]:
         if not goal.strip():
             raise UsageError("the goal is empty; say what the agent should do")
         workspace = Workspace(self.workspace, protected=self._protected())
@@ -167,11 +173,27 @@ class Agent:
             messages=(*history, UserMessage(content=goal)),
         )
         await self.log.append(started)
-        return started, self._loop(RunState.fold([started]), cancel, workspace)
+        state = RunState.fold([started])
+        loop = self._loop(state, cancel, workspace)
+        first: list[Event] = [started]
+        if not getattr(self.model, "offline", False) and not lookup(config.model).known:
+            notice = Notice(
+                session_id=session_id,
+                run_id=started.run_id,
+                seq=2,
+                source="catalog",
+                level="warning",
+                text=f"model {config.model!r} is not in the catalog: assuming a "
+                f"{UNKNOWN.context_window}-token context, no price (cost not counted)",
+            )
+            await self.log.append(notice)
+            state.apply(notice)
+            first.append(notice)
+        return first, loop
 
     async def _resume(
         self, run_id: str, max_steps: int | None, cancel: Cancel | None
-    ) -> tuple[Event, RunLoop]:
+    ) -> tuple[list[Event], RunLoop]:
         state = RunState.fold(await self.log.events(run_id))
         if state.finished is not None and state.finished.stop_reason is StopReason.END_TURN:
             raise UsageError(
@@ -190,7 +212,7 @@ class Agent:
         )
         await self.log.append(resumed)
         state.apply(resumed)
-        return resumed, self._loop(state, cancel)
+        return [resumed], self._loop(state, cancel)
 
     async def state(self, run_id: str) -> RunState:
         """The run's state, folded from its log."""

@@ -85,6 +85,8 @@ class ModelResponded(_Event):
     usage: Usage
     finish: FinishReason
     model: str
+    cost: float | None = None
+    """US dollars, from the model catalog's prices; None where the price is unknown."""
 
 
 class ToolCallStarted(_Event):

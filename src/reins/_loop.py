@@ -30,6 +30,7 @@ from ._model import (
     Model,
     ModelResponse,
     ModelSettings,
+    Retrying,
     TextChunk,
     ThinkingChunk,
     ensure_requests_allowed,
@@ -37,6 +38,7 @@ from ._model import (
 from ._policies import Answer, Continue, Inject, Policy, Reject, Stop
 from ._state import RunState
 from ._stop import StopReason
+from .models._catalog import lookup
 from .store import EventLog
 from .tools import ToolExecutor
 
@@ -119,6 +121,15 @@ class RunLoop:
                         yield await self._emit(TextDelta, commit=False, step=step, text=text)
                     case ThinkingChunk(text):
                         yield await self._emit(ThinkingDelta, commit=False, step=step, text=text)
+                    case Retrying(attempt, delay, error):
+                        yield await self._emit(
+                            Notice,
+                            commit=False,
+                            source="model",
+                            level="warning",
+                            text=f"retry {attempt} in {delay:.1f} s after: {error}; "
+                            "the text streamed before this is discarded",
+                        )
                     case ModelResponse():
                         response = item
         except StopAsyncIteration:
@@ -144,9 +155,14 @@ class RunLoop:
             usage=response.usage,
             finish=response.finish,
             model=response.model_name,
+            cost=self._price(response),
         )
 
     # 4: after the response; an accepted one goes on to its tools or its final answer
+    def _price(self, response: ModelResponse) -> float | None:
+        usage = response.usage
+        return lookup(response.model_name).cost(usage.input_tokens, usage.output_tokens)
+
     async def _review(self) -> Event | None:
         state = self.state
         response = state.messages[-1]

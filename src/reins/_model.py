@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ def _env_seconds(name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if value <= 0:
+    if not math.isfinite(value) or value <= 0:
         raise UsageError(f"{name}={raw!r} is not a number of seconds above 0")
     return value
 
@@ -37,6 +38,8 @@ class ModelSettings:
     """Seconds to wait for the first chunk of a response (prefill included)."""
     chunk_timeout: float = field(default_factory=lambda: _env_seconds("REINS_CHUNK_TIMEOUT", 60.0))
     """Seconds to wait between two chunks before the stream counts as stalled."""
+    request_timeout: float = 600.0
+    """Seconds for a whole answer that is not streamed (it has no chunks to time)."""
     max_retries: int = 4
     """Retries of a transient failure (connection, timeout, 408/409/429/5xx) per model call."""
     retry_base_delay: float = 0.5
@@ -71,6 +74,14 @@ class Retrying:
     delay: float
     error: str
 
+
+@dataclass(frozen=True)
+class Alive:
+    """A provider got a chunk with nothing to show (a piece of a tool call, usage): it feeds
+    the stall guard and goes no further."""
+
+
+ALIVE = Alive()
 
 StreamItem = TextChunk | ThinkingChunk | Retrying | ModelResponse
 """What `Model.stream` yields: deltas (and retry notices), then exactly one `ModelResponse`."""

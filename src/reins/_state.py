@@ -54,6 +54,8 @@ class RunState:
     finished: RunFinished | None = None
     rejections: int = 0
     """Responses rejected in a row: the strict-actions policy caps its repairs with it."""
+    cost: float = 0.0
+    """US dollars spent on model calls whose price is known."""
     cutoffs: int = 0
     """Responses in a row cut off by the output-token limit (0: the last one was whole)."""
 
@@ -87,6 +89,7 @@ class RunState:
             case ModelResponded():
                 self.step = event.step
                 self.usage = self.usage + event.usage
+                self.cost += event.cost or 0.0
                 self.messages.append(event.message)
                 self.review_pending = True
                 self.pending = list(event.message.tool_calls)

@@ -38,6 +38,8 @@ class EventRenderer:
         self.console = console
         self._streamed = False  # text of the current step already printed from deltas
         self._open_line = False
+        self._tokens = [0, 0]
+        self._cost = 0.0
 
     def __call__(self, event: Event) -> None:
         out = self.console
@@ -61,6 +63,9 @@ class EventRenderer:
                 self._write(escape(event.text))
             case ModelResponded():
                 self._end_line()
+                self._tokens[0] += event.usage.input_tokens
+                self._tokens[1] += event.usage.output_tokens
+                self._cost += event.cost or 0.0
                 message = event.message
                 if message.thinking and not self._streamed:
                     out.print(f"[dim italic]{escape(message.thinking)}[/]")
@@ -81,6 +86,8 @@ class EventRenderer:
             case RunFinished():
                 self._end_line()
                 render_finish(out, event.stop_reason, event.final_answer, event.detail)
+                spent = f"tokens {self._tokens[0]} in, {self._tokens[1]} out"
+                out.print(f"[dim]{spent}" + (f", ${self._cost:.4f}" if self._cost else "") + "[/]")
             case _:
                 assert_never(event)
 

@@ -3,6 +3,7 @@ official `openai` SDK. Retries and stream guards are ours (`resilient`), so the 
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import os
@@ -24,7 +25,15 @@ from .._messages import (
     Usage,
     UserMessage,
 )
-from .._model import ModelResponse, ModelSettings, StreamItem, TextChunk, ThinkingChunk
+from .._model import (
+    ALIVE,
+    Alive,
+    ModelResponse,
+    ModelSettings,
+    StreamItem,
+    TextChunk,
+    ThinkingChunk,
+)
 from ._resilience import resilient
 
 FINISH: dict[str, FinishReason] = {
@@ -92,18 +101,34 @@ class OpenAIModel:
 
     def _attempt(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
-    ) -> AsyncGenerator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem | Alive]:
         if tools and not self._streams_tools:
             return self._once(messages, tools, settings)
         return self._stream_once(messages, tools, settings)
 
     async def _once(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
-    ) -> AsyncGenerator[StreamItem]:
-        with _sdk_errors():
-            completion = await self.client().chat.completions.create(
-                **self._params(messages, tools, settings)
-            )
+    ) -> AsyncGenerator[StreamItem | Alive]:
+        """One answer, not streamed: awaited under `request_timeout`, with heartbeats for the
+        stall guard meanwhile (a whole answer can take longer than a gap between chunks)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + settings.request_timeout
+        beat = min(settings.first_chunk_timeout, settings.chunk_timeout) / 2
+        request = asyncio.ensure_future(
+            self.client().chat.completions.create(**self._params(messages, tools, settings))
+        )
+        try:
+            while not request.done():
+                left = deadline - loop.time()
+                if left <= 0:
+                    raise ModelTimeout(f"no answer in {settings.request_timeout:g} s")
+                await asyncio.wait({request}, timeout=min(beat, left))
+                if not request.done():
+                    yield ALIVE
+            with _sdk_errors():
+                completion = request.result()
+        finally:
+            request.cancel()
         choice = completion.choices[0]
         message = choice.message
         reasoning = getattr(message, "reasoning_content", None) or ""
@@ -121,7 +146,7 @@ class OpenAIModel:
 
     async def _stream_once(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
-    ) -> AsyncGenerator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem | Alive]:
         params = self._params(messages, tools, settings)
         if self.stream_usage:
             params["stream_options"] = {"include_usage": True}
@@ -138,6 +163,7 @@ class OpenAIModel:
                 async with stream:
                     async for chunk in stream:
                         chunks += 1
+                        yield ALIVE  # every chunk feeds the stall guard, shown or not
                         if chunk.usage is not None:
                             usage = _usage(chunk.usage)
                         if not chunk.choices:
@@ -304,12 +330,9 @@ def _body(exc: Any) -> str:
 
 def _retry_after(headers: Any) -> float | None:
     for key in ("retry-after-ms", "retry-after"):
-        value = headers.get(key)
-        if value is None:
-            continue
         try:
-            seconds = float(value)
-        except ValueError:
-            return None  # an HTTP date: rare enough to fall back to our own backoff
+            seconds = float(headers.get(key))
+        except (TypeError, ValueError):
+            continue  # absent, or an HTTP date: rare enough to use our own backoff
         return seconds / 1000 if key.endswith("ms") else seconds
     return None

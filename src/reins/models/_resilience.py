@@ -13,11 +13,11 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 
 from .._errors import ModelError, ModelHTTPError, ModelTimeout
-from .._model import ModelResponse, ModelSettings, Retrying, StreamItem
+from .._model import Alive, ModelResponse, ModelSettings, Retrying, StreamItem
 
 
 async def resilient(
-    attempt: Callable[[], AsyncGenerator[StreamItem]], settings: ModelSettings
+    attempt: Callable[[], AsyncGenerator[StreamItem | Alive]], settings: ModelSettings
 ) -> AsyncIterator[StreamItem]:
     """Yield the items of `attempt()`, made again after each transient failure."""
     failures = 0
@@ -25,6 +25,8 @@ async def resilient(
         try:
             async with aclosing(attempt()) as stream:
                 async for item in _guarded(stream, settings):
+                    if isinstance(item, Alive):
+                        continue
                     yield item
                     if isinstance(item, ModelResponse):
                         return
@@ -39,8 +41,8 @@ async def resilient(
 
 
 async def _guarded(
-    stream: AsyncIterator[StreamItem], settings: ModelSettings
-) -> AsyncIterator[StreamItem]:
+    stream: AsyncIterator[StreamItem | Alive], settings: ModelSettings
+) -> AsyncIterator[StreamItem | Alive]:
     timeout, what = settings.first_chunk_timeout, "no first chunk"
     while True:
         try:
@@ -58,6 +60,6 @@ def backoff(failures: int, error: ModelError, settings: ModelSettings) -> float:
     """Seconds before retry number `failures`: the server's Retry-After if it gave one, else
     exponential with full jitter; never more than `retry_max_delay`."""
     if isinstance(error, ModelHTTPError) and error.retry_after is not None:
-        return min(error.retry_after, settings.retry_max_delay)
+        return min(max(error.retry_after, 0.0), settings.retry_max_delay)
     ceiling = min(settings.retry_max_delay, settings.retry_base_delay * 2 ** (failures - 1))
     return random.uniform(ceiling / 2, ceiling)
