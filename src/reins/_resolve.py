@@ -9,15 +9,15 @@ from ._errors import UnknownModel, UsageError
 from ._model import Model
 
 KNOWN = (
-    "local, local:PATH.gguf, openai:NAME, ollama:NAME, http(s)://HOST/v1 (an OpenAI-compatible "
-    "server; model name from REINS_MODEL_NAME), script:FILE.json"
+    "local, local:PATH.gguf, openai:NAME, anthropic:NAME, ollama:NAME, http(s)://HOST/v1 (an "
+    "OpenAI-compatible server; model name from REINS_MODEL_NAME), script:FILE.json"
 )
 OLLAMA_URL = "http://localhost:11434/v1"
 
 
 def resolve_model(spec: str) -> Model:
     """The model a string names; see `KNOWN`. Keys and base URLs come from the environment
-    (OPENAI_API_KEY, OPENAI_BASE_URL, OLLAMA_BASE_URL)."""
+    (OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OLLAMA_BASE_URL)."""
     kind, _, rest = spec.partition(":")
     if kind == "script" and rest:
         from .testing import ScriptedModel
@@ -32,6 +32,10 @@ def resolve_model(spec: str) -> Model:
             base_url = os.environ.get("OLLAMA_BASE_URL", OLLAMA_URL)
             return OpenAIModel(model=rest, base_url=base_url, api_key="ollama", provider="ollama")
         return OpenAIModel(model=rest)
+    if kind == "anthropic" and rest:
+        from .models import AnthropicModel
+
+        return AnthropicModel(model=rest)
     if kind in ("http", "https"):
         from .models import OpenAIModel
 

@@ -4,16 +4,14 @@ official `openai` SDK. Retries and stream guards are ours (`resilient`), so the 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from types import ModuleType
 from typing import Any
 
-from .._errors import ModelConnectionError, ModelError, ModelHTTPError, ModelTimeout
+from .._errors import ModelConnectionError, ModelTimeout
 from .._events import FinishReason
 from .._messages import (
     AssistantMessage,
@@ -35,6 +33,7 @@ from .._model import (
     ThinkingChunk,
 )
 from ._resilience import resilient
+from ._sdk_errors import sdk_errors
 
 FINISH: dict[str, FinishReason] = {
     "stop": "end_turn",
@@ -125,7 +124,7 @@ class OpenAIModel:
                 await asyncio.wait({request}, timeout=min(beat, left))
                 if not request.done():
                     yield ALIVE
-            with _sdk_errors():
+            with sdk_errors(_openai()):
                 completion = request.result()
         finally:
             request.cancel()
@@ -158,7 +157,7 @@ class OpenAIModel:
         usage = Usage(requests=1)
         chunks = 0
         try:
-            with _sdk_errors():
+            with sdk_errors(_openai()):
                 stream = await self.client().chat.completions.create(stream=True, **params)
                 async with stream:
                     async for chunk in stream:
@@ -289,50 +288,7 @@ def _finish(reason: str | None, refusal: str | None, calls: tuple[ToolCall, ...]
     return "tool_use" if finish == "end_turn" and calls else finish
 
 
-@contextmanager
-def _sdk_errors() -> Iterator[None]:
-    """Turns the SDK's (and its transport's) exceptions into ours, with status and body."""
-    import openai
+def _openai() -> ModuleType:
+    import openai  # on first use: it costs a tenth of a second
 
-    dropped: tuple[type[Exception], ...] = (openai.APIConnectionError, *_transport_errors())
-    try:
-        yield
-    except openai.APITimeoutError as exc:
-        raise ModelTimeout(f"the request timed out: {exc}") from exc
-    except dropped as exc:
-        raise ModelConnectionError(f"lost the model server: {exc!r}") from exc
-    except openai.APIStatusError as exc:
-        retry_after = _retry_after(exc.response.headers)
-        raise ModelHTTPError(exc.status_code, _body(exc), retry_after=retry_after) from exc
-    except openai.APIError as exc:
-        raise ModelError(f"model API error: {exc}") from exc
-
-
-@cache
-def _transport_errors() -> tuple[type[Exception], ...]:
-    """The HTTP client's own errors, which a stream raises as they are when the connection
-    drops mid-way. The SDK's client is httpx, or httpx2 in its newer releases."""
-    errors: list[type[Exception]] = []
-    for name in ("httpx", "httpx2"):
-        try:
-            errors.append(importlib.import_module(name).TransportError)
-        except ImportError:
-            continue
-    return tuple(errors)
-
-
-def _body(exc: Any) -> str:
-    try:
-        return str(exc.response.text)
-    except Exception:
-        return str(exc)
-
-
-def _retry_after(headers: Any) -> float | None:
-    for key in ("retry-after-ms", "retry-after"):
-        try:
-            seconds = float(headers.get(key))
-        except (TypeError, ValueError):
-            continue  # absent, or an HTTP date: rare enough to use our own backoff
-        return seconds / 1000 if key.endswith("ms") else seconds
-    return None
+    return openai

@@ -1,0 +1,240 @@
+"""Anthropic's Messages API (and servers that speak it, such as llama.cpp's `llama-server`),
+through the official `anthropic` SDK; retries and stream guards are ours, as for OpenAI."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from .._errors import ModelConnectionError
+from .._events import FinishReason
+from .._messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+from .._model import (
+    ALIVE,
+    Alive,
+    ModelResponse,
+    ModelSettings,
+    StreamItem,
+    TextChunk,
+    ThinkingChunk,
+)
+from ._resilience import resilient
+from ._sdk_errors import sdk_errors
+
+FINISH: dict[str, FinishReason] = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "pause_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+}
+DEFAULT_MAX_TOKENS = 8192
+"""The Messages API requires a cap on output; this one when the settings give none."""
+
+
+@dataclass(kw_only=True)
+class AnthropicModel:
+    model: str
+    base_url: str | None = None
+    """Defaults to ANTHROPIC_BASE_URL, then Anthropic's own."""
+    api_key: str | None = None
+    """Defaults to ANTHROPIC_API_KEY."""
+    _client: Any = field(default=None, init=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return f"anthropic:{self.model}"
+
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = _anthropic().AsyncAnthropic(
+                base_url=self.base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+                api_key=self.api_key or os.environ.get("ANTHROPIC_API_KEY") or "none",
+                max_retries=0,
+                timeout=None,  # the stream guards time the call
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    async def request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> ModelResponse:
+        response: ModelResponse | None = None
+        async for item in self.stream(messages, tools, settings):
+            if isinstance(item, ModelResponse):
+                response = item
+        assert response is not None
+        return response
+
+    def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> AsyncIterator[StreamItem]:
+        return resilient(lambda: self._stream_once(messages, tools, settings), settings)
+
+    async def _stream_once(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> AsyncGenerator[StreamItem | Alive]:
+        blocks: dict[int, dict[str, Any]] = {}
+        usage = {"input": 0, "output": 0}
+        stop: str | None = None
+        with sdk_errors(_anthropic()):
+            stream = await self.client().messages.create(
+                stream=True, **_params(self.model, messages, tools, settings)
+            )
+            async with stream:
+                async for event in stream:
+                    yield ALIVE
+                    match event.type:
+                        case "message_start":
+                            usage["input"] = event.message.usage.input_tokens or 0
+                        case "content_block_start":
+                            block = event.content_block
+                            blocks[event.index] = {
+                                "type": block.type,
+                                "text": "",
+                                "id": getattr(block, "id", ""),
+                                "name": getattr(block, "name", ""),
+                            }
+                        case "content_block_delta":
+                            chunk = _delta(blocks[event.index], event.delta)
+                            if chunk is not None:
+                                yield chunk
+                        case "message_delta":
+                            stop = event.delta.stop_reason or stop
+                            usage["output"] = event.usage.output_tokens or usage["output"]
+        if stop is None:
+            raise ModelConnectionError("the stream ended before the model finished")
+        message = _message(blocks)
+        yield ModelResponse(
+            message=message,
+            usage=Usage(input_tokens=usage["input"], output_tokens=usage["output"], requests=1),
+            finish=FINISH.get(stop, "end_turn"),
+            model_name=self.name,
+        )
+
+
+def _delta(block: dict[str, Any], delta: Any) -> StreamItem | None:
+    """Accumulate one delta into its block; what a person would see streams on."""
+    match delta.type:
+        case "text_delta":
+            block["text"] += delta.text
+            return TextChunk(delta.text)
+        case "thinking_delta":
+            block["text"] += delta.thinking
+            return ThinkingChunk(delta.thinking)
+        case "input_json_delta":
+            block["text"] += delta.partial_json
+    return None
+
+
+def _message(blocks: dict[int, dict[str, Any]]) -> AssistantMessage:
+    text, thinking, calls = [], [], []
+    for _, block in sorted(blocks.items()):
+        match block["type"]:
+            case "text":
+                text.append(block["text"])
+            case "thinking":
+                thinking.append(block["text"])
+            case "tool_use":
+                calls.append(_call(block))
+    return AssistantMessage(text="".join(text), thinking="".join(thinking), tool_calls=tuple(calls))
+
+
+def _call(block: dict[str, Any]) -> ToolCall:
+    raw = block["text"] or "{}"
+    try:
+        arguments = json.loads(raw)
+    except json.JSONDecodeError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        return ToolCall(id=block["id"], name=block["name"], raw_arguments=raw)
+    return ToolCall(id=block["id"], name=block["name"], arguments=arguments)
+
+
+def _params(
+    model: str, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+) -> dict[str, Any]:
+    system = "\n\n".join(m.content for m in messages if isinstance(m, SystemMessage))
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": settings.max_tokens or DEFAULT_MAX_TOKENS,
+        "messages": _wire(messages),
+    }
+    if system:
+        params["system"] = system
+    if settings.temperature is not None:
+        params["temperature"] = settings.temperature
+    if tools and settings.tool_choice != "none":
+        params["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in tools
+        ]
+        params["tool_choice"] = {"type": "any" if settings.tool_choice == "required" else "auto"}
+    return params
+
+
+def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Turns alternate user and assistant, each a list of content blocks; a call's results go
+    back together in the next user turn, as the API requires."""
+    turns: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+
+    for message in messages:
+        match message:
+            case SystemMessage():
+                pass  # sent as `system`
+            case UserMessage():
+                add("user", [{"type": "text", "text": message.content}])
+            case AssistantMessage():
+                blocks: list[dict[str, Any]] = []
+                if message.text:
+                    blocks.append({"type": "text", "text": message.text})
+                blocks.extend(
+                    {
+                        "type": "tool_use",
+                        "id": c.id,
+                        "name": c.name,
+                        "input": c.arguments if c.raw_arguments is None else {},
+                    }
+                    for c in message.tool_calls
+                )
+                add("assistant", blocks or [{"type": "text", "text": "(no reply)"}])
+            case ToolResultMessage():
+                result = {
+                    "type": "tool_result",
+                    "tool_use_id": message.call_id,
+                    "content": message.content,
+                    "is_error": message.is_error,
+                }
+                add("user", [result])
+    return turns
+
+
+def _anthropic() -> ModuleType:
+    import anthropic  # on first use: it costs a tenth of a second
+
+    return anthropic
