@@ -35,7 +35,7 @@ demo: setup
 	$(BIN)/reins run "Create the file hello.txt containing the text: Hello from reins" \
 		--tools write_file,read_file --max-steps 4 --workspace $(DEMO) --store $(DEMO)/.reins \
 		|| test $$? -eq 3  # exit 3: it used up its steps, which a model this small may do
-	$(BIN)/reins sessions --store $(DEMO)/.reins
+	$(BIN)/reins show last --store $(DEMO)/.reins
 	ls -l $(DEMO)
 
 clean:

@@ -119,7 +119,7 @@ def test_sessions_show_and_a_second_turn(project: Path) -> None:
     assert "end_turn" in listing.stdout
 
     second_run = second.stdout.split()[1]
-    shown = reins("show", second_run, cwd=project)
+    shown = reins("show", "last", cwd=project)
     assert shown.returncode == 0
     for expected in ["user: say hi", "← read_file hi", "user: and again", "second turn answer"]:
         assert expected in shown.stdout, expected

@@ -97,7 +97,9 @@ def run(
 
 @app.command()
 def resume(
-    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")],
+    run_id: Annotated[
+        str, typer.Argument(metavar="RUN", help="Run id, a unique prefix of one, or `last`.")
+    ],
     max_steps: Annotated[
         int | None, typer.Option("--max-steps", min=1, help="New cap on model calls.")
     ] = None,
@@ -139,7 +141,9 @@ def sessions(store: StoreOpt = DEFAULT_STORE) -> None:
 
 @app.command()
 def show(
-    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")],
+    run_id: Annotated[
+        str, typer.Argument(metavar="RUN", help="Run id, a unique prefix of one, or `last`.")
+    ],
     json_lines: Annotated[bool, typer.Option("--json", help="Print the messages as JSON.")] = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
@@ -170,7 +174,9 @@ def show(
 
 @app.command()
 def replay(
-    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")],
+    run_id: Annotated[
+        str, typer.Argument(metavar="RUN", help="Run id, a unique prefix of one, or `last`.")
+    ],
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:

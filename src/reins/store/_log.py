@@ -57,7 +57,10 @@ def index_update(info: RunInfo | None, event: Event) -> RunInfo | None:
 
 
 def find_run(runs: Sequence[RunInfo], prefix: str) -> RunInfo:
-    """The run whose id starts with `prefix`; a clear error if none or several do."""
+    """The run whose id starts with `prefix` (`last`: the latest run); a clear error if none
+    or several do."""
+    if prefix == "last" and runs:
+        return max(runs, key=lambda r: r.started_at)
     matches = [r for r in runs if r.run_id.startswith(prefix)]
     if not prefix or not matches:
         raise RunNotFound(f"no run matches {prefix!r}; `reins sessions` lists the runs")
