@@ -47,3 +47,28 @@ async def test_a_run_accounts_cost_and_warns_of_unknown_models(workspace: Path) 
         del CATALOG["pretend"]
     assert priced.stop_reason is StopReason.END_TURN
     assert priced.cost == pytest.approx((1000 * 1.0 + 500 * 2.0) / 1e6)
+
+
+class SettingsSpy(PretendRemote):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.seen: list[int | None] = []
+
+    async def request(self, messages, tools, settings):  # type: ignore[no-untyped-def]
+        self.seen.append(settings.max_tokens)
+        return await super().request(messages, tools, settings)
+
+
+@pytest.mark.real_model
+async def test_calls_are_capped_by_the_catalog_unless_the_settings_say(workspace: Path) -> None:
+    from reins import ModelSettings
+
+    known, unknown, capped = (
+        SettingsSpy("openai:gpt-4o"),
+        SettingsSpy("x:mystery"),
+        SettingsSpy("x:y"),
+    )
+    await Agent(model=known, workspace=workspace).run("go")
+    await Agent(model=unknown, workspace=workspace).run("go")
+    await Agent(model=capped, workspace=workspace, settings=ModelSettings(max_tokens=77)).run("go")
+    assert (known.seen, unknown.seen, capped.seen) == ([16_384], [2048], [77])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any, assert_never
 
 from ._cancel import Cancel
@@ -62,7 +63,13 @@ class RunLoop:
         self.model = model
         self.executor = executor
         self.policies = policies
-        self.settings = settings
+        # With no cap of its own, a call is capped at what the catalog says the model can write
+        # (conservatively, for a model it does not know).
+        self.settings = (
+            settings
+            if settings.max_tokens is not None
+            else replace(settings, max_tokens=lookup(model.name).max_output)
+        )
         self.cancel = cancel
         self._uncommitted = False
         # Each hook is called only on the policies that implement it: the loop's hot path.
