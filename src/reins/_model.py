@@ -112,3 +112,16 @@ def ensure_requests_allowed(model: Model) -> None:
             f"real model requests are disabled here (model {model.name!r}); "
             "mark the test with @pytest.mark.real_model to allow them"
         )
+
+
+async def final_response(items: AsyncIterator[StreamItem]) -> ModelResponse:
+    """The `ModelResponse` that ends a stream: `Model.request` in terms of `Model.stream`."""
+    response: ModelResponse | None = None
+    async for item in items:
+        if isinstance(item, ModelResponse):
+            response = item
+    if response is None:
+        from ._errors import ModelError
+
+        raise ModelError("the model stream ended without a response")
+    return response

@@ -30,6 +30,7 @@ from .._model import (
     StreamItem,
     TextChunk,
     ThinkingChunk,
+    final_response,
 )
 from ._resilience import resilient
 from ._sdk_errors import sdk_errors
@@ -78,12 +79,7 @@ class AnthropicModel:
     async def request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
     ) -> ModelResponse:
-        response: ModelResponse | None = None
-        async for item in self.stream(messages, tools, settings):
-            if isinstance(item, ModelResponse):
-                response = item
-        assert response is not None
-        return response
+        return await final_response(self.stream(messages, tools, settings))
 
     def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings

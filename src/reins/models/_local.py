@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from .._errors import ModelError, UsageError
 from .._events import FinishReason
 from .._messages import Message, ToolSpec, Usage
-from .._model import ModelResponse, ModelSettings, StreamItem, TextChunk
+from .._model import ModelResponse, ModelSettings, StreamItem, TextChunk, final_response
 from . import _json_actions
 from ._embedded import embedded_gguf
 from ._resilience import resilient
@@ -64,12 +64,7 @@ class LocalModel:
     async def request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
     ) -> ModelResponse:
-        response: ModelResponse | None = None
-        async for item in self.stream(messages, tools, settings):
-            if isinstance(item, ModelResponse):
-                response = item
-        assert response is not None
-        return response
+        return await final_response(self.stream(messages, tools, settings))
 
     def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings

@@ -31,6 +31,7 @@ from .._model import (
     StreamItem,
     TextChunk,
     ThinkingChunk,
+    final_response,
 )
 from ._resilience import resilient
 from ._sdk_errors import sdk_errors
@@ -86,12 +87,9 @@ class OpenAIModel:
     async def request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
     ) -> ModelResponse:
-        response: ModelResponse | None = None
-        async for item in resilient(lambda: self._once(messages, tools, settings), settings):
-            if isinstance(item, ModelResponse):
-                response = item
-        assert response is not None
-        return response
+        return await final_response(
+            resilient(lambda: self._once(messages, tools, settings), settings)
+        )
 
     def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
