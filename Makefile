@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 DEMO := /tmp/reins-demo
 
-.PHONY: setup test lint bench demo clean
+.PHONY: setup peers test lint bench demo clean
 
 setup: $(STAMP)
 
@@ -15,7 +15,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev,server]'
 	touch $@
 
-test: setup
+# Real peers the tests talk to that pip does not bring: llama.cpp's llama-server (its Anthropic
+# Messages API), built once into ~/.cache/reins (about 8 minutes), then reused.
+peers: setup
+	PYTHON=$(BIN)/python bash scripts/build_llama_server.sh > /dev/null
+
+test: setup peers
 	$(BIN)/pytest
 
 lint: setup

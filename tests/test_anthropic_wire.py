@@ -81,9 +81,9 @@ def test_a_conversation_becomes_alternating_turns_of_blocks() -> None:
 def test_settings_map_to_the_request() -> None:
     settings = ModelSettings(max_tokens=100, temperature=0.2, tool_choice="required")
     params = _params("m", [UserMessage(content="x")], [read_file.spec], settings)
-    assert (params["max_tokens"], params["temperature"], params["tool_choice"]) == (
+    assert (params["max_tokens"], params["extra_body"], params["tool_choice"]) == (
         100,
-        0.2,
+        {"temperature": 0.2},
         {"type": "any"},
     )
     none = _params(

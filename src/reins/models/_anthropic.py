@@ -101,7 +101,7 @@ class AnthropicModel:
                     yield ALIVE
                     match event.type:
                         case "message_start":
-                            usage["input"] = event.message.usage.input_tokens or 0
+                            usage["input"] = _input_tokens(event.message.usage)
                         case "content_block_start":
                             block = event.content_block
                             blocks[event.index] = {
@@ -126,6 +126,15 @@ class AnthropicModel:
             finish=FINISH.get(stop, "end_turn"),
             model_name=self.name,
         )
+
+
+def _input_tokens(usage: Any) -> int:
+    """All the prompt's tokens: the API counts those read from or written to its prompt cache
+    apart from `input_tokens`."""
+    return sum(
+        getattr(usage, key, None) or 0
+        for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    )
 
 
 def _delta(block: dict[str, Any], delta: Any) -> StreamItem | None:
@@ -178,7 +187,8 @@ def _params(
     if system:
         params["system"] = system
     if settings.temperature is not None:
-        params["temperature"] = settings.temperature
+        # Newer SDK releases no longer take `temperature`; servers that do still read it.
+        params["extra_body"] = {"temperature": settings.temperature}
     if tools and settings.tool_choice != "none":
         params["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}

@@ -1,0 +1,191 @@
+"""The Anthropic adapter on recorded exchanges in the documented Messages API streaming format,
+for what no server here produces (tool_use and thinking blocks, refusals). The peer fails the
+test if an exchange is not played, or if a request comes that was not recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reins import Agent, ModelSettings, StopReason, ToolCallFinished, UserMessage
+from reins.models import AnthropicModel
+from reins.tools import write_file
+
+pytestmark = pytest.mark.real_model
+
+
+def sse(*events: dict[str, Any]) -> bytes:
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def message_start(input_tokens: int, cached: int = 0) -> dict[str, Any]:
+    usage = {"input_tokens": input_tokens, "output_tokens": 1, "cache_read_input_tokens": cached}
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    return {"type": "message_start", "message": message}
+
+
+def block(
+    index: int, content_block: dict[str, Any], *deltas: dict[str, Any]
+) -> list[dict[str, Any]]:
+    return [
+        {"type": "content_block_start", "index": index, "content_block": content_block},
+        *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
+def finish(stop_reason: str, output_tokens: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+            "usage": {"output_tokens": output_tokens},
+        },
+        {"type": "message_stop"},
+    ]
+
+
+TOOL_USE = sse(
+    message_start(400, cached=72),
+    {"type": "ping"},
+    *block(
+        0,
+        {"type": "thinking", "thinking": "", "signature": ""},
+        {"type": "thinking_delta", "thinking": "I need to write the file."},
+        {"type": "signature_delta", "signature": "EqQBCgIYAhIM"},
+    ),
+    *block(1, {"type": "text", "text": ""}, {"type": "text_delta", "text": "Writing it now."}),
+    *block(
+        2,
+        {"type": "tool_use", "id": "toolu_01", "name": "write_file", "input": {}},
+        {"type": "input_json_delta", "partial_json": ""},
+        {"type": "input_json_delta", "partial_json": '{"path": "a.txt",'},
+        {"type": "input_json_delta", "partial_json": ' "content": "hi"}'},
+    ),
+    *finish("tool_use", 89),
+)
+DONE = sse(
+    message_start(520),
+    *block(0, {"type": "text", "text": ""}, {"type": "text_delta", "text": "a.txt says hi."}),
+    *finish("end_turn", 6),
+)
+REFUSAL = sse(
+    message_start(30),
+    *block(0, {"type": "text", "text": ""}, {"type": "text_delta", "text": "I can't"}),
+    *finish("refusal", 2),
+)
+
+
+class Recorded:
+    """Serves recorded answers to POST /v1/messages, in order, and keeps the requests."""
+
+    def __init__(self, answers: list[bytes]) -> None:
+        self.answers = list(answers)
+        self.requests: list[dict[str, Any]] = []
+        self.unexpected: list[str] = []
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        length = next(
+            int(line.split(":", 1)[1])
+            for line in lines
+            if line.lower().startswith("content-length")
+        )
+        body = json.loads(await reader.readexactly(length))
+        if not lines[0].startswith("POST /v1/messages ") or not self.answers:
+            self.unexpected.append(lines[0])
+            writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n")
+        else:
+            self.requests.append(body)
+            answer = self.answers.pop(0)
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                + f"content-length: {len(answer)}\r\nconnection: close\r\n\r\n".encode()
+                + answer
+            )
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+
+
+@pytest.fixture
+async def recorded() -> AsyncIterator[tuple[Recorded, AnthropicModel]]:
+    peer = Recorded([])
+    server = await asyncio.start_server(peer.handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    model = AnthropicModel(model="claude-recorded", base_url=f"http://127.0.0.1:{port}")
+    yield peer, model
+    await model.aclose()
+    server.close()
+    await server.wait_closed()
+    assert peer.answers == [], "recorded exchanges were not played"
+    assert peer.unexpected == [], "requests came that were not recorded"
+
+
+async def test_a_tool_use_turn_runs_the_tool_and_the_next_turn_ends(
+    recorded: tuple[Recorded, AnthropicModel], workspace: Path
+) -> None:
+    peer, model = recorded
+    peer.answers = [TOOL_USE, DONE]
+    agent = Agent(model=model, tools=[write_file], workspace=workspace)
+    run = agent.iter("Create a.txt containing hi")
+    events = [e async for e in run]
+
+    assert (workspace / "a.txt").read_text() == "hi"
+    [done] = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert (done.result.call_id, done.result.is_error) == ("toolu_01", False)
+    state = run.state
+    assert state.finished is not None
+    assert (state.finished.stop_reason, state.finished.final_answer) == (
+        StopReason.END_TURN,
+        "a.txt says hi.",
+    )
+    first = state.messages[2]
+    assert (first.thinking, first.text) == ("I need to write the file.", "Writing it now.")  # type: ignore[union-attr]
+    assert state.usage.input_tokens == 472 + 520  # cached prompt tokens included
+    assert state.usage.output_tokens == 89 + 6
+
+    second = peer.requests[1]
+    assert second["messages"][-2]["content"][-1] == {
+        "type": "tool_use",
+        "id": "toolu_01",
+        "name": "write_file",
+        "input": {"path": "a.txt", "content": "hi"},
+    }
+    assert second["messages"][-1] == {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_01",
+                "content": "Wrote 2 bytes to a.txt",
+                "is_error": False,
+            }
+        ],
+    }
+    assert peer.requests[0]["stream"] is True
+    assert peer.requests[0]["tools"][0]["name"] == "write_file"
+
+
+async def test_a_refusal_maps_to_the_refusal_stop(
+    recorded: tuple[Recorded, AnthropicModel],
+) -> None:
+    peer, model = recorded
+    peer.answers = [REFUSAL]
+    response = await model.request([UserMessage(content="x")], [], ModelSettings())
+    assert (response.finish, response.message.text) == ("refusal", "I can't")
