@@ -1,7 +1,13 @@
 """llama.cpp's own `llama-server`: a real Anthropic Messages API (`/v1/messages`) and OpenAI peer.
 
-`scripts/build_llama_server.sh` builds it once (about 8 minutes on 2 cores) into a cache outside
-the repo; the tests only use a cached binary and skip when there is none.
+`scripts/build_llama_server.sh` builds it once (8-10 minutes on 2 cores) into a cache outside
+the repo, next to llama.cpp's vendored chat templates; the tests only use a cached binary and skip
+when there is none.
+
+SmolLM2's own chat template cannot render tools: the server then silently drops `tools` and
+`tool_choice` and the model only ever answers text. Pass `chat_template=llama_server_template()`
+(Qwen2.5's ChatML template with `<tool_call>` tags, same special tokens as SmolLM2) to get tools
+into the prompt and `tool_use` blocks parsed out of the answer.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import IO
 from .servers import free_port
 
 BUILD_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "build_llama_server.sh"
+TOOL_TEMPLATE = "Qwen-Qwen2.5-7B-Instruct.jinja"
 
 
 def llama_server_cache_dir() -> Path:
@@ -41,18 +48,34 @@ def llama_server_binary() -> Path | None:
     return None
 
 
+def llama_server_template(name: str = TOOL_TEMPLATE) -> Path | None:
+    """A chat template the build script installed next to the binary, or None."""
+    try:
+        template = llama_server_cache_dir() / "templates" / name
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return template if template.is_file() else None
+
+
 @contextmanager
 def run_llama_server(
     binary: Path,
     gguf: Path,
     *,
+    chat_template: Path | None = None,
     context: int = 4096,
+    threads: int = 1,
     extra_args: tuple[str, ...] = (),
     timeout: float = 60.0,
 ) -> Iterator[str]:
-    """Start `llama-server` on 127.0.0.1 and a free port; yield its base URL (without `/v1`)."""
+    """Start `llama-server` on 127.0.0.1 and a free port; yield its base URL (without `/v1`).
+
+    One thread by default: with llama.cpp's default (all cores, spinning workers) a request
+    took over 100 s instead of 0.5 s while other processes kept the 2 cores busy.
+    """
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
+    template_args = ("--chat-template-file", str(chat_template)) if chat_template else ()
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             [
@@ -66,6 +89,9 @@ def run_llama_server(
                 str(port),
                 "-c",
                 str(context),
+                "--threads",
+                str(threads),
+                *template_args,
                 *extra_args,
             ],
             stdin=subprocess.DEVNULL,
