@@ -13,18 +13,12 @@ into the prompt and `tool_use` blocks parsed out of the answer.
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import os
-import subprocess
-import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
 
-from .servers import free_port
+from .servers import free_port, serve
 
 BUILD_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "build_llama_server.sh"
 TOOL_TEMPLATE = "Qwen-Qwen2.5-7B-Instruct.jinja"
@@ -76,58 +70,21 @@ def run_llama_server(
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     template_args = ("--chat-template-file", str(chat_template)) if chat_template else ()
-    with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(
-            [
-                str(binary),
-                "-m",
-                str(gguf),
-                "--jinja",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "-c",
-                str(context),
-                "--threads",
-                str(threads),
-                *template_args,
-                *extra_args,
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=log,  # a file: llama.cpp logs a lot, and a full pipe would block it
-        )
-        try:
-            _wait_healthy(process, base_url, log, timeout)
-            yield base_url
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def _wait_healthy(
-    process: subprocess.Popen[bytes], base_url: str, log: IO[bytes], timeout: float
-) -> None:
-    """Poll `/health` (503 while the model loads, 200 once it serves) until it answers 200."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if process.poll() is not None:
-            log.seek(0)
-            tail = log.read().decode(errors="replace")[-2000:]
-            raise RuntimeError(f"llama-server exited with {process.returncode}: {tail}")
-        try:
-            with urllib.request.urlopen(f"{base_url}/health", timeout=1) as answer:
-                if json.load(answer).get("status") == "ok":
-                    return
-        except (OSError, ValueError):  # refused, 503 while loading, or a partial answer
-            pass
-        if time.monotonic() > deadline:
-            log.seek(0)
-            tail = log.read().decode(errors="replace")[-2000:]
-            raise TimeoutError(f"llama-server not healthy after {timeout} s: {tail}")
-        time.sleep(0.2)
+    command = [
+        str(binary),
+        "-m",
+        str(gguf),
+        "--jinja",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "-c",
+        str(context),
+        "--threads",
+        str(threads),
+        *template_args,
+        *extra_args,
+    ]
+    with serve(command, f"{base_url}/health", timeout=timeout):  # 503 until the model loads
+        yield base_url

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import sys
@@ -23,53 +22,62 @@ def free_port() -> int:
 
 
 @contextmanager
-def llama_cpp_server() -> Iterator[str]:
-    """Start `python -m llama_cpp.server` on 127.0.0.1; yield its base URL."""
-    port = free_port()
+def serve(command: list[str], ready_url: str, *, timeout: float = 60.0) -> Iterator[None]:
+    """Run a server until the block ends; ready once `ready_url` answers 200. Its stderr goes
+    to a file: llama.cpp logs a lot, and a full pipe would block it."""
     with tempfile.TemporaryFile() as log:
-        yield from _serve(port, log)
-
-
-def _serve(port: int, log: IO[bytes]) -> Iterator[str]:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(embedded_gguf()),
-            "--chat_format",
-            "chatml-function-calling",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "4096",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=log,  # a file: llama.cpp logs a lot, and a full pipe would block it
-    )
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(f"llama_cpp.server died: {log.read().decode()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{base_url}/models", timeout=1) as answer:
-                    json.load(answer)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-        yield base_url
-    finally:
-        process.terminate()
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log
+        )
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            _wait_ready(process, ready_url, log, timeout)
+            yield
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_ready(process: subprocess.Popen[bytes], url: str, log: IO[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            log.seek(0)
+            tail = log.read().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"{process.args[0]} exited with {process.returncode}: {tail}")
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:  # refused, or 503 while the model loads
+            pass
+        if time.monotonic() > deadline:
+            log.seek(0)
+            tail = log.read().decode(errors="replace")[-2000:]
+            raise TimeoutError(f"{url} not ready after {timeout} s: {tail}")
+        time.sleep(0.2)
+
+
+@contextmanager
+def llama_cpp_server() -> Iterator[str]:
+    """llama-cpp-python's OpenAI-compatible server on 127.0.0.1; yields its base URL."""
+    base_url = f"http://127.0.0.1:{(port := free_port())}/v1"
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(embedded_gguf()),
+        "--chat_format",
+        "chatml-function-calling",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "4096",
+    ]
+    with serve(command, f"{base_url}/models"):
+        yield base_url
