@@ -30,7 +30,10 @@ lint: setup
 
 bench: setup
 	$(BIN)/pip install -q -e '.[dev,server,bench]'
+	$(BIN)/pip install -q --no-deps -r benchmarks/bfcl/requirements-nodeps.txt
+	$(BIN)/pip install -q -r benchmarks/bfcl/requirements.txt
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/bfcl/run.py
 
 # The main job: an agent on the embedded model (SmolLM2-135M, in-process, offline), in a scratch
 # workspace, then its log. A model this small often fumbles the task; the run still shows the
