@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import statistics
 import sys
 import tempfile
 import time
+
+from _report import report
 
 ROUNDS = 10
 
@@ -60,21 +60,15 @@ def main() -> None:
     import_s = time.perf_counter() - start
     with tempfile.TemporaryDirectory(dir=os.environ.get("REINS_BENCH_DIR")) as store:
         samples = asyncio.run(measure(args.runs, store, args.read_only))
-    from importlib.metadata import version
 
-    print(
-        json.dumps(
-            {
-                "name": "reins (read-only tool)" if args.read_only else "reins",
-                "version": version("reins"),
-                "import_s": import_s,
-                "us_per_round": samples,
-                "note": "ScriptedModel, async no-op @tool, every event in SQLite (WAL) + JSONL; "
-                + ("1 commit a round" if args.read_only else "2 commits a round"),
-            }
-        )
+    report(
+        "reins (read-only tool)" if args.read_only else "reins",
+        "reins",
+        import_s,
+        samples,
+        "ScriptedModel, async no-op @tool, every event journaled (JSONL) and indexed (SQLite); "
+        + ("1 commit a round" if args.read_only else "2 commits a round"),
     )
-    print(f"reins median {statistics.median(samples):.0f} us/round", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,16 @@ python benchmarks/peers/mini_swe_agent_driver.py --runs N [--env local|inprocess
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from pathlib import Path
+
+from _report import report
 
 ROUNDS = 10
 WARMUP = 5
@@ -86,7 +89,6 @@ def main() -> None:
             sys.exit(f"mini-swe-agent is not installed (pip install mini-swe-agent): {exc}")
         import_s = time.perf_counter() - start
         samples = measure(args.runs, args.env, tmp)
-    from importlib.metadata import version
 
     tool = (
         f"LocalEnvironment: each action a `sh -c '{NOOP}'` subprocess"
@@ -100,10 +102,7 @@ def main() -> None:
         "minisweagent.agents.default + environments.local"
     )
     name = "mini-swe-agent" if args.env == "local" else "mini-swe-agent (in-process env)"
-    version_ = version("mini-swe-agent")
-    record = {"name": name, "version": version_, "import_s": import_s, "us_per_round": samples}
-    print(json.dumps(record | {"note": note}))
-    print(f"{name} median {statistics.median(samples):.0f} us/round", file=sys.stderr)
+    report(name, "mini-swe-agent", import_s, samples, note)
 
 
 if __name__ == "__main__":

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import statistics
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _report import report
 
 ROUNDS = 10
 WARMUP = 5
@@ -88,7 +90,6 @@ def main() -> None:
         sys.exit(f"openai-agents is not installed (pip install openai-agents): {exc}")
     import_s = time.perf_counter() - start
     samples = asyncio.run(measure(args.runs, args.minimal_model))
-    from importlib.metadata import version
 
     model = (
         "minimal agents.models.interface.Model subclass"
@@ -100,18 +101,7 @@ def main() -> None:
         "set_tracing_disabled(True)"
     )
     name = "openai-agents (minimal model)" if args.minimal_model else "openai-agents"
-    print(
-        json.dumps(
-            {
-                "name": name,
-                "version": version("openai-agents"),
-                "import_s": import_s,
-                "us_per_round": samples,
-                "note": note,
-            }
-        )
-    )
-    print(f"{name} median {statistics.median(samples):.0f} us/round", file=sys.stderr)
+    report(name, "openai-agents", import_s, samples, note)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import statistics
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _report import report
 
 ROUNDS = 10
 WARMUP = 5
@@ -73,24 +75,12 @@ def main() -> None:
         sys.exit(f"pydantic-ai is not installed (pip install pydantic-ai-slim): {exc}")
     import_s = time.perf_counter() - start
     samples = asyncio.run(measure(args.runs))
-    from importlib.metadata import version
 
     note = (
         "FunctionModel(async fn, fixed usage); async noop() tool via Agent(tools=[...]); "
         "agent reused, fresh agent.run() per run"
     )
-    print(
-        json.dumps(
-            {
-                "name": "pydantic-ai",
-                "version": version("pydantic-ai-slim"),
-                "import_s": import_s,
-                "us_per_round": samples,
-                "note": note,
-            }
-        )
-    )
-    print(f"pydantic-ai median {statistics.median(samples):.0f} us/round", file=sys.stderr)
+    report("pydantic-ai", "pydantic-ai-slim", import_s, samples, note)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,12 @@ python benchmarks/peers/smolagents_driver.py --runs N   -> one JSON line on stdo
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _report import report
 
 ROUNDS = 10
 WARMUP = 5
@@ -89,25 +91,13 @@ def main() -> None:
         sys.exit(f"smolagents is not installed (pip install smolagents): {exc}")
     import_s = time.perf_counter() - start
     samples = measure(args.runs)
-    from importlib.metadata import version
 
     note = (
         "Model subclass overriding generate() -> ChatMessage(tool_calls=[...]); ToolCallingAgent, "
         "@tool noop(), 10th round = built-in final_answer tool; LogLevel.OFF; agent reused, "
         "agent.run() (reset=True) per run"
     )
-    print(
-        json.dumps(
-            {
-                "name": "smolagents",
-                "version": version("smolagents"),
-                "import_s": import_s,
-                "us_per_round": samples,
-                "note": note,
-            }
-        )
-    )
-    print(f"smolagents median {statistics.median(samples):.0f} us/round", file=sys.stderr)
+    report("smolagents", "smolagents", import_s, samples, note)
 
 
 if __name__ == "__main__":

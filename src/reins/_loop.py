@@ -62,7 +62,6 @@ class RunLoop:
         self.log = log
         self.model = model
         self.executor = executor
-        self.policies = policies
         # With no cap of its own, a call is capped at what the catalog says the model can write
         # (conservatively, for a model it does not know).
         self.settings = (
