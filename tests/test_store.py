@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -235,33 +234,49 @@ def test_a_file_that_is_not_a_database_is_reported(tmp_path: Path) -> None:
     assert (store / "reins.db").read_bytes() == b"this is not sqlite" * 100
 
 
-async def test_an_event_row_that_does_not_parse_is_reported(
+async def test_a_journal_line_changed_after_indexing_is_reported(
     tmp_path: Path, workspace: Path
 ) -> None:
     store = tmp_path / "store"
+    session = await run_once(store, workspace)
+    path = journal(store, session)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[1] = b"{" + b" " * (len(lines[1]) - 3) + b"}\n"  # same length: the index still fits
+    path.write_bytes(b"".join(lines))
     log = SQLiteLog(store)
-    result = await Agent(model=scripted(0), workspace=workspace, log=log).run("go")
+    [info] = await log.runs()
+    with pytest.raises(LogCorrupted, match=r"\.jsonl, line 2, is not a reins event"):
+        await log.events(info.run_id)
     await log.close()
-    with sqlite3.connect(store / "reins.db") as db:
-        db.execute('UPDATE events SET body = \'{"kind": "nope"}\' WHERE seq = 2')
+
+
+async def test_a_journal_reordered_after_indexing_is_reported(
+    tmp_path: Path, workspace: Path
+) -> None:
+    store = tmp_path / "store"
+    session = await run_once(store, workspace)
+    path = journal(store, session)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2], lines[3] = lines[3], lines[2]
+    path.write_bytes(b"".join(lines))
     log = SQLiteLog(store)
-    with pytest.raises(LogCorrupted, match=f"run {result.run_id} event 2 does not parse"):
-        await log.events(result.run_id)
+    [info] = await log.runs()
+    with pytest.raises(LogCorrupted, match=r"no longer holds run .* where the index says"):
+        await log.events(info.run_id)
     await log.close()
 
 
 async def test_a_gap_in_seq_is_reported_by_the_fold(tmp_path: Path, workspace: Path) -> None:
     store = tmp_path / "store"
+    session = await run_once(store, workspace)
+    path = journal(store, session)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:2] + lines[3:]))  # event 3 is gone
+    (store / "reins.db").unlink()  # and the index is rebuilt from the journal
     log = SQLiteLog(store)
-    agent = Agent(model=scripted(0), workspace=workspace, log=log)
-    result = await agent.run("go")
-    await log.close()
-    with sqlite3.connect(store / "reins.db") as db:
-        db.execute("DELETE FROM events WHERE seq = 3")
-    log = SQLiteLog(store)
-    agent = Agent(model=scripted(0), workspace=workspace, log=log)
+    [info] = await log.runs()
     with pytest.raises(LogCorrupted, match="expected event seq 3, found 4"):
-        await agent.state(result.run_id)
+        await Agent(model=scripted(0), workspace=workspace, log=log).state(info.run_id)
     await log.close()
 
 

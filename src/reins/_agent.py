@@ -71,12 +71,16 @@ class AgentRun:
         return self
 
     async def __anext__(self) -> Event:
+        events = await self._started()
+        if self._first:
+            return self._first.pop(0)
+        return await anext(events)
+
+    async def _started(self) -> AsyncGenerator[Event]:
         if self._events is None:
             self._first, self._loop = await self._begin()
             self._events = self._loop.events()
-        if self._first:
-            return self._first.pop(0)
-        return await anext(self._events)
+        return self._events
 
     async def aclose(self) -> None:
         if self._events is not None:
@@ -91,7 +95,9 @@ class AgentRun:
 
     async def result(self) -> RunResult:
         """Drive the run to its end (if not done yet) and return its outcome."""
-        async for _ in self:
+        events = await self._started()
+        self._first.clear()
+        async for _ in events:  # straight from the loop, not through __anext__: the hot path
             pass
         return RunResult.of(self.state)
 

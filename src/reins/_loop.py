@@ -241,9 +241,8 @@ class RunLoop:
             async for event in self._run_concurrently(runnable):
                 yield event
 
-        results = state.step_results()
         for policy in self._hooks["after_tools"]:
-            match await policy.after_tools(state, results):
+            match await policy.after_tools(state, state.step_results()):
                 case Continue():
                     pass
                 case Inject(text):

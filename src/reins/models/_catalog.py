@@ -105,9 +105,20 @@ CATALOG: dict[str, ModelInfo] = {
 }
 
 
+_found: dict[str, ModelInfo] = {}
+"""Lookups already made: the loop prices every response."""
+
+
 def lookup(model_name: str) -> ModelInfo:
     """Facts for a model name such as `openai:gpt-4o-2024-08-06` or `anthropic:claude-sonnet-4-5`:
     the provider prefix is dropped and the longest catalog name the rest starts with wins."""
+    info = _found.get(model_name)
+    if info is None:
+        info = _found[model_name] = _search(model_name)
+    return info
+
+
+def _search(model_name: str) -> ModelInfo:
     provider, _, name = model_name.rpartition(":")
     if provider == "local" or model_name == "local":
         return CATALOG["local"]
@@ -119,3 +130,4 @@ def lookup(model_name: str) -> ModelInfo:
 def register(name: str, info: ModelInfo) -> None:
     """Add or correct a catalog entry (for example your negotiated prices)."""
     CATALOG[name.lower()] = info
+    _found.clear()

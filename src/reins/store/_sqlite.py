@@ -1,15 +1,18 @@
 """The default event log: a JSONL journal per session, indexed in one SQLite database (WAL).
 
 The journal is the durable record: a commit is one write of whole lines, made before the run acts
-on them. The database is an index for queries (`reins sessions`, `show`, the server), filled from
-what this process wrote at most `INDEX_EVERY` seconds later, and from the journals themselves
-when it lags (after a crash, or for another process's runs). Delete it and it is rebuilt.
+on them. Each event is stored once, there. The database indexes it for queries (`reins
+sessions`, `show`, the server): the runs, and the spans of journal bytes that hold each run's
+events. It is filled from what this process wrote at most `INDEX_EVERY` seconds later, and from
+the journals themselves when it lags (after a crash, or for another process's runs). Delete it
+and it is rebuilt.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +26,7 @@ from ._journal import Journals
 from ._log import RunInfo, index_update
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
+CREATE TABLE runs (
     run_id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL,
     goal TEXT NOT NULL,
@@ -31,25 +34,53 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at TEXT NOT NULL,
     stop_reason TEXT
 );
-CREATE INDEX IF NOT EXISTS runs_by_session ON runs (session_id, started_at);
-CREATE TABLE IF NOT EXISTS events (
+CREATE INDEX runs_by_session ON runs (session_id, started_at);
+CREATE TABLE spans (
     run_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
     session_id TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    body BLOB NOT NULL,
-    PRIMARY KEY (run_id, seq)
+    start_byte INTEGER NOT NULL,
+    end_byte INTEGER NOT NULL,
+    PRIMARY KEY (run_id, first_seq)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS journals (
+CREATE TABLE journals (
     session_id TEXT PRIMARY KEY,
     indexed_bytes INTEGER NOT NULL
 );
 """
-SCHEMA_VERSION = 2
+"""`spans`: the bytes [start_byte, end_byte) of the session's journal are the run's events
+first_seq..last_seq, one per line. Spans written by two processes may overlap; readers skip
+the events they already have."""
+SCHEMA_VERSION = 3
 RUN_INDEX_KINDS = frozenset({"run_started", "run_resumed", "run_finished"})
 INDEX_EVERY = 0.05
 """Seconds a busy loop may run ahead of the index; a real model call takes longer than this,
 so in practice the index follows each commit."""
+
+SAVE_SPAN = (
+    "INSERT INTO spans VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, first_seq) DO UPDATE "
+    "SET last_seq = max(last_seq, excluded.last_seq), end_byte = max(end_byte, excluded.end_byte)"
+)
+SAVE_JOURNAL = (
+    "INSERT INTO journals VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE "
+    "SET indexed_bytes = max(indexed_bytes, excluded.indexed_bytes)"
+)
+
+
+@dataclass(slots=True)
+class Span:
+    """Consecutive events of one run, written one after the other in its session's journal."""
+
+    run_id: str
+    first_seq: int
+    last_seq: int
+    session_id: str
+    start: int
+    end: int
+
+    def row(self) -> tuple[str, int, int, str, int, int]:
+        return (self.run_id, self.first_seq, self.last_seq, self.session_id, self.start, self.end)
 
 
 class SQLiteLog:
@@ -74,9 +105,12 @@ class SQLiteLog:
             ) from None
         self.journals = Journals(self.directory / "sessions", durable=durable)
         self._batch: list[Event] = []
-        self._unindexed: list[tuple[Event, bytes]] = []
-        self._journal_sizes: dict[str, int] = {}
         self._next_seq: dict[str, int] = {}
+        self._tails: dict[str, Span] = {}
+        """The last span of each run going on here, extended while its events follow on."""
+        self._unindexed: dict[tuple[str, int], Span] = {}
+        self._run_events: list[Event] = []
+        self._journal_sizes: dict[str, int] = {}
         self._live: dict[str, set[str]] = {}
         """Runs going on in this process, by session: a journal is kept open while it has one."""
         self._runs: dict[str, RunInfo] = {}
@@ -91,11 +125,17 @@ class SQLiteLog:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA busy_timeout=5000")
-        if version < SCHEMA_VERSION:
+        if version < SCHEMA_VERSION:  # an index: dropped, and rebuilt from the journals
+            tables = [
+                name
+                for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                if not name.startswith("sqlite_")
+            ]
             db.executescript(
-                "DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS events;"  # an index: rebuilt
+                "BEGIN;"
+                + "".join(f'DROP TABLE "{name}";' for name in tables)
                 + SCHEMA
-                + f"PRAGMA user_version={SCHEMA_VERSION};"
+                + f"PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
             )
 
     async def append(self, event: Event, *, commit: bool = True) -> None:
@@ -113,29 +153,52 @@ class SQLiteLog:
             await self.commit()
 
     def _first_seq(self, run_id: str) -> int:
-        row = self._db.execute("SELECT max(seq) FROM events WHERE run_id = ?", (run_id,)).fetchone()
-        return (row[0] or 0) + 1
+        self._refresh()
+        row = self._query("SELECT max(last_seq) FROM spans WHERE run_id = ?", run_id)
+        return (row[0][0] or 0) + 1
 
     async def commit(self) -> None:
         """Journal the batch: one write per session, handed to the OS before returning."""
         if not self._batch:
             return
         batch, self._batch = self._batch, []
-        rows = [(e, e.__pydantic_serializer__.to_json(e)) for e in batch]  # as EVENT.dump_json
-        lines: dict[str, list[bytes]] = {}
-        for event, body in rows:
-            lines.setdefault(event.session_id, []).append(body + b"\n")
+        sessions: dict[str, list[Event]] = {}
+        for event in batch:
+            sessions.setdefault(event.session_id, []).append(event)
         try:
-            for session_id, session_lines in lines.items():
-                self._journal_sizes[session_id] = self.journals.append(session_id, session_lines)
-            for event, _ in rows:
-                if event.kind in RUN_INDEX_KINDS:
-                    self._track_live(event)
+            for session_id, events in sessions.items():
+                lines = [e.__pydantic_serializer__.to_json(e) + b"\n" for e in events]
+                end = self.journals.append(session_id, b"".join(lines))
+                self._journal_sizes[session_id] = end
+                self._locate(events, lines, end)
         except OSError as exc:
             raise StoreError(f"cannot write the journal under {self.directory}: {exc}") from None
-        self._unindexed.extend(rows)  # only what is journaled gets indexed
         if time.monotonic() - self._indexed_at >= INDEX_EVERY:
             self._index()
+
+    def _locate(self, events: list[Event], lines: list[bytes], end: int) -> None:
+        """Note where the events just written lie, to index them."""
+        first, last = events[0], events[-1]
+        if first.run_id == last.run_id and last.seq - first.seq == len(events) - 1:
+            self._extend(first, last, end - sum(map(len, lines)), end)  # the usual: one run
+        else:
+            offset = end - sum(map(len, lines))
+            for event, line in zip(events, lines, strict=True):
+                self._extend(event, event, offset, offset := offset + len(line))
+        for event in events:
+            if event.kind in RUN_INDEX_KINDS:
+                self._run_events.append(event)
+                self._track_live(event)
+
+    def _extend(self, first: Event, last: Event, start: int, end: int) -> None:
+        """Events first..last of a run lie in [start, end) of its journal."""
+        span = self._tails.get(first.run_id)
+        if span is not None and span.end == start and span.last_seq + 1 == first.seq:
+            span.last_seq, span.end = last.seq, end
+        else:
+            span = Span(first.run_id, first.seq, last.seq, first.session_id, start, end)
+            self._tails[first.run_id] = span
+        self._unindexed[span.run_id, span.first_seq] = span
 
     def _track_live(self, event: Event) -> None:
         live = self._live.setdefault(event.session_id, set())
@@ -143,36 +206,31 @@ class SQLiteLog:
             live.add(event.run_id)
             return
         live.discard(event.run_id)
+        del self._tails[event.run_id]
         if not live:  # no run of the session goes on here: let others write it
             del self._live[event.session_id]
             self.journals.release(event.session_id)
 
     def _index(self) -> None:
         """Put what this process journaled into the database, in one transaction."""
-        if not self._unindexed:
-            return
-        rows, self._unindexed = self._unindexed, []
-        sizes, self._journal_sizes = self._journal_sizes, {}
-        self._write_index(rows, sizes)
+        if self._unindexed or self._run_events:
+            spans, self._unindexed = self._unindexed, {}
+            run_events, self._run_events = self._run_events, []
+            sizes, self._journal_sizes = self._journal_sizes, {}
+            self._write_index([s.row() for s in spans.values()], run_events, sizes)
         self._indexed_at = time.monotonic()
 
-    def _write_index(self, rows: list[tuple[Event, bytes]], sizes: dict[str, int]) -> None:
+    def _write_index(
+        self, spans: list[tuple[Any, ...]], run_events: list[Event], sizes: dict[str, int]
+    ) -> None:
         db = self._db
         try:
             db.execute("BEGIN IMMEDIATE")
             try:
-                db.executemany(
-                    "INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?)",
-                    [(e.run_id, e.seq, e.session_id, e.kind, body) for e, body in rows],
-                )
-                for event, _ in rows:
-                    if event.kind in RUN_INDEX_KINDS:
-                        self._update_run(event)
-                db.executemany(
-                    "INSERT INTO journals VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE "
-                    "SET indexed_bytes = max(indexed_bytes, excluded.indexed_bytes)",
-                    list(sizes.items()),
-                )
+                db.executemany(SAVE_SPAN, spans)
+                for event in run_events:
+                    self._update_run(event)
+                db.executemany(SAVE_JOURNAL, list(sizes.items()))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -216,32 +274,68 @@ class SQLiteLog:
 
     def _ingest(self, path: Path, session_id: str, offset: int) -> None:
         tail = self.journals.read_from(session_id, offset)
-        rows: list[tuple[Event, bytes]] = []
+        spans: dict[tuple[str, int], Span] = {}
+        last: dict[str, Span] = {}
+        run_events: list[Event] = []
+        start = offset
         for number, line in enumerate(tail.lines):
-            try:
-                rows.append((EVENT.validate_json(line), line))
-            except ValidationError as exc:
-                before = path.read_bytes()[:offset].count(b"\n")
-                raise LogCorrupted(
-                    f"{path}, line {before + number + 1}, is not a reins event: "
-                    f"{exc.errors()[0]['msg']}"
-                ) from None
-        self._write_index(rows, {session_id: tail.end})
+            event = _parse_line(path, line, offset, number)
+            end = start + len(line) + 1
+            span = last.get(event.run_id)
+            if span is not None and span.end == start and span.last_seq + 1 == event.seq:
+                span.last_seq, span.end = event.seq, end
+            else:
+                span = last[event.run_id] = Span(
+                    event.run_id, event.seq, event.seq, session_id, start, end
+                )
+                spans[event.run_id, event.seq] = span
+            if event.kind in RUN_INDEX_KINDS:
+                run_events.append(event)
+            start = end
+        self._write_index([s.row() for s in spans.values()], run_events, {session_id: tail.end})
 
     async def events(self, run_id: str) -> list[Event]:
         self._refresh()
-        rows = self._query("SELECT seq, body FROM events WHERE run_id = ? ORDER BY seq", run_id)
-        if not rows:
+        spans = self._query(
+            "SELECT first_seq, last_seq, session_id, start_byte, end_byte FROM spans "
+            "WHERE run_id = ? ORDER BY first_seq",
+            run_id,
+        )
+        if not spans:
             raise RunNotFound(f"no run {run_id!r} in {self.directory}")
         events: list[Event] = []
-        for seq, body in rows:
-            try:
-                events.append(EVENT.validate_json(body))
-            except ValidationError as exc:
-                raise LogCorrupted(
-                    f"{self.path}: run {run_id} event {seq} does not parse: "
-                    f"{exc.errors()[0]['msg']}"
-                ) from None
+        for first, last, session_id, start, end in spans:
+            if events and last <= events[-1].seq:
+                continue  # indexed twice (two processes caught up on one journal)
+            events.extend(self._read_span(run_id, first, last, session_id, start, end, events))
+        return events
+
+    def _read_span(
+        self,
+        run_id: str,
+        first: int,
+        last: int,
+        session_id: str,
+        start: int,
+        end: int,
+        before: list[Event],
+    ) -> list[Event]:
+        path = self.journals.path(session_id)
+        try:
+            data = self.journals.read(session_id, start, end)
+        except OSError as exc:
+            raise LogCorrupted(f"run {run_id}: its journal cannot be read: {exc}") from None
+        lines = data.split(b"\n")
+        if len(data) != end - start or lines.pop() != b"" or len(lines) != last - first + 1:
+            raise _moved(path, run_id, first, last)
+        seen = before[-1].seq if before else 0
+        events: list[Event] = []
+        for number, line in enumerate(lines):
+            event = _parse_line(path, line, start, number)
+            if event.run_id != run_id or event.seq != first + number:
+                raise _moved(path, run_id, first, last)
+            if event.seq > seen:
+                events.append(event)
         return events
 
     async def runs(self, session_id: str | None = None) -> list[RunInfo]:
@@ -274,6 +368,26 @@ class SQLiteLog:
         self._index()
         self.journals.close()
         self._db.close()
+
+
+def _parse_line(path: Path, line: bytes, offset: int, index: int) -> Event:
+    """The event on a journal line: the `index`-th line after byte `offset`."""
+    try:
+        return EVENT.validate_json(line)
+    except ValidationError as exc:
+        with path.open("rb") as f:
+            number = f.read(offset).count(b"\n") + index + 1
+        raise LogCorrupted(
+            f"{path}, line {number}, is not a reins event: {exc.errors()[0]['msg']}"
+        ) from None
+
+
+def _moved(path: Path, run_id: str, first: int, last: int) -> LogCorrupted:
+    return LogCorrupted(
+        f"{path} no longer holds run {run_id}'s events {first}-{last} where the index says; "
+        "the journal was changed after it was written. Move reins.db aside to rebuild the "
+        "index from the journals"
+    )
 
 
 def _info(row: tuple[Any, ...]) -> RunInfo:
