@@ -79,18 +79,21 @@ class RunLoop:
 
     async def events(self) -> AsyncGenerator[Event]:
         state = self.state
-        while state.finished is None:
-            if state.review_pending and (recorded := await self._review()) is not None:
-                yield recorded  # the response was rejected, or stopped the run
-                continue
-            if state.pending:
-                stage = self._act()
-            elif (answer := state.turn_answer()) is not None:
-                stage = self._conclude(answer)
-            else:
-                stage = self._think()
-            async for event in stage:
-                yield event
+        try:
+            while state.finished is None:
+                if state.review_pending and (recorded := await self._review()) is not None:
+                    yield recorded  # the response was rejected, or stopped the run
+                    continue
+                if state.pending:
+                    stage = self._act()
+                elif (answer := state.turn_answer()) is not None:
+                    stage = self._conclude(answer)
+                else:
+                    stage = self._think()
+                async for event in stage:
+                    yield event
+        finally:
+            self.executor.close()
 
     # 1-3: before the round, build the request, call the model
     async def _think(self) -> AsyncIterator[Event]:

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -37,7 +38,12 @@ class ToolExecutor:
         self.max_parallel = max(1, max_parallel)
         """How many calls of one response may run at once (the loop schedules them)."""
         self._path_locks: dict[Path, asyncio.Lock] = {}
+        self._deadlines = _Deadlines()
         self.specs: list[ToolSpec] = [t.spec for t in tools]
+
+    def close(self) -> None:
+        """Stop the timeout timer (the calls are over)."""
+        self._deadlines.close()
 
     def is_read_only(self, name: str) -> bool:
         tool = self.tools.get(name)
@@ -46,13 +52,18 @@ class ToolExecutor:
     async def execute(self, call: ToolCall) -> ToolResultMessage:
         try:
             content = await self._execute(call)
+            is_error = False
         except ToolError as exc:
-            return self._result(call, str(exc), is_error=True)
+            content, is_error = str(exc), True
         except TimeoutError:
-            return self._result(call, f"{call.name} timed out and was stopped", is_error=True)
+            content, is_error = f"{call.name} timed out and was stopped", True
         except Exception as exc:  # a tool's own bug is an observation, never a crashed run
-            return self._result(call, f"{call.name} failed: {type(exc).__name__}: {exc}", True)
-        return self._result(call, content, is_error=False)
+            content, is_error = f"{call.name} failed: {type(exc).__name__}: {exc}", True
+        if len(content) > self.max_output_chars:
+            content = shorten(content, self.max_output_chars)
+        return ToolResultMessage(
+            call_id=call.id, name=call.name, content=content, is_error=is_error
+        )
 
     async def _execute(self, call: ToolCall) -> str:
         tool = self.tools.get(call.name)
@@ -76,28 +87,20 @@ class ToolExecutor:
             return await self._run(tool, args)
 
     async def _run(self, tool: Tool, args: BaseModel) -> str:
-        """`tool.run` under its timeout. What `asyncio.timeout` does, at half the cost: this
-        runs once per tool call."""
+        """`tool.run`, abandoned with a TimeoutError after `tool.timeout` seconds."""
         if tool.timeout is None:
             return await tool.run(self.context, args)
         task = asyncio.current_task()
         assert task is not None
-        expired = False
-
-        def expire() -> None:
-            nonlocal expired
-            expired = True
-            task.cancel()
-
-        timer = task.get_loop().call_later(tool.timeout, expire)
+        self._deadlines.watch(task, tool.timeout)
         try:
             return await tool.run(self.context, args)
         except asyncio.CancelledError:
-            if expired and task.uncancel() == 0:
+            if self._deadlines.expired(task) and task.uncancel() == 0:
                 raise TimeoutError from None
             raise
         finally:
-            timer.cancel()
+            self._deadlines.unwatch(task)
 
     def _written_paths(self, tool: Tool, args: object) -> list[Path]:
         """Canonical paths this call writes, sorted so that two calls never lock in reverse."""
@@ -107,13 +110,47 @@ class ToolExecutor:
         paths = {workspace.resolve(str(getattr(args, name)), write=True) for name in tool.path_args}
         return sorted(paths)
 
-    def _result(self, call: ToolCall, content: str, is_error: bool) -> ToolResultMessage:
-        return ToolResultMessage(
-            call_id=call.id,
-            name=call.name,
-            content=shorten(content, self.max_output_chars),
-            is_error=is_error,
-        )
+
+class _Deadlines:
+    """Cancels the tasks of calls that outlive their timeout, with one loop timer for all of
+    them: arming and cancelling a timer per call costs more than a fast tool."""
+
+    def __init__(self) -> None:
+        self._due: dict[asyncio.Task[Any], float] = {}
+        self._late: set[asyncio.Task[Any]] = set()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def watch(self, task: asyncio.Task[Any], seconds: float) -> None:
+        loop = task.get_loop()
+        due = self._due[task] = loop.time() + seconds
+        if self._timer is None or due < self._timer.when():
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = loop.call_at(due, self._check, loop)
+
+    def unwatch(self, task: asyncio.Task[Any]) -> None:
+        self._due.pop(task, None)
+        self._late.discard(task)
+
+    def expired(self, task: asyncio.Task[Any]) -> bool:
+        return task in self._late
+
+    def _check(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Cancel what is late, then sleep until the next deadline (none: until a call)."""
+        self._timer = None
+        now = loop.time()
+        for task, due in list(self._due.items()):
+            if due <= now:
+                del self._due[task]
+                self._late.add(task)
+                task.cancel()
+        if self._due:
+            self._timer = loop.call_at(min(self._due.values()), self._check, loop)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 def shorten(text: str, limit: int) -> str:
