@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -216,6 +217,29 @@ async def test_tool_failures_are_observations_and_the_run_goes_on(workspace: Pat
     )
     assert observations[2].content == "broken failed: RuntimeError: bad 7"
     assert observations[3].content == "slow timed out and was stopped"
+
+
+@tool(timeout=5)
+async def patient() -> str:
+    """Take a little while, well within its own limit."""
+    await asyncio.sleep(0.2)
+    return "done"
+
+
+async def test_each_call_keeps_its_own_timeout(workspace: Path) -> None:
+    # The long limit is armed first; the short one, armed next, must still fire on time.
+    calls = [call("patient", "1"), call("slow", "2"), call("patient", "3")]
+    agent = agent_for([reply("", *calls), "ok"], workspace, tools=[patient, slow])
+    start = time.perf_counter()
+    result = await agent.run("go")
+    elapsed = time.perf_counter() - start
+    observations = [m for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert [(o.content, o.is_error) for o in observations] == [
+        ("done", False),
+        ("slow timed out and was stopped", True),
+        ("done", False),
+    ]
+    assert elapsed < 2  # not the 5 s the slow tool sleeps
 
 
 async def test_repeated_or_missing_call_ids_are_made_unique(workspace: Path) -> None:

@@ -338,6 +338,9 @@ def _interrupted(call: ToolCall) -> ToolResultMessage:
 def _unique_call_ids(message: AssistantMessage, step: int) -> AssistantMessage:
     """Results pair with calls by id, so a missing or repeated id (small models and some
     servers produce them) gets a unique one, derived from the step so a replay agrees."""
+    ids = {call.id for call in message.tool_calls}
+    if len(ids) == len(message.tool_calls) and "" not in ids:
+        return message  # the usual case
     seen: set[str] = set()
     calls: list[ToolCall] = []
     for index, call in enumerate(message.tool_calls):
@@ -345,8 +348,6 @@ def _unique_call_ids(message: AssistantMessage, step: int) -> AssistantMessage:
             call = call.model_copy(update={"id": f"{call.id or 'call'}_{step}_{index}"})
         seen.add(call.id)
         calls.append(call)
-    if calls == list(message.tool_calls):
-        return message
     return message.model_copy(update={"tool_calls": tuple(calls)})
 
 

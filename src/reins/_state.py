@@ -83,8 +83,8 @@ class RunState:
                 f"run {self.run_id}: expected event seq {self.next_seq}, found {event.seq}"
             )
         self.next_seq += 1
-        match event:
-            case ModelRequested() | TextDelta() | ThinkingDelta():
+        match event:  # the kinds of every round first
+            case ModelRequested():
                 pass
             case ModelResponded():
                 self.step = event.step
@@ -103,6 +103,8 @@ class RunState:
                 self.results[event.result.call_id] = event.result
                 if all(call.id in self.results for call in self.pending):
                     self._close_step()
+            case TextDelta() | ThinkingDelta():
+                pass
             case Notice():
                 if event.to_model:
                     self.review_pending = False
