@@ -53,16 +53,20 @@ def main() -> None:
     parser.add_argument(
         "--read-only", action="store_true", help="declare the no-op tool read-only (it is)"
     )
+    parser.add_argument(
+        "--dir", default=os.environ.get("REINS_BENCH_DIR"), help="where the log goes (a temp dir)"
+    )
     args = parser.parse_args()
     start = time.perf_counter()
     import reins  # noqa: F401
 
     import_s = time.perf_counter() - start
-    with tempfile.TemporaryDirectory(dir=os.environ.get("REINS_BENCH_DIR")) as store:
+    with tempfile.TemporaryDirectory(dir=args.dir) as store:
         samples = asyncio.run(measure(args.runs, store, args.read_only))
 
+    name = "reins (read-only tool)" if args.read_only else "reins"
     report(
-        "reins (read-only tool)" if args.read_only else "reins",
+        f"{name}, log on {args.dir}" if args.dir else name,
         "reins",
         import_s,
         samples,

@@ -23,6 +23,8 @@ BIN = Path(sys.executable).parent
 DRIVERS = [
     ("reins", [HERE / "reins_driver.py"]),
     ("reins (read-only tool)", [HERE / "reins_driver.py", "--read-only"]),
+    # The same log on tmpfs: what is the harness, and what is this machine's disk.
+    ("reins, log on /dev/shm", [HERE / "reins_driver.py", "--dir", "/dev/shm"]),
     ("pydantic-ai", [HERE / "peers" / "pydantic_ai_driver.py"]),
     ("smolagents", [HERE / "peers" / "smolagents_driver.py"]),
     ("openai-agents", [HERE / "peers" / "openai_agents_driver.py"]),
@@ -91,6 +93,8 @@ def main() -> None:
 
     rows = []
     for name, argv in DRIVERS:
+        if "/dev/shm" in argv and not Path("/dev/shm").is_dir():
+            continue
         print(f"running {name} ...", file=sys.stderr)
         result = run_driver(name, argv, args.runs)
         if result is not None:
