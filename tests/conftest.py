@@ -19,6 +19,12 @@ def _no_real_models(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True)
+def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The developer's own ~/.config/reins/config.toml stays out of the tests."""
+    monkeypatch.setenv("REINS_CONFIG", str(tmp_path / "no-user-config.toml"))
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     path = tmp_path / "ws"

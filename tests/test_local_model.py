@@ -6,7 +6,9 @@ import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+import jsonschema
 import pytest
 
 from reins import (
@@ -25,10 +27,11 @@ from reins import (
     UsageError,
     UserMessage,
     resolve_model,
+    tool,
 )
 from reins._actions import MAX_REPAIRS, parse_action
 from reins.models import LocalModel, OpenAIModel
-from reins.models._json_actions import action_schema, chat
+from reins.models._json_actions import MAX_STRING, MIN_STRING, action_schema, chat
 from reins.testing import FunctionModel, ScriptedModel
 from reins.tools import final_answer, list_files, read_file, write_file
 
@@ -100,6 +103,65 @@ def test_the_action_schema_admits_each_tool_and_nothing_else() -> None:
         {"const": "final_answer"},
     ]
     assert all(branch["additionalProperties"] is False for branch in schema["anyOf"])
+
+
+@tool
+def note(title: str, text: str, tags: list[str], stars: int = 3, draft: bool | None = None) -> str:
+    """Keep a note."""
+    return "kept"
+
+
+def longest(schema: Any) -> Any:
+    """The longest value a (fitted) schema admits."""
+    if "const" in schema:
+        return schema["const"]
+    if "anyOf" in schema:
+        return max((longest(s) for s in schema["anyOf"]), key=lambda v: len(json.dumps(v)))
+    kind = schema.get("type")
+    if kind == "string":
+        return "x" * schema["maxLength"]
+    if kind == "array":
+        return [longest(schema["items"])] * schema["maxItems"]
+    if kind == "object":
+        return {key: longest(value) for key, value in schema["properties"].items()}
+    return {"integer": -(10**15), "boolean": False, "null": None}[kind]
+
+
+@pytest.mark.parametrize("budget", [200, 256, 512, 2048])
+def test_a_fitted_action_always_fits_its_budget(budget: int) -> None:
+    tools = [*TOOLS, note.spec]
+    schema = action_schema(tools, max_chars=budget)
+    for branch in schema["anyOf"]:
+        action = longest(branch)
+        jsonschema.validate(action, branch)  # the longest value is still a valid action
+        size = len(json.dumps(action))
+        assert size <= budget, (action["name"], size)
+    [write] = [b for b in schema["anyOf"] if b["properties"]["name"]["const"] == "write_file"]
+    content = write["properties"]["arguments"]["properties"]["content"]["maxLength"]
+    assert content >= min(budget // 2 - 40, MAX_STRING)  # the budget is shared, not wasted
+
+
+def test_a_budget_too_small_to_fit_keeps_usable_floors() -> None:
+    [branch] = action_schema([note.spec], max_chars=64)["anyOf"]
+    arguments = branch["properties"]["arguments"]["properties"]
+    assert arguments["title"]["maxLength"] == MIN_STRING
+    assert arguments["tags"]["maxItems"] == 1
+
+
+@pytest.mark.real_model
+async def test_a_looping_model_still_ends_its_action_within_the_token_cap(
+    local: LocalModel,
+) -> None:
+    """Asked for more text than the cap allows, the model fills the strings; the grammar closes
+    them in time, so the action is whole, never cut off."""
+    goal = "Keep a note titled History with a very long, detailed essay on the history of rivers."
+    messages = [SystemMessage(content="You are an agent."), UserMessage(content=goal)]
+    for cap in (48, 96):
+        response = await local.request(messages, [note.spec], ModelSettings(max_tokens=cap))
+        assert response.finish == "tool_use", (cap, response.message.text)
+        [call] = response.message.tool_calls
+        assert note.validate(call.arguments)
+        assert response.usage.output_tokens <= cap
 
 
 def test_history_is_flattened_for_a_text_only_model() -> None:

@@ -20,6 +20,7 @@ from reins import (
     ToolCallFinished,
     ToolResultMessage,
     UserMessage,
+    resolve_model,
 )
 from reins.models import OpenAIModel
 from reins.tools import write_file
@@ -125,3 +126,19 @@ async def test_an_agent_runs_tools_on_the_real_model(model: OpenAIModel, workspa
     assert run.state.finished is not None
     assert run.state.finished.stop_reason in (StopReason.END_TURN, StopReason.MAX_STEPS)
     assert json.dumps(arguments)  # what the model sent is a plain JSON object
+
+
+async def test_an_endpoint_named_in_the_config_reaches_the_server(
+    llama_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[providers.box]\nbase_url = "{llama_server}"\n')
+    monkeypatch.setenv("REINS_CONFIG", str(config))
+    model = resolve_model("box:smollm2")
+    assert isinstance(model, OpenAIModel)
+    try:
+        response = await model.request([UserMessage(content="Say hello.")], [], GREEDY)
+    finally:
+        await model.aclose()
+    assert response.model_name == "box:smollm2"
+    assert response.message.text.strip()

@@ -5,19 +5,22 @@ from __future__ import annotations
 import importlib.util
 import os
 
+from ._config import Config, load_config
 from ._errors import UnknownModel, UsageError
 from ._model import Model
 
 KNOWN = (
-    "local, local:PATH.gguf, openai:NAME, anthropic:NAME, ollama:NAME, http(s)://HOST/v1 (an "
-    "OpenAI-compatible server; model name from REINS_MODEL_NAME), script:FILE.json"
+    "local, local:PATH.gguf, openai:NAME, anthropic:NAME, ollama:NAME, ENDPOINT:NAME (an endpoint "
+    "of the config), http(s)://HOST/v1 (an OpenAI-compatible server; model name from "
+    "REINS_MODEL_NAME), script:FILE.json"
 )
 OLLAMA_URL = "http://localhost:11434/v1"
 
 
-def resolve_model(spec: str) -> Model:
+def resolve_model(spec: str, config: Config | None = None) -> Model:
     """The model a string names; see `KNOWN`. Keys and base URLs come from the environment
-    (OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OLLAMA_BASE_URL)."""
+    (OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OLLAMA_BASE_URL),
+    then from the config files (`reins._config`)."""
     kind, _, rest = spec.partition(":")
     if kind == "script" and rest:
         from .testing import ScriptedModel
@@ -25,23 +28,44 @@ def resolve_model(spec: str) -> Model:
         return ScriptedModel.from_file(rest)
     if kind == "local":
         return _local(rest or None)
-    if kind in ("openai", "ollama") and rest:
-        from .models import OpenAIModel
-
-        if kind == "ollama":
-            base_url = os.environ.get("OLLAMA_BASE_URL", OLLAMA_URL)
-            return OpenAIModel(model=rest, base_url=base_url, api_key="ollama", provider="ollama")
-        return OpenAIModel(model=rest)
-    if kind == "anthropic" and rest:
-        from .models import AnthropicModel
-
-        return AnthropicModel(model=rest)
     if kind in ("http", "https"):
         from .models import OpenAIModel
 
         name = os.environ.get("REINS_MODEL_NAME", "default")
         return OpenAIModel(model=name, base_url=spec, provider=spec)
-    raise UnknownModel(f"unknown model {spec!r}; known forms: {KNOWN}")
+    if not rest:
+        raise UnknownModel(f"unknown model {spec!r}; known forms: {KNOWN}")
+    config = config or load_config()
+    endpoint = config.endpoint(kind)
+    base_url = _from_env(kind, "base_url") or endpoint.base_url
+    api_key = _from_env(kind, "api_key") or endpoint.key()
+    if kind == "ollama":
+        base_url, api_key = base_url or OLLAMA_URL, api_key or "ollama"
+    elif kind not in ("openai", "anthropic"):
+        if kind not in config.providers:
+            raise UnknownModel(f"unknown model {spec!r}; known forms: {KNOWN}")
+        if base_url is None:
+            raise UsageError(f"the config's providers.{kind} needs a base_url for {spec!r}")
+    if kind == "anthropic" or endpoint.api == "anthropic":
+        from .models import AnthropicModel
+
+        return AnthropicModel(model=rest, base_url=base_url, api_key=api_key, provider=kind)
+    from .models import OpenAIModel
+
+    return OpenAIModel(model=rest, base_url=base_url, api_key=api_key, provider=kind)
+
+
+_ENV = {
+    "openai": {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY"},
+    "anthropic": {"base_url": "ANTHROPIC_BASE_URL", "api_key": "ANTHROPIC_API_KEY"},
+    "ollama": {"base_url": "OLLAMA_BASE_URL"},
+}
+"""The environment variables each provider's SDK users know (they win over the config)."""
+
+
+def _from_env(provider: str, setting: str) -> str | None:
+    variable = _ENV.get(provider, {}).get(setting)
+    return os.environ.get(variable) if variable else None
 
 
 def _local(path: str | None) -> Model:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from .._errors import ReinsError, UsageError
 from .._stop import StopReason
@@ -43,7 +44,7 @@ app = typer.Typer(
     help="reins: run tool-calling agents with a log you can resume and replay.",
 )
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)  # an error stays one line
 
 StoreOpt = Annotated[
     Path,
@@ -61,8 +62,14 @@ def main() -> None:
 def run(
     goal: Annotated[str, typer.Argument(help="What the agent should do.")],
     model: Annotated[
-        str, typer.Option("--model", "-m", envvar="REINS_MODEL", help="e.g. script:FILE.json")
-    ] = "local",
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            envvar="REINS_MODEL",
+            help="e.g. openai:gpt-4o-mini, script:FILE.json (default: the config's, else local)",
+        ),
+    ] = None,
     max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Cap on model calls.")] = 30,
     workspace: Annotated[
         Path, typer.Option("--workspace", "-w", help="Folder the tools work in.")
@@ -79,12 +86,14 @@ def run(
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
     from .._agent import Agent
+    from .._config import load_config
     from .._resolve import resolve_model
     from ..tools import builtin_tools
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+        config = load_config()
         agent = Agent(
-            model=resolve_model(model),
+            model=resolve_model(model or config.model or "local", config),
             tools=builtin_tools(tools.split(",") if tools else None),
             workspace=workspace,
             max_steps=max_steps,
@@ -238,10 +247,10 @@ def _execute(
             )
         reason = asyncio.run(_with_log(store, go))
     except UsageError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False, markup=True)
+        err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
     except ReinsError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]; the log ends at the last recorded event")
@@ -250,7 +259,7 @@ def _execute(
         if os.environ.get("REINS_DEBUG"):
             raise
         err.print(
-            f"[red]internal error:[/] {type(exc).__name__}: {exc} "
+            f"[red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
             "(set REINS_DEBUG=1 for the traceback, and please report it)"
         )
         raise typer.Exit(1) from None

@@ -55,11 +55,13 @@ class AnthropicModel:
     """Defaults to ANTHROPIC_BASE_URL, then Anthropic's own."""
     api_key: str | None = None
     """Defaults to ANTHROPIC_API_KEY."""
+    provider: str = "anthropic"
+    """Names it in logs: an endpoint of the config speaking the Messages API has its own."""
     _client: Any = field(default=None, init=False, repr=False)
 
     @property
     def name(self) -> str:
-        return f"anthropic:{self.model}"
+        return f"{self.provider}:{self.model}"
 
     def client(self) -> Any:
         if self._client is None:

@@ -27,19 +27,108 @@ Tools:
 {tools}"""
 
 
-def action_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
-    """A JSON schema that only valid actions satisfy, for constrained decoding."""
+MIN_STRING = 16
+"""The fewest characters a capped string may still hold."""
+MAX_STRING = 512
+"""The most: llama.cpp refuses (and its sampler then crashes on) a grammar whose string
+repeats more than about a thousand times. A longer text takes several actions."""
+MAX_ITEMS = 8
+"""The cap on a list whose schema sets none."""
+SCALAR = 24
+"""Characters a number (at most 16 digits in llama.cpp's JSON grammar), boolean or null takes."""
+
+
+def action_schema(tools: Sequence[ToolSpec], max_chars: int | None = None) -> dict[str, Any]:
+    """A JSON schema that only valid actions satisfy, for constrained decoding.
+
+    With `max_chars`, every action also fits in that many characters: the free-text arguments
+    of a tool share what its other arguments leave (up to `MAX_STRING` characters each), and
+    lists get at most `MAX_ITEMS` items.
+    A token is at least one character (of ASCII text), so with `max_chars` = the output-token
+    cap no action is cut off, however the model loops inside a string."""
     return {
         "anyOf": [
             {
                 "type": "object",
-                "properties": {"name": {"const": tool.name}, "arguments": tool.parameters},
+                "properties": {
+                    "name": {"const": tool.name},
+                    "arguments": tool.parameters
+                    if max_chars is None
+                    else _fit(tool.parameters, max_chars - len(tool.name) - 30),
+                },
                 "required": ["name", "arguments"],
                 "additionalProperties": False,
             }
             for tool in tools
         ]
     }
+
+
+def _fit(schema: dict[str, Any], chars: int) -> dict[str, Any]:
+    """Caps such that the longest value fits in `chars`: strings share what the rest leaves,
+    lists shrink before strings get shorter than `MIN_STRING`. If even that does not fit, the
+    caps stay at those floors (a cut-off action is then still possible)."""
+    items = MAX_ITEMS
+    while True:
+        fixed, free = _size(schema, items)
+        per_string = (chars - fixed) // free if free else MIN_STRING
+        if per_string >= MIN_STRING or items == 1:
+            per_string = min(max(per_string, MIN_STRING), MAX_STRING)
+            capped: dict[str, Any] = _cap(schema, per_string, items)
+            return capped
+        items //= 2
+
+
+def _size(schema: Any, items: int) -> tuple[int, int]:
+    """At the longest, lists at `items` items: the characters of a value but for its uncapped
+    strings, and how many of those it has."""
+    if not isinstance(schema, dict):
+        return SCALAR, 0
+    if "const" in schema:
+        return len(json.dumps(schema["const"])), 0
+    if "enum" in schema:
+        return max((len(json.dumps(v)) for v in schema["enum"]), default=SCALAR), 0
+    if branches := schema.get("anyOf") or schema.get("oneOf"):
+        sizes = [_size(branch, items) for branch in branches]
+        return max(f for f, _ in sizes), max(n for _, n in sizes)
+    kind = _kind(schema)
+    if kind == "string":
+        return (2 + schema["maxLength"], 0) if "maxLength" in schema else (2, 1)
+    if kind == "object":
+        fixed, free = 2, 0
+        for key, value in schema.get("properties", {}).items():
+            f, n = _size(value, items)
+            fixed, free = fixed + len(key) + 6 + f, free + n  # "key": value, and spaces
+        return fixed, free
+    if kind == "array":
+        f, n = _size(schema.get("items"), items)
+        count = schema.get("maxItems", items)
+        return 2 + count * (f + 2), count * n
+    return SCALAR, 0
+
+
+def _cap(schema: Any, per_string: int, items: int) -> Any:
+    """A copy with every uncapped string and list capped."""
+    if isinstance(schema, list):
+        return [_cap(item, per_string, items) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: _cap(value, per_string, items) for key, value in schema.items()}
+    if "const" in schema or "enum" in schema:
+        return out
+    kind = _kind(schema)
+    if kind == "string":
+        out["maxLength"] = min(schema.get("maxLength", per_string), MAX_STRING)
+    elif kind == "array":
+        out.setdefault("maxItems", items)
+    return out
+
+
+def _kind(schema: dict[str, Any]) -> Any:
+    kind = schema.get("type")
+    if isinstance(kind, list):  # ["string", "null"]: as long as its longest
+        return "string" if "string" in kind else "array" if "array" in kind else kind
+    return kind
 
 
 def chat(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict[str, str]]:

@@ -77,9 +77,9 @@ class LocalModel:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         stop = threading.Event()
-        grammar = self._grammar(tools) if self.constrained and tools else None
-        chat = _json_actions.chat(messages, tools)
         max_tokens = settings.max_tokens or DEFAULT_MAX_TOKENS
+        grammar = self._grammar(tools, max_tokens) if self.constrained and tools else None
+        chat = _json_actions.chat(messages, tools)
 
         def work() -> None:
             def put(kind: str, value: Any) -> None:
@@ -139,8 +139,9 @@ class LocalModel:
             model_name=self.name,
         )
 
-    def _grammar(self, tools: Sequence[ToolSpec]) -> Any:
+    def _grammar(self, tools: Sequence[ToolSpec], max_tokens: int) -> Any:
+        """Only valid actions, short enough to end within `max_tokens` (no cut-off action)."""
         from llama_cpp.llama_grammar import LlamaGrammar
 
-        schema = json.dumps(_json_actions.action_schema(tools))
+        schema = json.dumps(_json_actions.action_schema(tools, max_chars=max_tokens))
         return LlamaGrammar.from_json_schema(schema, verbose=False)

@@ -1,0 +1,126 @@
+"""Config files: the default model, and API keys and base URLs per provider or endpoint.
+
+Two TOML files, both optional: the user's (`$REINS_CONFIG`, else
+`$XDG_CONFIG_HOME/reins/config.toml`, else `~/.config/reins/config.toml`) and the project's
+`reins.toml` (in the working directory or the nearest parent that has one), which wins key by
+key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) win over both.
+
+    model = "vllm:qwen2.5-7b"         # for `reins run` without --model (else: local)
+
+    [providers.openai]
+    api_key_env = "WORK_OPENAI_KEY"   # the variable that holds the key
+
+    [providers.vllm]                  # a named OpenAI-compatible server: model `vllm:NAME`
+    base_url = "http://gpu-box:8000/v1"
+
+A project file is committed with the code, so it may name a key's variable but not hold a key.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ._errors import UsageError
+
+PROJECT_FILE = "reins.toml"
+
+
+class Endpoint(BaseModel):
+    """Where a provider's API is, and its key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None
+    """The environment variable that holds the key (keeps the key out of the file)."""
+    api: Literal["openai", "anthropic"] = "openai"
+    """The wire format of a named endpoint (`openai`, `anthropic` and `ollama` know theirs)."""
+
+    def key(self) -> str | None:
+        if self.api_key_env:
+            return os.environ.get(self.api_key_env) or self.api_key
+        return self.api_key
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = None
+    """The model `reins run` uses when neither --model nor REINS_MODEL says."""
+    providers: dict[str, Endpoint] = {}
+
+    def endpoint(self, name: str) -> Endpoint:
+        return self.providers.get(name) or Endpoint()
+
+
+def user_config_path() -> Path:
+    if explicit := os.environ.get("REINS_CONFIG"):
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(base) / "reins" / "config.toml"
+
+
+def project_config_path(start: Path | None = None) -> Path | None:
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / PROJECT_FILE).is_file():
+            return folder / PROJECT_FILE
+    return None
+
+
+def load_config(start: Path | None = None) -> Config:
+    """The user's file overlaid with the project's; no file: an empty config."""
+    merged: dict[str, object] = {}
+    providers: dict[str, Any] = {}
+    user = user_config_path()
+    project = project_config_path(start)
+    for path, is_project in ((user, False), (project, True)):
+        if path is None or not path.is_file():
+            continue
+        data = _read(path)
+        if is_project:
+            _refuse_keys(path, data)
+        layer = data.pop("providers", None)
+        if isinstance(layer, dict):
+            for name, endpoint in layer.items():
+                if isinstance(endpoint, dict) and isinstance(providers.get(name), dict):
+                    providers[name] = {**providers[name], **endpoint}  # key by key
+                else:
+                    providers[name] = endpoint  # new, or not a table: validated below
+        elif layer is not None:
+            merged["providers"] = layer  # not a table: the validation below says so
+        merged.update(data)
+    try:
+        return Config.model_validate({"providers": providers, **merged})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        files = " and ".join(str(p) for p in (user, project) if p is not None and p.is_file())
+        raise UsageError(f"config ({files}): {where}: {error['msg']}") from None
+
+
+def _read(path: Path) -> dict[str, object]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read the config file {path}: {exc}") from None
+
+
+def _refuse_keys(path: Path, data: dict[str, object]) -> None:
+    providers = data.get("providers")
+    for name, endpoint in providers.items() if isinstance(providers, dict) else []:
+        if isinstance(endpoint, dict) and "api_key" in endpoint:
+            raise UsageError(
+                f"{path}: providers.{name}.api_key: a project file is shared with the code, so "
+                "it must not hold a key; set api_key_env to the variable that holds it, or put "
+                f"the key in {user_config_path()}"
+            )
