@@ -12,7 +12,14 @@ from typing import Any
 
 import pytest
 
-from reins import Agent, ModelSettings, StopReason, ToolCallFinished, UserMessage
+from reins import (
+    Agent,
+    ModelSettings,
+    StopReason,
+    ToolCallFinished,
+    UsageError,
+    UserMessage,
+)
 from reins.models import AnthropicModel
 from reins.tools import write_file
 
@@ -82,6 +89,22 @@ DONE = sse(
     message_start(520),
     *block(0, {"type": "text", "text": ""}, {"type": "text_delta", "text": "a.txt says hi."}),
     *finish("end_turn", 6),
+)
+REDACTED_THEN_TOOL = sse(
+    message_start(300),
+    *block(
+        0,
+        {"type": "thinking", "thinking": "", "signature": ""},
+        {"type": "thinking_delta", "thinking": "Check first."},
+        {"type": "signature_delta", "signature": "sig-A"},
+    ),
+    *block(1, {"type": "redacted_thinking", "data": "ENCRYPTED=="}),
+    *block(
+        2,
+        {"type": "tool_use", "id": "toolu_02", "name": "write_file", "input": {}},
+        {"type": "input_json_delta", "partial_json": '{"path": "b.txt", "content": "ok"}'},
+    ),
+    *finish("tool_use", 40),
 )
 REFUSAL = sse(
     message_start(30),
@@ -189,3 +212,43 @@ async def test_a_refusal_maps_to_the_refusal_stop(
     peer.answers = [REFUSAL]
     response = await model.request([UserMessage(content="x")], [], ModelSettings())
     assert (response.finish, response.message.text) == ("refusal", "I can't")
+
+
+async def test_signed_and_redacted_thinking_go_back_unchanged(
+    recorded: tuple[Recorded, AnthropicModel], workspace: Path
+) -> None:
+    """With extended thinking and tool use, the API wants the turn's thinking blocks back as
+    they came, signatures and redacted blocks included, ahead of the tool use."""
+    peer, model = recorded
+    peer.answers = [REDACTED_THEN_TOOL, DONE]
+    settings = ModelSettings(max_tokens=4096, thinking_budget=2048, temperature=0.0)
+    agent = Agent(model=model, tools=[write_file], workspace=workspace, settings=settings)
+    result = await agent.run("Create b.txt containing ok")
+    assert result.stop_reason is StopReason.END_TURN
+
+    first, second = peer.requests
+    assert first["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert "temperature" not in first  # extended thinking takes none
+    assert first["tool_choice"] == {"type": "auto"}
+    assert second["messages"][1] == {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "Check first.", "signature": "sig-A"},
+            {"type": "redacted_thinking", "data": "ENCRYPTED=="},
+            {
+                "type": "tool_use",
+                "id": "toolu_02",
+                "name": "write_file",
+                "input": {"path": "b.txt", "content": "ok"},
+            },
+        ],
+    }
+
+
+async def test_a_thinking_budget_above_the_output_cap_is_refused(
+    recorded: tuple[Recorded, AnthropicModel],
+) -> None:
+    _, model = recorded
+    settings = ModelSettings(max_tokens=1024, thinking_budget=2048)
+    with pytest.raises(UsageError, match=r"max_tokens \(1024\) must exceed thinking_budget"):
+        await model.request([UserMessage(content="x")], [], settings)

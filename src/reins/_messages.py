@@ -52,11 +52,24 @@ class UserMessage(_Frozen):
     content: str
 
 
+class ThinkingBlock(_Frozen):
+    """One block of a model's reasoning as its provider sent it, to be sent back unchanged
+    (Anthropic checks the signature of thinking it gets back alongside tool use)."""
+
+    text: str = ""
+    signature: str = ""
+    redacted: str = ""
+    """The encrypted content of a redacted block (its text is empty)."""
+
+
 class AssistantMessage(_Frozen):
     role: Literal["assistant"] = "assistant"
     text: str = ""
     thinking: str = ""
+    """The reasoning as text, for people and for models that take it back as text."""
     tool_calls: tuple[ToolCall, ...] = ()
+    thinking_blocks: tuple[ThinkingBlock, ...] = ()
+    """The reasoning as the provider's signed blocks, where it gives them."""
 
 
 class ToolResultMessage(_Frozen):

@@ -32,6 +32,9 @@ class ModelSettings:
     """Cap on output tokens of one response."""
     temperature: float | None = None
     tool_choice: Literal["auto", "required", "none"] = "auto"
+    thinking_budget: int | None = None
+    """Tokens the model may spend reasoning before it answers (Anthropic's extended thinking);
+    None: the provider's default (no extended thinking)."""
     first_chunk_timeout: float = field(
         default_factory=lambda: _env_seconds("REINS_FIRST_CHUNK_TIMEOUT", 90.0)
     )

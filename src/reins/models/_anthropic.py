@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from .._errors import ModelConnectionError
+from .._errors import ModelConnectionError, UsageError
 from .._events import FinishReason
 from .._messages import (
     AssistantMessage,
     Message,
     SystemMessage,
+    ThinkingBlock,
     ToolCall,
     ToolResultMessage,
     ToolSpec,
@@ -111,6 +112,8 @@ class AnthropicModel:
                                 "text": "",
                                 "id": getattr(block, "id", ""),
                                 "name": getattr(block, "name", ""),
+                                "signature": getattr(block, "signature", "") or "",
+                                "data": getattr(block, "data", "") or "",  # redacted thinking
                             }
                         case "content_block_delta":
                             chunk = _delta(blocks[event.index], event.delta)
@@ -150,20 +153,29 @@ def _delta(block: dict[str, Any], delta: Any) -> StreamItem | None:
             return ThinkingChunk(delta.thinking)
         case "input_json_delta":
             block["text"] += delta.partial_json
+        case "signature_delta":
+            block["signature"] += delta.signature
     return None
 
 
 def _message(blocks: dict[int, dict[str, Any]]) -> AssistantMessage:
-    text, thinking, calls = [], [], []
+    text, calls, thinking = [], [], []
     for _, block in sorted(blocks.items()):
         match block["type"]:
             case "text":
                 text.append(block["text"])
             case "thinking":
-                thinking.append(block["text"])
+                thinking.append(ThinkingBlock(text=block["text"], signature=block["signature"]))
+            case "redacted_thinking":
+                thinking.append(ThinkingBlock(redacted=block["data"]))
             case "tool_use":
                 calls.append(_call(block))
-    return AssistantMessage(text="".join(text), thinking="".join(thinking), tool_calls=tuple(calls))
+    return AssistantMessage(
+        text="".join(text),
+        thinking="".join(b.text for b in thinking),
+        tool_calls=tuple(calls),
+        thinking_blocks=tuple(thinking),
+    )
 
 
 def _call(block: dict[str, Any]) -> ToolCall:
@@ -188,7 +200,15 @@ def _params(
     }
     if system:
         params["system"] = system
-    if settings.temperature is not None:
+    thinking = settings.thinking_budget
+    if thinking is not None:
+        if params["max_tokens"] <= thinking:
+            raise UsageError(
+                f"max_tokens ({params['max_tokens']}) must exceed thinking_budget ({thinking}): "
+                "the answer comes on top of the thinking"
+            )
+        params["thinking"] = {"type": "enabled", "budget_tokens": thinking}
+    elif settings.temperature is not None:  # extended thinking takes no temperature
         # Newer SDK releases no longer take `temperature`; servers that do still read it.
         params["extra_body"] = {"temperature": settings.temperature}
     if tools and settings.tool_choice != "none":
@@ -196,7 +216,9 @@ def _params(
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in tools
         ]
-        params["tool_choice"] = {"type": "any" if settings.tool_choice == "required" else "auto"}
+        # With extended thinking the API allows only `auto`.
+        forced = settings.tool_choice == "required" and thinking is None
+        params["tool_choice"] = {"type": "any" if forced else "auto"}
     return params
 
 
@@ -218,7 +240,15 @@ def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
             case UserMessage():
                 add("user", [{"type": "text", "text": message.content}])
             case AssistantMessage():
-                blocks: list[dict[str, Any]] = []
+                # Signed thinking goes back first and unchanged; unsigned (another provider's)
+                # cannot go back at all.
+                blocks: list[dict[str, Any]] = [
+                    {"type": "redacted_thinking", "data": b.redacted}
+                    if b.redacted
+                    else {"type": "thinking", "thinking": b.text, "signature": b.signature}
+                    for b in message.thinking_blocks
+                    if b.signature or b.redacted
+                ]
                 if message.text:
                     blocks.append({"type": "text", "text": message.text})
                 blocks.extend(
