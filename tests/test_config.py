@@ -79,6 +79,11 @@ def test_a_named_endpoint_is_a_model_prefix(
         resolve_model("nope:x")
 
 
+def test_a_key_variable_that_is_not_set_is_reported(user_config: Path) -> None:
+    with pytest.raises(UsageError, match=r"providers\.vllm in \$VLLM_KEY, which is not set"):
+        resolve_model("vllm:qwen2.5-7b")
+
+
 def test_the_project_file_wins_key_by_key(user_config: Path, tmp_path: Path) -> None:
     project = tmp_path / "repo"
     (project / "src").mkdir(parents=True)

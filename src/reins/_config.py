@@ -42,10 +42,16 @@ class Endpoint(BaseModel):
     api: Literal["openai", "anthropic"] = "openai"
     """The wire format of a named endpoint (`openai`, `anthropic` and `ollama` know theirs)."""
 
-    def key(self) -> str | None:
-        if self.api_key_env:
-            return os.environ.get(self.api_key_env) or self.api_key
-        return self.api_key
+    def key(self, name: str) -> str | None:
+        if not self.api_key_env:
+            return self.api_key
+        key = os.environ.get(self.api_key_env) or self.api_key
+        if key is None:
+            raise UsageError(
+                f"the config keeps the key of providers.{name} in ${self.api_key_env}, which is "
+                "not set; export it, or change api_key_env"
+            )
+        return key
 
 
 class Config(BaseModel):

@@ -38,7 +38,7 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
     config = config or load_config()
     endpoint = config.endpoint(kind)
     base_url = _from_env(kind, "base_url") or endpoint.base_url
-    api_key = _from_env(kind, "api_key") or endpoint.key()
+    api_key = _from_env(kind, "api_key") or endpoint.key(kind)
     if kind == "ollama":
         base_url, api_key = base_url or OLLAMA_URL, api_key or "ollama"
     elif kind not in ("openai", "anthropic"):
