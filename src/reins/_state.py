@@ -128,7 +128,7 @@ class RunState:
                 assert_never(event)
 
     def _close_step(self) -> None:
-        self.messages.extend(self.results[call.id] for call in self.pending)
+        self.messages.extend([self.results[call.id] for call in self.pending])
         self.pending = []
         self.results = {}
         self.started = set()
