@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import inspect
 import json
-from operator import countOf
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from operator import countOf
 from pathlib import Path
 from typing import Any
 
