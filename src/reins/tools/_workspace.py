@@ -18,13 +18,13 @@ class Workspace:
     are refused. Writes into `protected` paths (the event log) are refused too."""
 
     def __init__(self, root: str | Path, *, protected: Sequence[str | Path] = ()) -> None:
-        path = Path(root).expanduser()
-        if not path.is_dir():
+        real = os.path.realpath(os.path.expanduser(root))  # os.path: this runs once a run
+        if not os.path.isdir(real):
             raise WorkspaceError(
                 f"workspace {str(root)!r} is not an existing directory; create it or pass "
                 "--workspace with a directory that exists"
             )
-        self.root = path.resolve()
+        self.root = Path(real)
         self.protected = tuple(Path(os.path.realpath(p)) for p in protected)
 
     def __repr__(self) -> str:
