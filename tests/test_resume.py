@@ -106,14 +106,16 @@ async def test_a_finished_turn_cannot_be_resumed(tmp_path: Path) -> None:
     await agent.log.close()
 
 
-async def test_a_capped_run_resumes_with_as_many_steps_again(tmp_path: Path) -> None:
-    from reins import Agent
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_a_capped_run_resumes_with_as_many_steps_again(tmp_path: Path, store: str) -> None:
+    from reins import Agent, MemoryLog
     from reins.testing import ScriptedModel
 
     from .helpers import call, reply
 
     replies = [*(reply("", call("list_files", f"l{i}")) for i in range(3)), "done"]
-    agent = Agent(model=ScriptedModel(replies), workspace=tmp_path, max_steps=2)
+    log = SQLiteLog(tmp_path / ".reins") if store == "sqlite" else MemoryLog()
+    agent = Agent(model=ScriptedModel(replies), workspace=tmp_path, max_steps=2, log=log)
     capped = await agent.run("go")
     assert (capped.stop_reason, capped.steps) == (StopReason.MAX_STEPS, 2)
     resumed = await agent.resume(capped.run_id)
@@ -123,6 +125,7 @@ async def test_a_capped_run_resumes_with_as_many_steps_again(tmp_path: Path) -> 
         "done",
     )
     assert (await agent.state(capped.run_id)).config.max_steps == 4
+    await log.close()
 
 
 async def test_a_run_stopped_by_a_model_error_resumes_with_a_working_model(

@@ -206,7 +206,10 @@ class SQLiteLog:
             live.add(event.run_id)
             return
         live.discard(event.run_id)
+        # A finished run leaves nothing behind here (a long-lived server runs many); resuming
+        # it asks the index where it ended.
         del self._tails[event.run_id]
+        del self._next_seq[event.run_id]
         if not live:  # no run of the session goes on here: let others write it
             del self._live[event.session_id]
             self.journals.release(event.session_id)
@@ -243,7 +246,10 @@ class SQLiteLog:
         info = index_update(self._runs.get(event.run_id) or self._load_run(event.run_id), event)
         if info is None:
             return
-        self._runs[event.run_id] = info
+        if info.stop_reason is None:
+            self._runs[event.run_id] = info
+        else:
+            self._runs.pop(event.run_id, None)
         self._db.execute(
             "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)",
             (
