@@ -13,9 +13,14 @@ from reins import (
     EVENT,
     Agent,
     AssistantMessage,
+    Event,
     LogCorrupted,
     Message,
+    Notice,
+    RunConfig,
+    RunFinished,
     RunNotFound,
+    RunStarted,
     SQLiteLog,
     StopReason,
     StoreError,
@@ -118,6 +123,36 @@ async def test_a_second_writer_of_a_session_is_refused_while_a_run_goes_on(
     await second.close()
 
 
+async def test_runs_of_one_session_interleaved_in_one_write_read_back_apart(
+    tmp_path: Path,
+) -> None:
+    """Two runs of a session going on at once can share a commit: their lines alternate in
+    the journal, and each run still reads back exactly its own events, in the index too."""
+    store = tmp_path / "store"
+    log = SQLiteLog(store)
+    config = RunConfig(model="m", workspace=str(tmp_path), max_steps=3)
+
+    def run(run_id: str) -> list[Event]:
+        ids = {"session_id": "s1", "run_id": run_id}
+        return [
+            RunStarted(**ids, seq=1, goal=run_id, config=config, messages=()),
+            Notice(**ids, seq=2, text=f"{run_id} goes on", source="test"),
+            RunFinished(**ids, seq=3, stop_reason=StopReason.END_TURN, final_answer=run_id),
+        ]
+
+    a, b = run("run-a"), run("run-b")
+    for pair in zip(a, b, strict=True):
+        for event in pair:
+            await log.append(event, commit=False)
+    await log.commit()
+    assert (await log.events("run-a"), await log.events("run-b")) == (a, b)
+    await log.close()
+
+    reopened = SQLiteLog(store)  # from the index alone
+    assert (await reopened.events("run-a"), await reopened.events("run-b")) == (a, b)
+    await reopened.close()
+
+
 async def test_a_run_seq_out_of_order_is_refused(sqlite_log: SQLiteLog, workspace: Path) -> None:
     result = await Agent(model=scripted(0), workspace=workspace, log=sqlite_log).run("go")
     events = await sqlite_log.events(result.run_id)
@@ -134,6 +169,12 @@ async def run_once(store: Path, workspace: Path) -> str:
 
 def journal(store: Path, session: str) -> Path:
     return store / "sessions" / f"{session}.jsonl"
+
+
+async def journal_of_one_run(store: Path, workspace: Path) -> tuple[Path, list[bytes]]:
+    """A finished run's journal and its lines (newlines kept), to tamper with."""
+    path = journal(store, await run_once(store, workspace))
+    return path, path.read_bytes().splitlines(keepends=True)
 
 
 async def test_a_torn_last_line_is_kept_aside_and_the_run_goes_on(
@@ -203,9 +244,7 @@ async def test_a_journal_shorter_than_its_index_is_reported(
     tmp_path: Path, workspace: Path
 ) -> None:
     store = tmp_path / "store"
-    session = await run_once(store, workspace)
-    path = journal(store, session)
-    lines = path.read_bytes().splitlines(keepends=True)
+    path, lines = await journal_of_one_run(store, workspace)
     path.write_bytes(b"".join(lines[:-2]))
     with pytest.raises(LogCorrupted, match=r"is shorter .* than the index says"):
         SQLiteLog(store)
@@ -215,10 +254,8 @@ async def test_a_corrupt_line_in_a_journal_is_reported_with_its_place(
     tmp_path: Path, workspace: Path
 ) -> None:
     store = tmp_path / "store"
-    session = await run_once(store, workspace)
+    path, lines = await journal_of_one_run(store, workspace)
     (store / "reins.db").unlink()
-    path = journal(store, session)
-    lines = path.read_bytes().splitlines(keepends=True)
     lines[2] = b'{"kind": "nonsense"}\n'
     path.write_bytes(b"".join(lines))
     with pytest.raises(LogCorrupted, match=r"\.jsonl, line 3, is not a reins event"):
@@ -238,9 +275,7 @@ async def test_a_journal_line_changed_after_indexing_is_reported(
     tmp_path: Path, workspace: Path
 ) -> None:
     store = tmp_path / "store"
-    session = await run_once(store, workspace)
-    path = journal(store, session)
-    lines = path.read_bytes().splitlines(keepends=True)
+    path, lines = await journal_of_one_run(store, workspace)
     lines[1] = b"{" + b" " * (len(lines[1]) - 3) + b"}\n"  # same length: the index still fits
     path.write_bytes(b"".join(lines))
     log = SQLiteLog(store)
@@ -254,9 +289,7 @@ async def test_a_journal_reordered_after_indexing_is_reported(
     tmp_path: Path, workspace: Path
 ) -> None:
     store = tmp_path / "store"
-    session = await run_once(store, workspace)
-    path = journal(store, session)
-    lines = path.read_bytes().splitlines(keepends=True)
+    path, lines = await journal_of_one_run(store, workspace)
     lines[2], lines[3] = lines[3], lines[2]
     path.write_bytes(b"".join(lines))
     log = SQLiteLog(store)
@@ -268,9 +301,7 @@ async def test_a_journal_reordered_after_indexing_is_reported(
 
 async def test_a_gap_in_seq_is_reported_by_the_fold(tmp_path: Path, workspace: Path) -> None:
     store = tmp_path / "store"
-    session = await run_once(store, workspace)
-    path = journal(store, session)
-    lines = path.read_bytes().splitlines(keepends=True)
+    path, lines = await journal_of_one_run(store, workspace)
     path.write_bytes(b"".join(lines[:2] + lines[3:]))  # event 3 is gone
     (store / "reins.db").unlink()  # and the index is rebuilt from the journal
     log = SQLiteLog(store)

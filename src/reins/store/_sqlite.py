@@ -178,27 +178,18 @@ class SQLiteLog:
 
     def _locate(self, events: list[Event], lines: list[bytes], end: int) -> None:
         """Note where the events just written lie, to index them."""
+        start = end - sum(map(len, lines))
         first, last = events[0], events[-1]
         if first.run_id == last.run_id and last.seq - first.seq == len(events) - 1:
-            self._extend(first, last, end - sum(map(len, lines)), end)  # the usual: one run
+            _extend(self._tails, self._unindexed, first, last, start, end)  # the usual: one run
         else:
-            offset = end - sum(map(len, lines))
             for event, line in zip(events, lines, strict=True):
-                self._extend(event, event, offset, offset := offset + len(line))
+                _extend(self._tails, self._unindexed, event, event, start, start + len(line))
+                start += len(line)
         for event in events:
             if event.kind in RUN_INDEX_KINDS:
                 self._run_events.append(event)
                 self._track_live(event)
-
-    def _extend(self, first: Event, last: Event, start: int, end: int) -> None:
-        """Events first..last of a run lie in [start, end) of its journal."""
-        span = self._tails.get(first.run_id)
-        if span is not None and span.end == start and span.last_seq + 1 == first.seq:
-            span.last_seq, span.end = last.seq, end
-        else:
-            span = Span(first.run_id, first.seq, last.seq, first.session_id, start, end)
-            self._tails[first.run_id] = span
-        self._unindexed[span.run_id, span.first_seq] = span
 
     def _track_live(self, event: Event) -> None:
         live = self._live.setdefault(event.session_id, set())
@@ -281,20 +272,13 @@ class SQLiteLog:
     def _ingest(self, path: Path, session_id: str, offset: int) -> None:
         tail = self.journals.read_from(session_id, offset)
         spans: dict[tuple[str, int], Span] = {}
-        last: dict[str, Span] = {}
+        tails: dict[str, Span] = {}
         run_events: list[Event] = []
         start = offset
         for number, line in enumerate(tail.lines):
             event = _parse_line(path, line, offset, number)
             end = start + len(line) + 1
-            span = last.get(event.run_id)
-            if span is not None and span.end == start and span.last_seq + 1 == event.seq:
-                span.last_seq, span.end = event.seq, end
-            else:
-                span = last[event.run_id] = Span(
-                    event.run_id, event.seq, event.seq, session_id, start, end
-                )
-                spans[event.run_id, event.seq] = span
+            _extend(tails, spans, event, event, start, end)
             if event.kind in RUN_INDEX_KINDS:
                 run_events.append(event)
             start = end
@@ -374,6 +358,26 @@ class SQLiteLog:
         self._index()
         self.journals.close()
         self._db.close()
+
+
+def _extend(
+    tails: dict[str, Span],
+    spans: dict[tuple[str, int], Span],
+    first: Event,
+    last: Event,
+    start: int,
+    end: int,
+) -> None:
+    """Events first..last of a run lie in [start, end) of its journal: they extend the run's
+    last span (`tails`) if they follow on from it, else start a new one; either goes in
+    `spans`, keyed as in the table."""
+    span = tails.get(first.run_id)
+    if span is not None and span.end == start and span.last_seq + 1 == first.seq:
+        span.last_seq, span.end = last.seq, end
+    else:
+        span = Span(first.run_id, first.seq, last.seq, first.session_id, start, end)
+        tails[first.run_id] = span
+    spans[span.run_id, span.first_seq] = span
 
 
 def _parse_line(path: Path, line: bytes, offset: int, index: int) -> Event:
