@@ -276,3 +276,27 @@ async def test_run_command_output_is_capped(workspace: Path) -> None:
 def test_missing_workspace_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="is not an existing directory"):
         Workspace(tmp_path / "nope")
+
+
+async def test_each_run_works_in_the_directory_its_workspace_names_then(tmp_path: Path) -> None:
+    """An agent resolves its workspace once, but follows a symlink that now points elsewhere,
+    and a workspace that is gone is the same clear error as at the first run."""
+    from reins import Agent
+    from reins.testing import ScriptedModel
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    link = tmp_path / "current"
+    link.symlink_to(first)
+    agent = Agent(model=ScriptedModel(["done"]), workspace=link)
+    one = await agent.run("go")
+    again = await agent.run("go")
+    link.unlink()
+    link.symlink_to(second)
+    two = await agent.run("go")
+    roots = [(await agent.state(r.run_id)).config.workspace for r in (one, again, two)]
+    assert roots == [str(first), str(first), str(second)]
+    second.rmdir()
+    with pytest.raises(UsageError, match="is not an existing directory"):
+        await agent.run("go")

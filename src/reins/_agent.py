@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
@@ -119,6 +120,9 @@ class Agent:
     log: EventLog = field(default_factory=MemoryLog)
     model_id: str | None = None
     """The model string recorded in the log, for resuming from the command line."""
+    _resolved: tuple[tuple[object, ...], Workspace] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     async def run(
         self, goal: str, *, session_id: str | None = None, cancel: Cancel | None = None
@@ -153,7 +157,7 @@ class Agent:
     ) -> tuple[list[Event], RunLoop]:
         if not goal.strip():
             raise UsageError("the goal is empty; say what the agent should do")
-        workspace = Workspace(self.workspace, protected=self._protected())
+        workspace = self._workspace()
         if session_id is None:
             session_id = new_id()
             history: list[Message] = [
@@ -267,6 +271,18 @@ class Agent:
         if not any(t.name == final_answer.name for t in tools):
             tools.append(final_answer)
         return tools
+
+    def _workspace(self) -> Workspace:
+        """`workspace`, resolved; again only if the directory it names is another one (a
+        resolve costs more than a fast round)."""
+        try:
+            found = os.stat(self.workspace)
+        except (OSError, ValueError):
+            return Workspace(self.workspace, protected=self._protected())  # its error says why
+        key = (str(self.workspace), found.st_dev, found.st_ino, tuple(self._protected()))
+        if self._resolved is None or self._resolved[0] != key:
+            self._resolved = (key, Workspace(self.workspace, protected=self._protected()))
+        return self._resolved[1]
 
     def _protected(self) -> list[Path]:
         directory = getattr(self.log, "directory", None)

@@ -36,7 +36,7 @@ from ._model import (
     ThinkingChunk,
     ensure_requests_allowed,
 )
-from ._policies import Answer, Continue, Inject, Policy, Reject, Stop
+from ._policies import CONTINUE, Answer, Continue, Inject, Policy, Reject, Stop
 from ._state import RunState
 from ._stop import StopReason
 from .models._catalog import lookup
@@ -214,7 +214,7 @@ class RunLoop:
                 # repeated behind the model's back. Read-only calls are simply run again.
                 yield await self._emit(ToolCallFinished, step=step, result=_interrupted(call))
                 continue
-            verdict = await self._before_tool(call)
+            verdict = await self._before_tool(call) if self._hooks["before_tool"] else CONTINUE
             match verdict:
                 case Continue():
                     runnable.append(call)

@@ -43,9 +43,9 @@ class Journals:
     def append(self, session_id: str, data: bytes) -> int:
         """Write whole lines and hand them to the OS; returns the file's new size."""
         out = self._open.get(session_id) or self._claim(session_id)
-        view = memoryview(data)
-        while view:  # a regular file takes it all at once, short of a full disk
-            view = view[os.write(out.fd, view) :]
+        written = os.write(out.fd, data)
+        while written < len(data):  # a regular file takes it all at once, short of a full disk
+            written += os.write(out.fd, memoryview(data)[written:])
         if self.durable:
             os.fsync(out.fd)
         out.size += len(data)

@@ -62,6 +62,7 @@ SAVE_SPAN = (
     "INSERT INTO spans VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, first_seq) DO UPDATE "
     "SET last_seq = max(last_seq, excluded.last_seq), end_byte = max(end_byte, excluded.end_byte)"
 )
+SAVE_RUN = "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)"
 SAVE_JOURNAL = (
     "INSERT INTO journals VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE "
     "SET indexed_bytes = max(indexed_bytes, excluded.indexed_bytes)"
@@ -168,17 +169,17 @@ class SQLiteLog:
         try:
             for session_id, events in sessions.items():
                 lines = [e.__pydantic_serializer__.to_json(e) + b"\n" for e in events]
-                end = self.journals.append(session_id, b"".join(lines))
+                data = b"".join(lines)
+                end = self.journals.append(session_id, data)
                 self._journal_sizes[session_id] = end
-                self._locate(events, lines, end)
+                self._locate(events, lines, end - len(data), end)
         except OSError as exc:
             raise StoreError(f"cannot write the journal under {self.directory}: {exc}") from None
         if time.monotonic() - self._indexed_at >= INDEX_EVERY:
             self._index()
 
-    def _locate(self, events: list[Event], lines: list[bytes], end: int) -> None:
+    def _locate(self, events: list[Event], lines: list[bytes], start: int, end: int) -> None:
         """Note where the events just written lie, to index them."""
-        start = end - sum(map(len, lines))
         first, last = events[0], events[-1]
         if first.run_id == last.run_id and last.seq - first.seq == len(events) - 1:
             _extend(self._tails, self._unindexed, first, last, start, end)  # the usual: one run
@@ -222,8 +223,7 @@ class SQLiteLog:
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.executemany(SAVE_SPAN, spans)
-                for event in run_events:
-                    self._update_run(event)
+                db.executemany(SAVE_RUN, self._run_rows(run_events))
                 db.executemany(SAVE_JOURNAL, list(sizes.items()))
                 db.execute("COMMIT")
             except BaseException:
@@ -233,25 +233,25 @@ class SQLiteLog:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write the index {self.path}: {exc}") from None
 
-    def _update_run(self, event: Event) -> None:
-        info = index_update(self._runs.get(event.run_id) or self._load_run(event.run_id), event)
-        if info is None:
-            return
-        if info.stop_reason is None:
-            self._runs[event.run_id] = info
-        else:
-            self._runs.pop(event.run_id, None)
-        self._db.execute(
-            "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                info.run_id,
-                info.session_id,
-                info.goal,
-                info.model,
-                info.started_at.isoformat(),
-                info.stop_reason,
-            ),
-        )
+    def _run_rows(self, run_events: list[Event]) -> list[tuple[Any, ...]]:
+        """One row for each run these events change: how it stands after the last of them."""
+        changed: dict[str, RunInfo] = {}
+        for event in run_events:
+            run_id = event.run_id
+            before = changed.get(run_id)
+            if before is None and event.kind != "run_started":
+                before = self._runs.get(run_id) or self._load_run(run_id)
+            if (info := index_update(before, event)) is not None:
+                changed[run_id] = info
+        for info in changed.values():  # kept while unfinished: its finish comes in a later flush
+            if info.stop_reason is None:
+                self._runs[info.run_id] = info
+            else:
+                self._runs.pop(info.run_id, None)
+        return [
+            (i.run_id, i.session_id, i.goal, i.model, i.started_at.isoformat(), i.stop_reason)
+            for i in changed.values()
+        ]
 
     def _catch_up(self) -> None:
         """Index journal lines the database lacks: left by a crash, or by another process."""
