@@ -128,3 +128,11 @@ def test_usage_adds_up() -> None:
     )
     assert total == Usage(input_tokens=11, output_tokens=22, requests=2)
     assert total.total_tokens == 33
+
+
+def test_ids_made_in_one_burst_are_unique_and_time_ordered() -> None:
+    from reins._agent import new_id
+
+    ids = [new_id() for _ in range(100_000)]  # hundreds a millisecond, as a busy server makes
+    assert len(set(ids)) == len(ids)
+    assert [i[:11] for i in ids] == sorted(i[:11] for i in ids)

@@ -297,5 +297,6 @@ class Agent:
 
 
 def new_id() -> str:
-    """A time-ordered id: 11 hex digits of milliseconds, then 6 random ones."""
-    return f"{int(time.time() * 1000):011x}{secrets.token_hex(3)}"
+    """A time-ordered id: 11 hex digits of milliseconds, then 10 random ones (a busy process
+    makes hundreds of ids a millisecond; 6 random digits let two of them collide)."""
+    return f"{int(time.time() * 1000):011x}{secrets.token_hex(5)}"
