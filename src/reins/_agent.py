@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
+import random
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -299,4 +299,5 @@ class Agent:
 def new_id() -> str:
     """A time-ordered id: 11 hex digits of milliseconds, then 10 random ones (a busy process
     makes hundreds of ids a millisecond; 6 random digits let two of them collide)."""
-    return f"{int(time.time() * 1000):011x}{secrets.token_hex(5)}"
+    # `random`, not `secrets`: ids need not be secret, and it is reseeded in a forked child.
+    return f"{int(time.time() * 1000):011x}{random.getrandbits(40):010x}"

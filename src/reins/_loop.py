@@ -10,6 +10,7 @@ import asyncio
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any, assert_never
 
 from ._cancel import Cancel
@@ -67,15 +68,15 @@ class RunLoop:
         self.settings = (
             settings
             if settings.max_tokens is not None
-            else replace(settings, max_tokens=lookup(model.name).max_output)
+            else _capped(settings, lookup(model.name).max_output)
         )
         self.cancel = cancel
         self._uncommitted = False
         # Each hook is called only on the policies that implement it: the loop's hot path.
-        self._hooks = {
-            hook: [p for p in policies if getattr(type(p), hook) is not getattr(Policy, hook)]
-            for hook in ("before_round", "after_response", "on_final", "before_tool", "after_tools")
-        }
+        self._hooks: dict[str, list[Policy]] = {hook: [] for hook in HOOKS}
+        for policy in policies:
+            for hook in _overridden(type(policy)):
+                self._hooks[hook].append(policy)
 
     async def events(self) -> AsyncGenerator[Event]:
         state = self.state
@@ -321,6 +322,26 @@ class RunLoop:
         self._uncommitted = not commit
         await self.log.append(event, commit=commit)
         return event
+
+
+HOOKS = ("before_round", "after_response", "on_final", "before_tool", "after_tools")
+
+
+_OVERRIDDEN: dict[type[Policy], tuple[str, ...]] = {}
+
+
+def _overridden(kind: type[Policy]) -> tuple[str, ...]:
+    """The hooks a policy class implements (worked out once per class)."""
+    hooks = _OVERRIDDEN.get(kind)
+    if hooks is None:
+        hooks = tuple(h for h in HOOKS if getattr(kind, h) is not getattr(Policy, h))
+        _OVERRIDDEN[kind] = hooks
+    return hooks
+
+
+@lru_cache(maxsize=64)
+def _capped(settings: ModelSettings, max_tokens: int) -> ModelSettings:
+    return replace(settings, max_tokens=max_tokens)
 
 
 def _interrupted(call: ToolCall) -> ToolResultMessage:
