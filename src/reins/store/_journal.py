@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .._errors import StoreError
+from ._spares import Spares
 
 log = logging.getLogger("reins.store")
 
@@ -36,6 +37,7 @@ class Journals:
         self.durable = durable
         self._open: dict[str, _Writer] = {}
         self._made = False
+        self._spares = Spares(directory / ".spares")
 
     def path(self, session_id: str) -> Path:
         return self.directory / f"{session_id}.jsonl"
@@ -57,7 +59,9 @@ class Journals:
             self._made = True
         # A raw descriptor: one syscall per commit, no buffer to flush.
         path = os.path.join(self.directory, f"{session_id}.jsonl")  # not `path()`: pathlib is slow
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = self._spares.take(path)
+        if fd is None:
+            fd = self._spares.create(path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -127,6 +131,7 @@ class Journals:
         for out in self._open.values():
             os.close(out.fd)  # closing releases the lock
         self._open.clear()
+        self._spares.close()
 
 
 class _Writer:
