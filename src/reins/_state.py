@@ -154,22 +154,20 @@ class RunState:
         if last is None:
             return None
         index, message = last
-        after = self.messages[index + 1 :]
-        if any(not isinstance(m, ToolResultMessage) for m in after):
-            return None
         marked = _marked_answer(message.text)
         if not message.tool_calls:
             return marked if marked is not None else message.text
         for call in message.tool_calls:
             if call.name == FINAL_ANSWER_TOOL and any(
                 isinstance(r, ToolResultMessage) and r.call_id == call.id and not r.is_error
-                for r in after
+                for r in self.messages[index + 1 :]
             ):
                 return str(call.arguments.get("answer", ""))
         return marked
 
 
 def _last_assistant(messages: list[Message]) -> tuple[int, AssistantMessage] | None:
+    """The last assistant message, if only tool results follow it."""
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if isinstance(message, AssistantMessage):
