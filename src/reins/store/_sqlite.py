@@ -151,7 +151,7 @@ class SQLiteLog:
         self._next_seq[event.run_id] = event.seq + 1
         self._batch.append(event)
         if commit:
-            await self.commit()
+            self._commit()
 
     def _first_seq(self, run_id: str) -> int:
         self._refresh()
@@ -160,6 +160,9 @@ class SQLiteLog:
 
     async def commit(self) -> None:
         """Journal the batch: one write per session, handed to the OS before returning."""
+        self._commit()
+
+    def _commit(self) -> None:
         if not self._batch:
             return
         batch, self._batch = self._batch, []
