@@ -110,3 +110,18 @@ def test_a_forked_child_leaves_its_parents_spares_alone(tmp_path: Path, workspac
     assert child.st_ino not in stock
     assert all(path.exists() for path in stock.values())  # the parent's, still there to use
     asyncio.run(log.close())
+
+
+@pytest.mark.usefixtures("slow_creates")
+async def test_without_a_place_for_spares_journals_are_created_as_needed(
+    tmp_path: Path, workspace: Path
+) -> None:
+    store = tmp_path / "store"
+    (store / "sessions").mkdir(parents=True)
+    (store / "sessions" / ".spares").write_text("not a folder")
+    log = SQLiteLog(store)
+    results = [await agent(log, workspace).run(f"go {i}") for i in range(3)]
+    for result in results:
+        assert result.stop_reason is StopReason.END_TURN
+        assert len(await log.events(result.run_id)) > 4
+    await log.close()

@@ -13,6 +13,7 @@ by the next process that starts a thread on the directory; a forked child makes 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 import threading
@@ -21,6 +22,7 @@ from collections import deque
 from pathlib import Path
 
 CREATE = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+log = logging.getLogger("reins.store")
 
 
 class Spares:
@@ -46,7 +48,7 @@ class Spares:
         fd = os.open(path, CREATE, 0o644)
         if self._thread is None and time.perf_counter() - start > self.SLOW_CREATE:
             self._slow += 1
-            if self._slow >= self.SLOW_CREATES:
+            if self._slow == self.SLOW_CREATES:
                 self._start()
         return fd
 
@@ -82,13 +84,19 @@ class Spares:
         self._thread, self._slow, self._pid = None, 0, os.getpid()
 
     def _start(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        for entry in os.scandir(self.directory):  # spares of processes that are gone
-            if not _alive(entry.name.partition("-")[0]):
-                with contextlib.suppress(OSError):  # another process cleaned up first
-                    os.unlink(entry.path)
-        self._thread = threading.Thread(target=self._fill, name="reins-spares", daemon=True)
-        self._thread.start()
+        """Start the thread; if that cannot be done, journals are simply created as needed."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            for entry in os.scandir(self.directory):  # spares of processes that are gone
+                if not _alive(entry.name.partition("-")[0]):
+                    with contextlib.suppress(OSError):  # another process cleaned up first
+                        os.unlink(entry.path)
+            thread = threading.Thread(target=self._fill, name="reins-spares", daemon=True)
+            thread.start()
+        except (OSError, RuntimeError) as exc:  # RuntimeError: no thread can be started
+            log.debug("no spare journals in %s: %s", self.directory, exc)
+            return
+        self._thread = thread
         self._wanted.set()
 
     def _fill(self) -> None:
