@@ -108,11 +108,12 @@ class Spares:
             self._wanted.clear()
             while len(self._ready) < self.BATCH and not self._closed:
                 count += 1
+                name = f"{prefix}{count}"
                 try:
-                    fd = os.open(f"{prefix}{count}", CREATE | os.O_EXCL, 0o644)
+                    fd = os.open(name, CREATE | os.O_EXCL, 0o644)
                 except OSError:  # a full disk, say: journals are created as they are needed
                     return
-                self._ready.append((f"{prefix}{count}", fd))
+                self._ready.append((name, fd))
 
     def close(self) -> None:
         """Stop the thread and remove the spares left."""
@@ -124,7 +125,8 @@ class Spares:
         while self._ready:
             name, fd = self._ready.popleft()
             os.close(fd)
-            os.unlink(name)
+            with contextlib.suppress(OSError):
+                os.unlink(name)
 
 
 def _alive(pid: str) -> bool:
