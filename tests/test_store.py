@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,30 @@ async def test_a_run_survives_closing_and_reopening(tmp_path: Path, workspace: P
         StopReason.END_TURN,
     )
     await reopened.close()
+
+
+async def test_a_durable_log_syncs_each_commit_and_each_new_journals_name(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What is synced, seen at the system call: the lines before the next step acts, and the
+    sessions folder once a journal is in it (else power loss could lose the file's name)."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    log = SQLiteLog(tmp_path / "store", durable=True)
+    result = await Agent(model=scripted(2), tools=[pause], workspace=workspace, log=log).run("go")
+    journal = str(tmp_path / "store" / "sessions" / f"{result.session_id}.jsonl")
+    folder = str(tmp_path / "store" / "sessions")
+    assert synced[0] == folder  # before the first line is acknowledged
+    commits = [path for path in synced if path == journal]
+    # run_started; per tool round the calls, then the result; the finish
+    assert len(commits) == 1 + 2 * 2 + 1
+    await log.close()
 
 
 async def test_the_journal_holds_exactly_the_run_events(

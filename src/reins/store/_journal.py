@@ -70,6 +70,8 @@ class Journals:
                 f"session {session_id} is being written by another process; wait for it to "
                 "finish, or start a new session"
             ) from None
+        if self.durable:  # the journal's name too must survive power loss, not only its lines
+            _fsync_directory(self.directory)
         out = self._open[session_id] = _Writer(fd, os.fstat(fd).st_size)
         return out
 
@@ -142,3 +144,11 @@ class _Writer:
     def __init__(self, fd: int, size: int) -> None:
         self.fd = fd
         self.size = size
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
