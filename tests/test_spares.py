@@ -125,3 +125,23 @@ async def test_without_a_place_for_spares_journals_are_created_as_needed(
         assert result.stop_reason is StopReason.END_TURN
         assert len(await log.events(result.run_id)) > 4
     await log.close()
+
+
+@pytest.mark.usefixtures("slow_creates")
+async def test_where_files_cannot_be_linked_spares_are_given_up(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No filesystem here lacks hard links, so `link` is made to fail as one would."""
+    store = tmp_path / "store"
+    log = SQLiteLog(store)
+    await agent(log, workspace).run("go")
+    stocked(store)
+
+    def no_links(source: str, target: str) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    results = [await agent(log, workspace).run(f"go {i}") for i in range(3)]
+    assert all(r.stop_reason is StopReason.END_TURN for r in results)
+    assert spares_of(store) == {}  # given up at the first failure, and cleaned up
+    await log.close()

@@ -71,8 +71,13 @@ class Spares:
         except FileExistsError:
             self._ready.appendleft((name, fd))
             return None
-        except OSError:  # removed by another process's clean-up, say
+        except FileNotFoundError:  # removed by another process's clean-up
             os.close(fd)
+            return None
+        except OSError as exc:  # a filesystem without hard links, say: no more spares
+            self._ready.appendleft((name, fd))  # for `close` to remove
+            log.debug("no spare journals in %s: %s", self.directory, exc)
+            self.close()
             return None
         os.unlink(name)
         return fd
