@@ -18,7 +18,7 @@ class Workspace:
     are refused. Writes into `protected` paths (the event log) are refused too."""
 
     def __init__(self, root: str | Path, *, protected: Sequence[str | Path] = ()) -> None:
-        real = os.path.realpath(os.path.expanduser(root))  # os.path: this runs once a run
+        real = os.path.realpath(os.path.expanduser(root))  # os.path: cheaper than pathlib
         if not os.path.isdir(real):
             raise WorkspaceError(
                 f"workspace {str(root)!r} is not an existing directory; create it or pass "
