@@ -209,13 +209,13 @@ def test_no_log_yet(project: Path) -> None:
     assert done.stderr.startswith("error: no event log at .reins")
 
 
-def test_ctrl_c_cancels_cooperatively_and_keeps_the_log(project: Path) -> None:
+def _start_sleeping_run(project: Path) -> tuple[subprocess.Popen[str], list[str]]:
     model = script(
         project / "s.json",
         [{"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 30"}}]}, "never"],
     )
     child = subprocess.Popen(
-        [*REINS, "run", "wait", "-m", model, "-w", "ws", "--json"],
+        [*REINS, "run", "wait", "-m", model, "-w", "ws", "--json", "--yes"],
         cwd=project,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -229,12 +229,20 @@ def test_ctrl_c_cancels_cooperatively_and_keeps_the_log(project: Path) -> None:
         if '"kind":"tool_call_started"' in line:
             break
     time.sleep(0.2)
+    return child, lines
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_cancels_cooperatively_and_keeps_the_log(
+    project: Path, signum: signal.Signals
+) -> None:
+    child, lines = _start_sleeping_run(project)
     start = time.monotonic()
-    child.send_signal(signal.SIGINT)
+    child.send_signal(signum)
     rest, stderr = child.communicate(timeout=20)
     assert time.monotonic() - start < 5  # the sleep was stopped, not waited for
     assert child.returncode == 130
-    assert "cancelling" in stderr
+    assert f"cancelling… ({signum.name}" in stderr
     assert "Traceback" not in stderr
     events = [EVENT.validate_json(line) for line in [*lines, *rest.splitlines()]]
     last = events[-1]
@@ -243,6 +251,16 @@ def test_ctrl_c_cancels_cooperatively_and_keeps_the_log(project: Path) -> None:
     shown = reins("show", last.run_id, cwd=project)
     assert "Cancelled by the user before it finished." in shown.stdout
     assert "stopped: cancelled" in shown.stdout
+
+
+def test_a_second_signal_stops_at_once_without_a_traceback(project: Path) -> None:
+    child, _ = _start_sleeping_run(project)
+    child.send_signal(signal.SIGTERM)
+    child.send_signal(signal.SIGINT)
+    _, stderr = child.communicate(timeout=20)
+    assert child.returncode == 130
+    assert "Traceback" not in stderr
+    assert reins("sessions", cwd=project).returncode == 0  # the log is whole
 
 
 def test_help_lists_the_commands(project: Path) -> None:

@@ -32,11 +32,13 @@ if TYPE_CHECKING:
     from ._events import (
         EVENT,
         SCHEMA_VERSION,
+        ApprovalRequested,
         Event,
         FinishReason,
         ModelRequested,
         ModelResponded,
         Notice,
+        PermissionDecided,
         ResponseRejected,
         RunConfig,
         RunFinished,
@@ -88,6 +90,7 @@ if TYPE_CHECKING:
     from ._resolve import resolve_model
     from ._state import RunState
     from ._stop import StopReason
+    from .permissions import Approval, ApprovalRequest, PermissionRules, Permissions
     from .store import EventLog, MemoryLog, RunInfo, SQLiteLog
     from .tools import Tool, ToolContext, Workspace, tool
 
@@ -111,6 +114,12 @@ _LAZY: dict[str, str] = {
     "UsageError": "._errors",
     "WorkspaceError": "._errors",
     "EVENT": "._events",
+    "ApprovalRequested": "._events",
+    "PermissionDecided": "._events",
+    "Approval": ".permissions",
+    "ApprovalRequest": ".permissions",
+    "PermissionRules": ".permissions",
+    "Permissions": ".permissions",
     "SCHEMA_VERSION": "._events",
     "Event": "._events",
     "FinishReason": "._events",
@@ -194,6 +203,9 @@ __all__ = [
     "Agent",
     "AgentRun",
     "Answer",
+    "Approval",
+    "ApprovalRequest",
+    "ApprovalRequested",
     "AssistantMessage",
     "BeforeRound",
     "BeforeTool",
@@ -219,6 +231,9 @@ __all__ = [
     "ModelTimeout",
     "Notice",
     "OnFinal",
+    "PermissionDecided",
+    "PermissionRules",
+    "Permissions",
     "Policy",
     "ReinsError",
     "Reject",

@@ -6,14 +6,22 @@ import asyncio
 import os
 import random
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._cancel import Cancel
 from ._context import system_prompt
 from ._errors import UsageError
-from ._events import Event, Notice, RunConfig, RunResumed, RunStarted
+from ._events import (
+    ApprovalRequested,
+    Event,
+    Notice,
+    PermissionDecided,
+    RunConfig,
+    RunResumed,
+    RunStarted,
+)
 from ._loop import RunLoop
 from ._messages import Message, SystemMessage, Usage, UserMessage
 from ._model import Model, ModelSettings
@@ -21,6 +29,7 @@ from ._policies import MaxSteps, MaxTokensRecovery, Policy, StrictActions
 from ._state import RunState
 from ._stop import StopReason
 from .models._catalog import UNKNOWN, lookup
+from .permissions import Approval, ApprovalHandler, ApprovalMode, Permissions, approver
 from .store import EventLog, MemoryLog
 from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
 
@@ -37,6 +46,9 @@ class RunResult:
     cost: float
     """US dollars, for the calls whose price the model catalog knows."""
     steps: int
+    awaiting: list[ApprovalRequested] = field(default_factory=list[ApprovalRequested])
+    """The approval requests a `waiting` run is paused on; answer them with
+    `Agent.resume(run_id, approvals={call_id: True, ...})`."""
 
     @classmethod
     def of(cls, state: RunState) -> RunResult:
@@ -53,6 +65,7 @@ class RunResult:
             usage=state.usage,
             cost=state.cost,
             steps=state.step,
+            awaiting=state.awaiting(),
         )
 
 
@@ -120,6 +133,14 @@ class Agent:
     log: EventLog = field(default_factory=MemoryLog)
     model_id: str | None = None
     """The model string recorded in the log, for resuming from the command line."""
+    permissions: Permissions = field(default_factory=Permissions)
+    """Which tool calls are allowed, asked about or denied (default: tools that only read and
+    tools that write inside the workspace are allowed; `run_command` and tools marked
+    `needs_approval` ask)."""
+    approval: ApprovalHandler | ApprovalMode = "deny"
+    """Who answers an ask: a function (sync or async) given an `ApprovalRequest`, returning
+    True/False or an `Approval`; `"pause"` (the run ends `waiting`, to be resumed with the
+    answers); `"allow"` (approve everything: approvals off); `"deny"` (nobody to ask)."""
     _resolved: tuple[tuple[object, ...], Workspace] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -134,10 +155,17 @@ class Agent:
         return asyncio.run(self.run(goal, session_id=session_id))
 
     async def resume(
-        self, run_id: str, *, max_steps: int | None = None, cancel: Cancel | None = None
+        self,
+        run_id: str,
+        *,
+        max_steps: int | None = None,
+        approvals: Mapping[str, Approval | bool] | None = None,
+        cancel: Cancel | None = None,
     ) -> RunResult:
-        """Continue a run from its log: after a crash, a cap, a cancel or an error."""
-        return await self.resume_iter(run_id, max_steps=max_steps, cancel=cancel).result()
+        """Continue a run from its log: after a crash, a cap, a cancel, an error, or a pause
+        for approval (`approvals` answers its requests by call id)."""
+        stream = self.resume_iter(run_id, max_steps=max_steps, approvals=approvals, cancel=cancel)
+        return await stream.result()
 
     def iter(
         self, goal: str, *, session_id: str | None = None, cancel: Cancel | None = None
@@ -146,11 +174,16 @@ class Agent:
         return AgentRun(lambda: self._start(goal, session_id, cancel))
 
     def resume_iter(
-        self, run_id: str, *, max_steps: int | None = None, cancel: Cancel | None = None
+        self,
+        run_id: str,
+        *,
+        max_steps: int | None = None,
+        approvals: Mapping[str, Approval | bool] | None = None,
+        cancel: Cancel | None = None,
     ) -> AgentRun:
         """Like `resume`, as an async iterable of events. `max_steps` is the new cap; by
         default a run stopped by its cap gets as many steps again."""
-        return AgentRun(lambda: self._resume(run_id, max_steps, cancel))
+        return AgentRun(lambda: self._resume(run_id, max_steps, approvals or {}, cancel))
 
     async def _start(
         self, goal: str, session_id: str | None, cancel: Cancel | None
@@ -158,6 +191,7 @@ class Agent:
         if not goal.strip():
             raise UsageError("the goal is empty; say what the agent should do")
         workspace = self._workspace()
+        grants: tuple[str, ...] = ()
         if session_id is None:
             session_id = new_id()
             history: list[Message] = [
@@ -166,7 +200,7 @@ class Agent:
                 )
             ]
         else:
-            history = await self._session_history(session_id)
+            history, grants = await self._session_history(session_id)
         config = RunConfig(
             model=self.model_id or self.model.name,
             workspace=str(workspace.root),
@@ -181,6 +215,7 @@ class Agent:
             goal=goal,
             config=config,
             messages=(*history, UserMessage(content=goal)),
+            grants=grants,
         )
         await self.log.append(started)
         state = RunState.fold([started])
@@ -202,9 +237,20 @@ class Agent:
         return first, loop
 
     async def _resume(
-        self, run_id: str, max_steps: int | None, cancel: Cancel | None
+        self,
+        run_id: str,
+        max_steps: int | None,
+        approvals: Mapping[str, Approval | bool],
+        cancel: Cancel | None,
     ) -> tuple[list[Event], RunLoop]:
         state = RunState.fold(await self.log.events(run_id))
+        awaiting = {r.call.id: r for r in state.awaiting()}
+        unknown = sorted(set(approvals) - set(awaiting))
+        if unknown:
+            raise UsageError(
+                f"run {run_id} has no approval request for call(s) {', '.join(unknown)}; "
+                f"it awaits: {', '.join(awaiting) or 'none'}"
+            )
         if state.finished is not None and state.finished.stop_reason is StopReason.END_TURN:
             raise UsageError(
                 f"run {run_id} already ended its turn; continue its session with a new goal instead"
@@ -222,7 +268,28 @@ class Agent:
         )
         await self.log.append(resumed)
         state.apply(resumed)
-        return [resumed], self._loop(state, cancel)
+        first: list[Event] = [resumed]
+        for call_id, given in approvals.items():
+            answer = given if isinstance(given, Approval) else Approval(bool(given))
+            request = awaiting[call_id]
+            always = answer.allowed and answer.always
+            decided = PermissionDecided(
+                session_id=state.session_id,
+                run_id=state.run_id,
+                seq=state.next_seq,
+                step=request.step,
+                call_id=call_id,
+                tool=request.call.name,
+                allowed=answer.allowed,
+                rule=request.rule,
+                by=answer.by,
+                always=always,
+                grant=request.grant if always else "",
+            )
+            await self.log.append(decided)
+            state.apply(decided)
+            first.append(decided)
+        return first, self._loop(state, cancel)
 
     async def state(self, run_id: str) -> RunState:
         """The run's state, folded from its log."""
@@ -244,6 +311,7 @@ class Agent:
             [t for t in tools if t.name in state.config.tools],
             context=context,
             max_parallel=state.config.max_parallel_tools,
+            permissions=self.permissions,
         )
         return RunLoop(
             state=state,
@@ -258,6 +326,7 @@ class Agent:
             ],
             settings=self.settings,
             cancel=cancel or Cancel(),
+            approver=approver(self.approval),
         )
 
     def _protocol_policies(self, executor: ToolExecutor) -> list[Policy]:
@@ -288,12 +357,13 @@ class Agent:
         directory = getattr(self.log, "directory", None)
         return [directory] if isinstance(directory, Path) else []
 
-    async def _session_history(self, session_id: str) -> list[Message]:
+    async def _session_history(self, session_id: str) -> tuple[list[Message], tuple[str, ...]]:
+        """The session's conversation so far, and what was allowed "always" in it."""
         runs = await self.log.runs(session_id)
         if not runs:
             raise UsageError(f"no session {session_id!r} in this log; `reins sessions` lists them")
         last = RunState.fold(await self.log.events(runs[-1].run_id))
-        return last.transcript()
+        return last.transcript(), tuple(sorted(last.grants))
 
 
 def new_id() -> str:

@@ -38,6 +38,8 @@ class Cancel:
             loop.call_soon_threadsafe(self._fire)
 
     def _fire(self) -> None:
+        if self._set:
+            return  # a second request must not cancel a task twice: `race` takes back one
         self._set = True
         for task in self._racing:
             self._interrupted.add(task)

@@ -13,7 +13,15 @@ key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) w
     [providers.vllm]                  # a named OpenAI-compatible server: model `vllm:NAME`
     base_url = "http://gpu-box:8000/v1"
 
-A project file is committed with the code, so it may name a key's variable but not hold a key.
+    approval = "ask"                  # or "never-ask" (like --yes), or "pause"
+    [permissions]                     # per tool: allow, ask or deny
+    write_file = "ask"
+    [permissions.commands]            # per argv prefix of a shell command
+    "git status" = "allow"
+    "git push" = "ask"
+
+A project file is committed with the code, so it may name a key's variable but not hold a key,
+and its permissions and approval can only be stricter than the user's.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._errors import UsageError
+from .permissions import PermissionRules
 
 PROJECT_FILE = "reins.toml"
 
@@ -60,6 +69,14 @@ class Config(BaseModel):
     model: str | None = None
     """The model `reins run` uses when neither --model nor REINS_MODEL says."""
     providers: dict[str, Endpoint] = {}
+    approval: Literal["ask", "never-ask", "pause"] = "ask"
+    """Who answers a permission ask in `reins run`: the person at the terminal (with no
+    terminal: denied), nobody (`never-ask`: approved, as `--yes`), or a later `reins resume`
+    (`pause`: the run stops `waiting`)."""
+    permissions: PermissionRules = PermissionRules()
+    """The user's rules."""
+    project_permissions: PermissionRules = PermissionRules()
+    """The project's rules: they can only make a decision stricter."""
 
     def endpoint(self, name: str) -> Endpoint:
         return self.providers.get(name) or Endpoint()
@@ -84,6 +101,7 @@ def load_config(start: Path | None = None) -> Config:
     """The user's file overlaid with the project's; no file: an empty config."""
     merged: dict[str, object] = {}
     providers: dict[str, Any] = {}
+    rules: dict[str, PermissionRules] = {}
     user = user_config_path()
     project = project_config_path(start)
     for path, is_project in ((user, False), (project, True)):
@@ -92,6 +110,10 @@ def load_config(start: Path | None = None) -> Config:
         data = _read(path)
         if is_project:
             _refuse_keys(path, data)
+            _refuse_looser_approval(path, data)
+        if (table := data.pop("permissions", None)) is not None:
+            name = "project_permissions" if is_project else "permissions"
+            rules[name] = _rules(path, table)
         layer = data.pop("providers", None)
         if isinstance(layer, dict):
             for name, endpoint in layer.items():
@@ -103,7 +125,7 @@ def load_config(start: Path | None = None) -> Config:
             merged["providers"] = layer  # not a table: the validation below says so
         merged.update(data)
     try:
-        return Config.model_validate({"providers": providers, **merged})
+        return Config.model_validate({"providers": providers, **merged, **rules})
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
@@ -119,6 +141,27 @@ def _read(path: Path) -> dict[str, object]:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
     except OSError as exc:
         raise UsageError(f"cannot read the config file {path}: {exc}") from None
+
+
+def _rules(path: Path, table: object) -> PermissionRules:
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: permissions must be a table ([permissions])")
+    try:
+        return PermissionRules.from_table(table)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]).removeprefix("tools.")
+        raise UsageError(
+            f'{path}: permissions.{where}: {error["msg"]} (a rule is "allow", "ask" or "deny")'
+        ) from None
+
+
+def _refuse_looser_approval(path: Path, data: dict[str, object]) -> None:
+    if data.get("approval") == "never-ask":
+        raise UsageError(
+            f'{path}: approval = "never-ask": a project file may only make approvals stricter; '
+            f"set it in {user_config_path()} or pass --yes"
+        )
 
 
 def _refuse_keys(path: Path, data: dict[str, object]) -> None:

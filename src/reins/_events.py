@@ -53,6 +53,8 @@ class RunStarted(_Event):
     config: RunConfig
     messages: tuple[Message, ...]
     """The whole context the run starts from: system prompt, earlier turns, the goal."""
+    grants: tuple[str, ...] = ()
+    """What a person allowed "always" in the session's earlier runs."""
 
 
 class RunResumed(_Event):
@@ -102,6 +104,35 @@ class ToolCallFinished(_Event):
     duration_ms: float = 0.0
 
 
+class ApprovalRequested(_Event):
+    """A tool call waits for a person's yes or no."""
+
+    kind: Literal["approval_requested"] = "approval_requested"
+    step: int
+    call: ToolCall
+    rule: str
+    """The rule that asked, e.g. `default: run_command asks`."""
+    grant: str
+    """What an answer of "always" allows for the rest of the session."""
+
+
+class PermissionDecided(_Event):
+    """A tool call allowed or denied before it ran: by a rule someone wrote, by an earlier
+    "always", or by whoever answered its approval request."""
+
+    kind: Literal["permission_decided"] = "permission_decided"
+    step: int
+    call_id: str
+    tool: str
+    allowed: bool
+    rule: str
+    by: Literal["rule", "session", "user", "auto", "headless"]
+    """`auto`: approvals were turned off (`--yes`); `headless`: nobody could be asked."""
+    always: bool = False
+    """The person allowed `grant` for the rest of the session."""
+    grant: str = ""
+
+
 class ResponseRejected(_Event):
     """A policy refused the last response; its calls are not run and the model is told why."""
 
@@ -137,6 +168,8 @@ Event = Annotated[
     | ModelResponded
     | ToolCallStarted
     | ToolCallFinished
+    | ApprovalRequested
+    | PermissionDecided
     | ResponseRejected
     | Notice
     | RunFinished,

@@ -16,10 +16,12 @@ from typing import Any, assert_never
 from ._cancel import Cancel
 from ._errors import ReinsError, StoreError
 from ._events import (
+    ApprovalRequested,
     Event,
     ModelRequested,
     ModelResponded,
     Notice,
+    PermissionDecided,
     ResponseRejected,
     RunFinished,
     TextDelta,
@@ -41,6 +43,7 @@ from ._policies import CONTINUE, Answer, Continue, Inject, Policy, Reject, Stop
 from ._state import RunState
 from ._stop import StopReason
 from .models._catalog import lookup
+from .permissions import ApprovalRequest, Approver, Ruling, denial
 from .store import EventLog
 from .tools import ToolExecutor
 
@@ -58,6 +61,7 @@ class RunLoop:
         policies: Sequence[Policy],
         settings: ModelSettings,
         cancel: Cancel,
+        approver: Approver,
     ) -> None:
         self.state = state
         self.log = log
@@ -71,6 +75,7 @@ class RunLoop:
             else _capped(settings, lookup(model.name).max_output)
         )
         self.cancel = cancel
+        self.approver = approver
         self._uncommitted = False
         # Each hook is called only on the policies that implement it: the loop's hot path.
         self._hooks: dict[str, list[Policy]] = {hook: [] for hook in HOOKS}
@@ -209,6 +214,7 @@ class RunLoop:
         state = self.state
         step = state.step
         runnable: list[ToolCall] = []
+        waiting: list[ToolCall] = []
         for call in [c for c in state.pending if c.id not in state.results]:
             if call.id in state.started and not self.executor.is_read_only(call.name):
                 # The process died while this call ran: its effect is unknown, so it is not
@@ -218,7 +224,25 @@ class RunLoop:
             verdict = await self._before_tool(call) if self._hooks["before_tool"] else CONTINUE
             match verdict:
                 case Continue():
-                    runnable.append(call)
+                    ruling = self.executor.judge(call, state.grants)
+                    if ruling is None:  # a default allows it
+                        runnable.append(call)
+                        continue
+                    async for event in self._permit(call, ruling):
+                        yield event
+                    decided = state.decisions.get(call.id)
+                    if state.finished is not None:
+                        return  # cancelled, or the approval handler failed
+                    if decided is None:
+                        waiting.append(call)
+                    elif decided.allowed:
+                        runnable.append(call)
+                    else:
+                        text = denial(call.name, by=decided.by, rule=decided.rule)
+                        result = ToolResultMessage(
+                            call_id=call.id, name=call.name, content=text, is_error=True
+                        )
+                        yield await self._emit(ToolCallFinished, step=step, result=result)
                 case Answer(text) | Reject(text):
                     result = ToolResultMessage(
                         call_id=call.id,
@@ -254,8 +278,60 @@ class RunLoop:
                 case Stop(reason, detail):
                     yield await self._finish(reason, detail=detail)
                     return
-        if self.cancel.is_set:
+        if waiting:
+            names = ", ".join(f"{c.name} ({c.id})" for c in waiting)
+            yield await self._finish(StopReason.WAITING, detail=f"awaiting approval: {names}")
+        elif self.cancel.is_set:
             yield await self._finish(StopReason.CANCELLED, detail="cancelled after tool calls")
+
+    async def _permit(self, call: ToolCall, ruling: Ruling) -> AsyncIterator[Event]:
+        """Record how a call the rules did not simply allow was decided, asking a person if
+        they say ask. No decision recorded afterwards: the run pauses for an answer."""
+        state = self.state
+        if call.id in state.decisions:
+            return  # decided before a crash, or answered on resume
+        decided: dict[str, Any] = {
+            "step": state.step,
+            "call_id": call.id,
+            "tool": call.name,
+            "rule": ruling.rule,
+        }
+        if ruling.decision != "ask":
+            allowed = ruling.decision == "allow"
+            yield await self._emit(PermissionDecided, allowed=allowed, by=ruling.by, **decided)
+            return
+        if call.id not in state.asked:
+            yield await self._emit(
+                ApprovalRequested, step=state.step, call=call, rule=ruling.rule, grant=ruling.grant
+            )
+        request = ApprovalRequest(
+            session_id=state.session_id,
+            run_id=state.run_id,
+            call=call,
+            rule=ruling.rule,
+            grant=ruling.grant,
+            command_arg=self.executor.tools[call.name].command_arg,
+        )
+        try:
+            answer = await self.cancel.race(self.approver(request))
+        except Exception as exc:  # a handler's bug stops the run, resumably
+            detail = f"the approval handler failed: {type(exc).__name__}: {exc}"
+            yield await self._finish(StopReason.ERROR, detail=detail)
+            return
+        if answer is None:
+            if self.cancel.is_set:
+                detail = "cancelled while waiting for an approval"
+                yield await self._finish(StopReason.CANCELLED, detail=detail)
+            return
+        always = answer.allowed and answer.always
+        yield await self._emit(
+            PermissionDecided,
+            allowed=answer.allowed,
+            by=answer.by,
+            always=always,
+            grant=ruling.grant if always else "",
+            **decided,
+        )
 
     async def _before_tool(self, call: ToolCall) -> Continue | Reject | Answer | Stop:
         for policy in self._hooks["before_tool"]:

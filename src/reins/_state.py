@@ -12,10 +12,12 @@ from typing import assert_never
 
 from ._errors import LogCorrupted
 from ._events import (
+    ApprovalRequested,
     Event,
     ModelRequested,
     ModelResponded,
     Notice,
+    PermissionDecided,
     ResponseRejected,
     RunConfig,
     RunFinished,
@@ -58,6 +60,12 @@ class RunState:
     """US dollars spent on model calls whose price is known."""
     cutoffs: int = 0
     """Responses in a row cut off by the output-token limit (0: the last one was whole)."""
+    asked: dict[str, ApprovalRequested] = field(default_factory=dict[str, ApprovalRequested])
+    """Approval requests of the open response's calls, by call id."""
+    decisions: dict[str, PermissionDecided] = field(default_factory=dict[str, PermissionDecided])
+    """Permission decisions on the open response's calls, by call id."""
+    grants: set[str] = field(default_factory=set[str])
+    """What a person allowed "always" in this session (a fold of its runs' answers)."""
 
     @classmethod
     def fold(cls, events: Iterable[Event]) -> RunState:
@@ -72,6 +80,7 @@ class RunState:
             config=first.config,
             messages=list(first.messages),
             next_seq=first.seq + 1,
+            grants=set(first.grants),
         )
         for event in it:
             state.apply(event)
@@ -105,6 +114,14 @@ class RunState:
                     self._close_step()
             case TextDelta() | ThinkingDelta():
                 pass
+            case ApprovalRequested():
+                self.review_pending = False
+                self.asked[event.call.id] = event
+            case PermissionDecided():
+                self.review_pending = False
+                self.decisions[event.call_id] = event
+                if event.always:
+                    self.grants.add(event.grant)
             case Notice():
                 if event.to_model:
                     self.review_pending = False
@@ -132,6 +149,12 @@ class RunState:
         self.pending = []
         self.results = {}
         self.started = set()
+        if self.asked or self.decisions:
+            self.asked, self.decisions = {}, {}
+
+    def awaiting(self) -> list[ApprovalRequested]:
+        """Approval requests no one has answered yet."""
+        return [r for r in self.asked.values() if r.call.id not in self.decisions]
 
     def transcript(self) -> list[Message]:
         """The messages, with a result for every call that never got one (for a next turn)."""

@@ -18,3 +18,5 @@ class StopReason(StrEnum):
     REFUSAL = "refusal"
     MISSING_EVIDENCE = "missing_evidence"
     ERROR = "error"
+    WAITING = "waiting"
+    """Paused until a person answers its approval requests; resume it with the answers."""

@@ -21,6 +21,8 @@ from .._stop import StopReason
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from .._agent import AgentRun
     from .._cancel import Cancel
+    from .._config import Config
+    from ..permissions import ApprovalHandler, ApprovalMode, Permissions
     from ..store import SQLiteLog
 
 EXIT_CODES: dict[StopReason, int] = {
@@ -33,6 +35,7 @@ EXIT_CODES: dict[StopReason, int] = {
     StopReason.COST_BUDGET: 7,
     StopReason.REFUSAL: 8,
     StopReason.MISSING_EVIDENCE: 9,
+    StopReason.WAITING: 10,
     StopReason.CANCELLED: 130,
 }
 """Exit code per stop reason; 2 is bad input, as for any command line."""
@@ -51,6 +54,14 @@ StoreOpt = Annotated[
     typer.Option("--store", envvar="REINS_STORE", help="Folder of the event log (SQLite + JSONL)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")]
+YesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--yes",
+        "-y",
+        help="Approve every call the permission rules ask about (the sandbox still holds).",
+    ),
+]
 DEFAULT_STORE = Path(".reins")
 
 
@@ -81,6 +92,7 @@ def run(
         str | None,
         typer.Option("--tools", help="Built-in tools to offer, comma-separated (default: all)."),
     ] = None,
+    yes: YesOpt = False,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
@@ -98,6 +110,8 @@ def run(
             workspace=workspace,
             max_steps=max_steps,
             log=log,
+            permissions=_permissions(config),
+            approval=_approval(config, yes),
         )
         return await _drive(agent.iter(goal, session_id=session, cancel=cancel), json_lines)
 
@@ -112,25 +126,47 @@ def resume(
     max_steps: Annotated[
         int | None, typer.Option("--max-steps", min=1, help="New cap on model calls.")
     ] = None,
+    approve: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--approve", metavar="CALL", help="Allow a call the run waits on (its id, or `all`)."
+        ),
+    ] = None,
+    deny: Annotated[
+        list[str] | None,
+        typer.Option("--deny", metavar="CALL", help="Deny a call the run waits on (or `all`)."),
+    ] = None,
+    yes: YesOpt = False,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
-    """Continue a run after a crash, a cap, a cancel or an error, with the model it used."""
+    """Continue a run after a crash, a cap, a cancel, an error or a pause for approval."""
     from .._agent import Agent
+    from .._config import load_config
     from .._resolve import resolve_model
     from .._state import RunState
     from ..store import find_run
     from ..tools import builtin_tools
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+        config = load_config()
         info = find_run(await log.runs(), run_id)
         state = RunState.fold(await log.events(info.run_id))
+        awaiting = [r.call.id for r in state.awaiting()]
+        answers = {
+            **dict.fromkeys(awaiting if deny == ["all"] else deny or [], False),
+            **dict.fromkeys(awaiting if approve == ["all"] else approve or [], True),
+        }
         agent = Agent(
-            model=resolve_model(state.config.model),
+            model=resolve_model(state.config.model, config),
             tools=builtin_tools([t for t in state.config.tools if t != "final_answer"]),
             log=log,
+            permissions=_permissions(config),
+            approval=_approval(config, yes),
         )
-        stream = agent.resume_iter(info.run_id, max_steps=max_steps, cancel=cancel)
+        stream = agent.resume_iter(
+            info.run_id, max_steps=max_steps, approvals=answers, cancel=cancel
+        )
         return await _drive(stream, json_lines)
 
     _execute(store, go)
@@ -205,6 +241,26 @@ def replay(
     _execute(store, go, create=False)
 
 
+def _permissions(config: Config) -> Permissions:
+    from ..permissions import Permissions
+
+    return Permissions(user=config.permissions, project=config.project_permissions)
+
+
+def _approval(config: Config, yes: bool) -> ApprovalHandler | ApprovalMode:
+    """Who answers a permission ask: nobody with --yes, the person at the terminal if there
+    is one, else nobody (denied), or a later `reins resume` with approval = "pause"."""
+    if yes or config.approval == "never-ask":
+        return "allow"
+    if config.approval == "pause":
+        return "pause"
+    if sys.stdin.isatty():
+        from ._approve import TerminalApprover
+
+        return TerminalApprover(err)
+    return "deny"
+
+
 async def _drive(stream: AgentRun, json_lines: bool) -> StopReason:
     from .._events import RunFinished
 
@@ -252,7 +308,7 @@ def _execute(
     except ReinsError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(1) from None
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         err.print("[yellow]interrupted[/]; the log ends at the last recorded event")
         raise typer.Exit(130) from None
     except Exception as exc:
@@ -276,14 +332,31 @@ async def _with_log(
     cancel = Cancel()
     loop = asyncio.get_running_loop()
 
-    def on_interrupt() -> None:
-        err.print("\n[yellow]cancelling…[/] (Ctrl-C again to stop at once)")
+    def on_signal(signum: int) -> None:
+        """The first Ctrl-C, SIGTERM or SIGHUP cancels the run cooperatively (the tools are
+        stopped, `cancelled` recorded); a second one stops at once."""
+        if cancel.is_set:  # two signals that came before either was handled
+            _stop_at_once(signum, None)
+        err.print(
+            f"\n[yellow]cancelling…[/] ({signal.Signals(signum).name}; again to stop at once)"
+        )
         cancel.cancel()
-        loop.remove_signal_handler(signal.SIGINT)
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, _stop_at_once)
 
-    loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
     try:
         return await go(log, cancel)
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
         await log.close()
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _stop_at_once(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # unwinds asyncio.run, which cancels (and so kills) running tools

@@ -11,10 +11,12 @@ from rich.panel import Panel
 from rich.table import Table
 
 from .._events import (
+    ApprovalRequested,
     Event,
     ModelRequested,
     ModelResponded,
     Notice,
+    PermissionDecided,
     ResponseRejected,
     RunFinished,
     RunResumed,
@@ -77,6 +79,15 @@ class EventRenderer:
                 result = event.result
                 style = "red" if result.is_error else "green"
                 out.print(f"[{style}]← {result.name}[/] {escape(_clip(result.content.rstrip()))}")
+            case ApprovalRequested():
+                rule = escape(event.rule)
+                out.print(f"[yellow]? {event.call.name} asks for approval[/] [dim]({rule})[/]")
+            case PermissionDecided():
+                verdict = "[green]✓ allowed[/]" if event.allowed else "[red]✗ denied[/]"
+                scope = f", always for {escape(event.grant)!r}" if event.always else ""
+                out.print(
+                    f"{verdict} {event.tool} [dim](by {event.by}{scope}: {escape(event.rule)})[/]"
+                )
             case ResponseRejected():
                 out.print(
                     f"[yellow]✗ response rejected by {event.source}:[/] {escape(event.observation)}"
@@ -86,6 +97,11 @@ class EventRenderer:
             case RunFinished():
                 self._end_line()
                 render_finish(out, event.stop_reason, event.final_answer, event.detail)
+                if event.stop_reason is StopReason.WAITING:
+                    out.print(
+                        f"answer with `reins resume {event.run_id} --approve CALL` (or `all`), "
+                        "or `--deny CALL`; in a terminal, `reins resume` asks"
+                    )
                 spent = f"tokens {self._tokens[0]} in, {self._tokens[1]} out"
                 out.print(f"[dim]{spent}" + (f", ${self._cost:.4f}" if self._cost else "") + "[/]")
             case _:

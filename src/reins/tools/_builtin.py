@@ -175,7 +175,7 @@ def grep(
     return "\n".join(matches) if matches else f"no matches for {pattern!r}"
 
 
-@tool(timeout=None)
+@tool(timeout=None, command_arg="command")
 async def run_command(ctx: ToolContext, command: str, timeout: float = 60.0) -> str:  # noqa: ASYNC109
     """Run a shell command in the workspace root; prints its exit code and output.
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from .._errors import ToolError, UsageError
 from .._messages import ToolCall, ToolResultMessage, ToolSpec
 from ._tool import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from ..permissions import Permissions, Ruling
 
 MAX_OUTPUT_CHARS = 30_000
 
@@ -27,6 +30,7 @@ class ToolExecutor:
         context: ToolContext,
         max_parallel: int = 4,
         max_output_chars: int = MAX_OUTPUT_CHARS,
+        permissions: Permissions | None = None,
     ) -> None:
         self.tools = {t.name: t for t in tools}
         if len(self.tools) != len(tools):
@@ -34,6 +38,7 @@ class ToolExecutor:
             twice = sorted({n for n in names if names.count(n) > 1})
             raise UsageError(f"two tools share the name(s) {twice}; tool names must be unique")
         self.context = context
+        self.permissions = permissions
         self.max_output_chars = max_output_chars
         self.max_parallel = max(1, max_parallel)
         """How many calls of one response may run at once (the loop schedules them)."""
@@ -48,6 +53,20 @@ class ToolExecutor:
     def is_read_only(self, name: str) -> bool:
         tool = self.tools.get(name)
         return tool is not None and tool.read_only
+
+    def judge(self, call: ToolCall, grants: Set[str]) -> Ruling | None:
+        """The permission ruling on a call before it runs; None when a default allows it.
+        A call whose arguments are invalid is not judged: it fails on them, harmlessly."""
+        tool = self.tools.get(call.name)
+        if tool is None or self.permissions is None or call.raw_arguments is not None:
+            return None
+        ruling = self.permissions.judge(tool, call.arguments, grants)
+        if ruling is not None and ruling.decision != "allow":
+            try:
+                tool.validate(call.arguments)
+            except ToolError:
+                return None
+        return ruling
 
     async def execute(self, call: ToolCall) -> ToolResultMessage:
         try:

@@ -41,6 +41,10 @@ class Tool:
     path_args: tuple[str, ...] = ()
     """Arguments that name files; writes to one canonical path are serialized."""
     needs_approval: bool = False
+    """Asks a person before each call, unless a permission rule says otherwise."""
+    command_arg: str | None = None
+    """The argument that holds a shell command line: permission rules judge it by its argv
+    prefixes (`git push`), and such a tool asks by default."""
     timeout: float | None = 120.0
     """Seconds before the call is abandoned with an error observation; None: no limit."""
     _is_async: bool = field(init=False, default=False)
@@ -82,6 +86,7 @@ def tool(
     read_only: bool = False,
     path_args: tuple[str, ...] = (),
     needs_approval: bool = False,
+    command_arg: str | None = None,
     timeout: float | None = 120.0,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
@@ -92,6 +97,7 @@ def tool(
     read_only: bool = False,
     path_args: tuple[str, ...] = (),
     needs_approval: bool = False,
+    command_arg: str | None = None,
     timeout: float | None = 120.0,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool of a typed function; its docstring gives the description and the
@@ -102,6 +108,8 @@ def tool(
         unknown = set(path_args) - set(args_model.model_fields)
         if unknown:
             raise UsageError(f"tool {f.__name__}: path_args {sorted(unknown)} are not parameters")
+        if command_arg is not None and command_arg not in args_model.model_fields:
+            raise UsageError(f"tool {f.__name__}: command_arg {command_arg!r} is not a parameter")
         return Tool(
             name=name or f.__name__,
             description=description,
@@ -111,6 +119,7 @@ def tool(
             read_only=read_only,
             path_args=path_args,
             needs_approval=needs_approval,
+            command_arg=command_arg,
             timeout=timeout,
         )
 

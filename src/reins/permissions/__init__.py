@@ -1,0 +1,34 @@
+"""Permissions: allow, ask or deny each tool call before it runs, and who answers an ask."""
+
+from ._approval import (
+    ALLOW,
+    ALLOW_ALWAYS,
+    DENY,
+    Approval,
+    ApprovalHandler,
+    ApprovalMode,
+    ApprovalRequest,
+    Approver,
+    approver,
+    denial,
+)
+from ._commands import simple_commands
+from ._rules import Decision, PermissionRules, Permissions, Ruling
+
+__all__ = [
+    "ALLOW",
+    "ALLOW_ALWAYS",
+    "DENY",
+    "Approval",
+    "ApprovalHandler",
+    "ApprovalMode",
+    "ApprovalRequest",
+    "Approver",
+    "Decision",
+    "PermissionRules",
+    "Permissions",
+    "Ruling",
+    "approver",
+    "denial",
+    "simple_commands",
+]

@@ -1,0 +1,104 @@
+"""Asking a person: the request a run records, the answer, and who gives it.
+
+Three ways to answer: a handler in this process (the CLI's terminal prompt, an API callback,
+sync or async), a pause (the run ends `waiting`; a later process answers with
+`Agent.resume(run_id, approvals=...)`), or nobody (headless: the call is denied and the model
+is told so). `"allow"` answers every request yes (`reins run --yes`): the sandbox still holds.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from .._messages import ToolCall
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRequest:
+    """A tool call that waits for a yes or no."""
+
+    session_id: str
+    run_id: str
+    call: ToolCall
+    rule: str
+    """The rule that asked."""
+    grant: str
+    """What "always" allows for the rest of the session (a tool, or a command prefix)."""
+    command_arg: str | None = None
+
+    def describe(self) -> str:
+        """The exact call, as the person should see it."""
+        command = self.call.arguments.get(self.command_arg) if self.command_arg else None
+        if isinstance(command, str):
+            return command
+        return f"{self.call.name} {json.dumps(self.call.arguments, ensure_ascii=False)}"
+
+
+@dataclass(frozen=True)
+class Approval:
+    """An answer: allowed or not; `always` allows the request's grant for the session."""
+
+    allowed: bool
+    always: bool = False
+    by: Literal["user", "auto", "headless"] = "user"
+
+
+ALLOW = Approval(True)
+ALLOW_ALWAYS = Approval(True, always=True)
+DENY = Approval(False)
+
+ApprovalHandler: TypeAlias = Callable[
+    [ApprovalRequest], Approval | bool | Awaitable[Approval | bool]
+]
+"""Answers a request: True/False or an `Approval` (for "always"), sync or async."""
+
+Approver: TypeAlias = Callable[[ApprovalRequest], Awaitable[Approval | None]]
+"""What the loop calls; None means: pause the run until someone answers."""
+
+ApprovalMode: TypeAlias = Literal["deny", "allow", "pause"]
+
+
+def approver(handler: ApprovalHandler | ApprovalMode) -> Approver:
+    """The loop's view of an `Agent(approval=...)` setting."""
+    match handler:
+        case "deny":
+            return _fixed(Approval(False, by="headless"))
+        case "allow":
+            return _fixed(Approval(True, by="auto"))
+        case "pause":
+            return _fixed(None)
+        case str():
+            raise ValueError(f"approval {handler!r}: use a function, 'deny', 'allow' or 'pause'")
+
+    async def ask(request: ApprovalRequest) -> Approval | None:
+        answer = handler(request)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return answer if isinstance(answer, Approval) else Approval(bool(answer))
+
+    return ask
+
+
+def _fixed(answer: Approval | None) -> Approver:
+    async def ask(request: ApprovalRequest) -> Approval | None:
+        return answer
+
+    return ask
+
+
+def denial(tool: str, *, by: str, rule: str) -> str:
+    """What the model is told about a call it may not make."""
+    match by:
+        case "user":
+            return f"User denied '{tool}'. Do not repeat the call; choose another way or stop."
+        case "headless":
+            return (
+                f"User denied '{tool}': it needs a person's approval ({rule}) and nobody can be "
+                "asked in this run. Do not repeat the call; do without it."
+            )
+        case _:
+            return f"Denied '{tool}' by the permission rule {rule}. Do not repeat the call."

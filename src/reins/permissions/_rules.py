@@ -1,0 +1,156 @@
+"""Permission rules: allow, ask or deny a tool call, before it runs.
+
+A decision comes from, in order: the sandbox tier (read-only denies every tool that writes), the
+tool's default (read-only tools allow, writing tools allow inside the workspace, `run_command` and
+tools marked `needs_approval` ask), the user's rules (per tool, and per argv prefix for commands:
+the longest prefix that matches wins), then the project's rules, which can only make it stricter.
+An "ask" the user has answered "always" earlier in the session becomes an allow.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Set
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from ..tools import Tool
+from ._commands import Argv, simple_commands
+
+Decision = Literal["allow", "ask", "deny"]
+_STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+
+
+class PermissionRules(BaseModel):
+    """One file's rules: `tools` by tool name, `commands` by argv prefix (`"git push"`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tools: dict[str, Decision] = {}
+    commands: dict[str, Decision] = {}
+
+    @field_validator("commands")
+    @classmethod
+    def _prefixes_parse(cls, commands: dict[str, Decision]) -> dict[str, Decision]:
+        for key in commands:
+            try:
+                words = shlex.split(key)
+            except ValueError as exc:
+                raise ValueError(f"command rule {key!r} does not parse: {exc}") from None
+            if not words:
+                raise ValueError("a command rule needs at least one word")
+        return commands
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any]) -> PermissionRules:
+        """From a config file's `[permissions]` table: tool names, and a `commands` table."""
+        tools = {k: v for k, v in table.items() if k != "commands"}
+        return cls.model_validate({"tools": tools, "commands": table.get("commands", {})})
+
+    def prefixes(self) -> list[tuple[Argv, Decision, str]]:
+        return [(tuple(shlex.split(key)), d, key) for key, d in self.commands.items()]
+
+
+@dataclass(frozen=True, slots=True)
+class Ruling:
+    """How a call was judged: the decision, the rule that made it, and what an "always" answer
+    would allow for the rest of the session."""
+
+    decision: Decision
+    rule: str
+    grant: str
+    by: Literal["rule", "session"] = "rule"
+
+
+@dataclass(frozen=True, slots=True)
+class _Vote:
+    decision: Decision
+    rule: str
+    explicit: bool  # a rule someone wrote, not a default
+
+    def stricter(self, other: _Vote) -> _Vote:
+        return other if _STRICTNESS[other.decision] > _STRICTNESS[self.decision] else self
+
+
+class Permissions:
+    """Judges tool calls against the user's and the project's rules."""
+
+    def __init__(
+        self,
+        *,
+        user: PermissionRules | None = None,
+        project: PermissionRules | None = None,
+        read_only: bool = False,
+    ) -> None:
+        self.user = user or PermissionRules()
+        self.project = project or PermissionRules()
+        self.read_only = read_only
+        """The sandbox tier is read-only: tools that write are denied."""
+        self._user_prefixes = self.user.prefixes()
+        self._project_prefixes = self.project.prefixes()
+
+    def judge(self, tool: Tool, arguments: Mapping[str, Any], grants: Set[str]) -> Ruling | None:
+        """The ruling on a call; None when a default allows it (nothing worth recording)."""
+        if self.read_only and not tool.read_only:
+            return Ruling("deny", "sandbox read-only: tools that write are denied", tool.name)
+        vote = _Vote(*_default(tool), explicit=False)
+        if (own := self.user.tools.get(tool.name)) is not None:
+            vote = _Vote(own, f'permissions.{tool.name} = "{own}"', explicit=True)
+        strict = _Vote("allow", "", explicit=False)
+        if (own := self.project.tools.get(tool.name)) is not None:
+            strict = _Vote(own, f'permissions.{tool.name} = "{own}" (project)', explicit=True)
+        grant = tool.name
+        command = arguments.get(tool.command_arg) if tool.command_arg else None
+        if isinstance(command, str):
+            parts = simple_commands(command)
+            if parts is None:  # not judgeable: the tool's own decision stands
+                grant = f"{tool.name}: {command}"
+            else:
+                shown = " ".join(parts[0][:2]) if len(parts) == 1 else command
+                grant = f"{tool.name}: {shown}"
+                votes = [_match(self._user_prefixes, argv, vote, "") for argv in parts]
+                vote = votes[0]
+                for other in votes[1:]:  # a line is as strict as its strictest command
+                    vote = vote.stricter(other)
+                for argv in parts:
+                    strict = strict.stricter(
+                        _match(self._project_prefixes, argv, strict, " (project)")
+                    )
+        vote = vote.stricter(strict)
+        if vote.decision == "ask" and grant in grants:
+            return Ruling("allow", f"allowed for this session ({grant})", grant, by="session")
+        if vote.decision == "allow" and not vote.explicit:
+            return None
+        return Ruling(vote.decision, vote.rule, grant)
+
+
+def _default(tool: Tool) -> tuple[Decision, str]:
+    if tool.read_only:
+        return "allow", "default: read-only tools allow"
+    if tool.needs_approval or tool.command_arg:
+        return "ask", f"default: {tool.name} asks"
+    return "allow", "default: tools that write allow inside the workspace"
+
+
+def _match(
+    prefixes: list[tuple[Argv, Decision, str]], argv: Argv, base: _Vote, where: str
+) -> _Vote:
+    """The vote of the longest prefix rule that matches `argv` (ties: the stricter), else
+    `base`. An allow must name the program as it is written; ask and deny also match
+    it by its base name (`/usr/bin/rm` is `rm`), so a path cannot dodge them."""
+    best: tuple[int, int] = (0, -1)
+    found = base
+    program = argv[0].rsplit("/", 1)[-1]
+    for prefix, decision, key in prefixes:
+        n = len(prefix)
+        if n > len(argv) or argv[1:n] != prefix[1:]:
+            continue
+        if prefix[0] != argv[0] and (decision == "allow" or prefix[0] != program):
+            continue
+        rank = (n, _STRICTNESS[decision])
+        if rank > best:
+            best = rank
+            found = _Vote(decision, f'permissions.commands."{key}" = "{decision}"{where}', True)
+    return found
