@@ -22,6 +22,8 @@ from reins import (
     RunFinished,
     RunNotFound,
     RunStarted,
+    RunState,
+    SessionBusy,
     SQLiteLog,
     StopReason,
     StoreError,
@@ -113,21 +115,54 @@ async def test_concurrent_runs_never_interleave_or_duplicate_seq(
 ) -> None:
     agent = Agent(model=per_turn(20), tools=[pause], workspace=workspace, log=sqlite_log)
     first = await agent.run("seed")
-    results = await asyncio.gather(
-        *(agent.run(f"run {i}") for i in range(6)),
-        *(agent.run(f"turn {i}", session_id=first.session_id) for i in range(2)),
-    )
+    results = await asyncio.gather(*(agent.run(f"run {i}") for i in range(6)))
     for result in [first, *results]:
         events = await sqlite_log.events(result.run_id)
         assert [e.seq for e in events] == list(range(1, len(events) + 1))
         assert {e.run_id for e in events} == {result.run_id}
         assert result.stop_reason is StopReason.END_TURN
-    # the shared session's journal holds each run's events in order, none twice
+
+
+async def test_two_new_turns_of_one_session_at_once_one_runs_the_other_is_refused(
+    sqlite_log: SQLiteLog, workspace: Path
+) -> None:
+    """In one process as across processes: the session is claimed before its history is
+    read, so two turns never fork it; the refused one writes nothing."""
+    agent = Agent(model=per_turn(5), tools=[pause], workspace=workspace, log=sqlite_log)
+    first = await agent.run("seed")
     path = sqlite_log.directory / "sessions" / f"{first.session_id}.jsonl"
-    keys = [(r["run_id"], r["seq"]) for r in map(json.loads, path.read_text().splitlines())]
-    assert len(keys) == len(set(keys))
-    for run_id in {k[0] for k in keys}:
-        assert [s for r, s in keys if r == run_id] == sorted(s for r, s in keys if r == run_id)
+    outcomes = await asyncio.gather(
+        *(agent.run(f"turn {i}", session_id=first.session_id) for i in range(2)),
+        return_exceptions=True,
+    )
+    [done] = [o for o in outcomes if not isinstance(o, BaseException)]
+    [refused] = [o for o in outcomes if isinstance(o, BaseException)]
+    assert isinstance(refused, SessionBusy)
+    assert f"session {first.session_id} has a run going on in this process" in str(refused)
+    assert done.stop_reason is StopReason.END_TURN
+    runs = {json.loads(line)["run_id"] for line in path.read_text().splitlines()}
+    assert runs == {first.run_id, done.run_id}  # nothing of the refused turn
+    assert [r.run_id for r in await sqlite_log.runs(first.session_id)] == [
+        first.run_id,
+        done.run_id,
+    ]
+    later = await agent.run("after", session_id=first.session_id)  # one at a time is fine
+    assert [m for m in later.messages if isinstance(m, UserMessage)][-3:] == [
+        UserMessage(content="seed"),
+        UserMessage(content=next(g for g in ("turn 0", "turn 1") if g in str(done.messages))),
+        UserMessage(content="after"),
+    ]
+
+
+async def test_two_new_turns_at_once_on_the_in_memory_log(workspace: Path) -> None:
+    agent = Agent(model=per_turn(3), tools=[pause], workspace=workspace)
+    first = await agent.run("seed")
+    outcomes = await asyncio.gather(
+        *(agent.run(f"turn {i}", session_id=first.session_id) for i in range(2)),
+        return_exceptions=True,
+    )
+    assert sorted(type(o).__name__ for o in outcomes) == ["RunResult", "SessionBusy"]
+    assert len(await agent.log.runs(first.session_id)) == 2
 
 
 async def test_a_second_writer_of_a_session_is_refused_while_a_run_goes_on(
@@ -265,26 +300,50 @@ async def test_a_deleted_index_is_rebuilt(tmp_path: Path, workspace: Path) -> No
     await after.close()
 
 
-async def test_a_journal_shorter_than_its_index_is_reported(
+async def test_a_journal_shorter_than_its_index_sets_its_session_aside(
     tmp_path: Path, workspace: Path
 ) -> None:
     store = tmp_path / "store"
     path, lines = await journal_of_one_run(store, workspace)
+    other = await run_once(store, workspace)
     path.write_bytes(b"".join(lines[:-2]))
-    with pytest.raises(LogCorrupted, match=r"is shorter .* than the index says"):
-        SQLiteLog(store)
+    log = SQLiteLog(store)  # opens: the damage is the one session's
+    damaged, fine = sorted(await log.runs(), key=lambda r: r.session_id != path.stem)
+    with pytest.raises(LogCorrupted, match=r"is shorter .* than the index says.*reins doctor"):
+        await log.events(damaged.run_id)
+    assert fine.session_id == other
+    assert RunState.fold(await log.events(fine.run_id)).finished is not None
+    await log.close()
 
 
-async def test_a_corrupt_line_in_a_journal_is_reported_with_its_place(
-    tmp_path: Path, workspace: Path
+async def test_a_corrupt_line_sets_its_session_aside_and_names_its_place(
+    tmp_path: Path, workspace: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = tmp_path / "store"
     path, lines = await journal_of_one_run(store, workspace)
+    other = await run_once(store, workspace)
     (store / "reins.db").unlink()
     lines[2] = b'{"kind": "nonsense"}\n'
     path.write_bytes(b"".join(lines))
-    with pytest.raises(LogCorrupted, match=r"\.jsonl, line 3, is not a reins event"):
-        SQLiteLog(store)
+    with caplog.at_level(logging.WARNING, logger="reins.store"):
+        log = SQLiteLog(store)
+    assert caplog.text.count("line 3, is not a reins event") == 1  # said once, at open
+    runs = {r.session_id: r for r in await log.runs()}
+    assert set(runs) == {path.stem, other}  # the damaged run is listed (its start is sound)
+    message = (
+        rf"{path}, line 3, is not a reins event: .*session {path.stem} is set aside "
+        r"\(the other sessions are not affected\): run `reins doctor`"
+    )
+    with pytest.raises(LogCorrupted, match=message):
+        await log.events(runs[path.stem].run_id)
+    agent = Agent(model=per_turn(1), tools=[pause], workspace=workspace, log=log)
+    with pytest.raises(LogCorrupted, match=message):  # a new turn of it: refused, unwritten
+        await agent.run("more", session_id=path.stem)
+    assert path.read_bytes() == b"".join(lines)
+    more = await agent.run("more", session_id=other)  # the others go on
+    assert more.stop_reason is StopReason.END_TURN
+    assert (await agent.run("new")).stop_reason is StopReason.END_TURN
+    await log.close()
 
 
 def test_a_file_that_is_not_a_database_is_reported(tmp_path: Path) -> None:

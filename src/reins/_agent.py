@@ -17,9 +17,10 @@ from ._events import Event, Notice, RunConfig, RunResumed, RunStarted
 from ._loop import RunLoop
 from ._messages import Message, SystemMessage, Usage, UserMessage
 from ._model import Model, ModelSettings
-from ._policies import MaxSteps, MaxTokensRecovery, Policy, StrictActions
+from ._policies import EmptyReply, MaxSteps, MaxTokensRecovery, Policy, StrictActions
 from ._state import RunState
 from ._stop import StopReason
+from ._unicode import escape_text
 from .models._catalog import UNKNOWN, lookup
 from .store import EventLog, MemoryLog
 from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
@@ -157,6 +158,7 @@ class Agent:
     ) -> tuple[list[Event], RunLoop]:
         if not goal.strip():
             raise UsageError("the goal is empty; say what the agent should do")
+        goal = escape_text(goal)  # an argument that was not UTF-8 holds lone surrogates
         workspace = self._workspace()
         if session_id is None:
             session_id = new_id()
@@ -165,35 +167,29 @@ class Agent:
                     content=system_prompt(workspace=workspace.root, instructions=self.instructions)
                 )
             ]
+            started = self._started(session_id, goal, workspace, history)
+            await self.log.append(started)
         else:
-            history = await self._session_history(session_id)
-        config = RunConfig(
-            model=self.model_id or self.model.name,
-            workspace=str(workspace.root),
-            max_steps=self.max_steps,
-            tools=tuple(t.name for t in self._tools()),
-            max_parallel_tools=self.max_parallel_tools,
-        )
-        started = RunStarted(
-            session_id=session_id,
-            run_id=new_id(),
-            seq=1,
-            goal=goal,
-            config=config,
-            messages=(*history, UserMessage(content=goal)),
-        )
-        await self.log.append(started)
+            # The session is ours before its history is read: a turn never forks it.
+            self.log.claim(session_id)
+            try:
+                history = await self._session_history(session_id)
+                started = self._started(session_id, goal, workspace, history)
+                await self.log.append(started)
+            except BaseException:
+                self.log.release(session_id)
+                raise
         state = RunState.fold([started])
         loop = self._loop(state, cancel, workspace)
         first: list[Event] = [started]
-        if not getattr(self.model, "offline", False) and not lookup(config.model).known:
+        if not getattr(self.model, "offline", False) and not lookup(started.config.model).known:
             notice = Notice(
                 session_id=session_id,
                 run_id=started.run_id,
                 seq=2,
                 source="catalog",
                 level="warning",
-                text=f"model {config.model!r} is not in the catalog: assuming a "
+                text=f"model {started.config.model!r} is not in the catalog: assuming a "
                 f"{UNKNOWN.context_window}-token context, no price (cost not counted)",
             )
             await self.log.append(notice)
@@ -201,10 +197,43 @@ class Agent:
             first.append(notice)
         return first, loop
 
+    def _started(
+        self, session_id: str, goal: str, workspace: Workspace, history: list[Message]
+    ) -> RunStarted:
+        tools = self._tools()
+        config = RunConfig(
+            model=self.model_id or self.model.name,
+            workspace=str(workspace.root),
+            max_steps=self.max_steps,
+            tools=tuple(t.name for t in tools),
+            read_only_tools=tuple(t.name for t in tools if t.read_only),
+            max_parallel_tools=self.max_parallel_tools,
+        )
+        return RunStarted(
+            session_id=session_id,
+            run_id=new_id(),
+            seq=1,
+            goal=goal,
+            config=config,
+            messages=(*history, UserMessage(content=goal)),
+        )
+
     async def _resume(
         self, run_id: str, max_steps: int | None, cancel: Cancel | None
     ) -> tuple[list[Event], RunLoop]:
         state = RunState.fold(await self.log.events(run_id))
+        self.log.claim(state.session_id, run_id)
+        try:
+            state = RunState.fold(await self.log.events(run_id))  # as it stands, claimed
+            return await self._resumed(state, max_steps, cancel)
+        except BaseException:
+            self.log.release(state.session_id)
+            raise
+
+    async def _resumed(
+        self, state: RunState, max_steps: int | None, cancel: Cancel | None
+    ) -> tuple[list[Event], RunLoop]:
+        run_id = state.run_id
         if state.finished is not None and state.finished.stop_reason is StopReason.END_TURN:
             raise UsageError(
                 f"run {run_id} already ended its turn; continue its session with a new goal instead"
@@ -254,6 +283,7 @@ class Agent:
                 MaxSteps(),
                 MaxTokensRecovery(),
                 *self._protocol_policies(executor),
+                EmptyReply(),
                 *self.policies,
             ],
             settings=self.settings,
