@@ -226,8 +226,9 @@ class SQLiteLog:
         for session_id, events in sessions.items():
             try:
                 lines = [e.__pydantic_serializer__.to_json(e) + b"\n" for e in events]
-            except PydanticSerializationError:
-                lines = [_json_line(e) for e in events]
+            except PydanticSerializationError:  # text JSON cannot hold: the rare path
+                events = [_escaped(e) for e in events]
+                lines = [e.__pydantic_serializer__.to_json(e) + b"\n" for e in events]
             data = b"".join(lines)
             try:
                 end = self.journals.append(session_id, data)
@@ -568,13 +569,12 @@ def _parse_line(path: Path, line: bytes, offset: int, index: int) -> Event:
         raise BadLine(path, number, f"is not a reins event: {exc.errors()[0]['msg']}") from None
 
 
-def _json_line(event: Event) -> bytes:
-    """The journal line of an event whose text JSON cannot carry as it is (a lone surrogate):
-    that text is escaped, and the log says so."""
+def _escaped(event: Event) -> Event:
+    """The event with the text that JSON cannot carry (a lone surrogate) escaped, said so."""
     escaped = escape_model(event)
     if escaped is not event:
         log.warning("run %s, event %d: %s", event.run_id, event.seq, NOTE)
-    return escaped.__pydantic_serializer__.to_json(escaped) + b"\n"
+    return escaped
 
 
 def _writable(directory: Path, database: Path) -> bool:
