@@ -230,6 +230,7 @@ def doctor(
     from ..store._doctor import doctor as examine
     from ._render import render_findings
 
+    logging.getLogger("reins.store").setLevel(logging.ERROR)  # the report says it all
     if not check:
         _set_aside_unreadable_index(store)
 

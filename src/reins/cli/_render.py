@@ -85,6 +85,7 @@ class EventRenderer:
                     f"[yellow]✗ response rejected by {event.source}:[/] {escape(event.observation)}"
                 )
             case Notice():
+                self._end_line()  # it may come while a reply streams
                 out.print(f"[yellow]! {escape(event.text)}[/] [dim]({event.source})[/]")
             case RunFinished():
                 self._end_line()
@@ -163,6 +164,7 @@ def render_findings(out: Console, findings: list[Finding]) -> None:
     if not findings:
         out.print("the log is sound: every journal reads to its end")
         return
+    out = Console(file=out.file, highlight=False, emoji=False, soft_wrap=True)  # no wrapping
     for f in findings:
         out.print(f"[bold]{escape(str(f.path))}[/]: {escape(f.problem)}")
         if f.busy:

@@ -145,10 +145,17 @@ class SQLiteLog:
             self._setup()
         except sqlite3.DatabaseError as exc:
             self._db.close()
-            raise LogCorrupted(
-                f"{self.path} is not a readable reins database ({exc}); run `reins doctor` "
-                "(it moves the file aside: it is an index, rebuilt from the session journals)"
-            ) from None
+            if not _disk_full(self.directory):
+                raise LogCorrupted(
+                    f"{self.path} is not a readable reins database ({exc}); run `reins doctor` "
+                    "(it moves the file aside: it is an index, rebuilt from the session journals)"
+                ) from None
+            # No room for the database's own files: read the journals into memory instead,
+            # and let a write say that the disk is full.
+            log.warning("the disk holding %s is full: its index is read into memory", self.path)
+            self.read_only = True
+            self._db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            self._setup()
         self.journals = Journals(
             self.directory / "sessions", durable=durable, read_only=self.read_only
         )
@@ -244,9 +251,14 @@ class SQLiteLog:
     def _write_error(self, exc: OSError, event: Event) -> StoreError:
         where = self.journals.directory
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            then = (
+                "run the command again"
+                if event.kind == "run_started"
+                else f"`reins resume {event.run_id}`"
+            )
             return StoreError(
                 f"the disk holding {where} is full ({exc.strerror}); the log ends at the last "
-                f"whole event: free space and `reins resume {event.run_id}`"
+                f"whole event: free space and {then}"
             )
         if exc.errno == errno.EROFS or self.read_only:
             return StoreError(
@@ -575,6 +587,15 @@ def _escaped(event: Event) -> Event:
     if escaped is not event:
         log.warning("run %s, event %d: %s", event.run_id, event.seq, NOTE)
     return escaped
+
+
+def _disk_full(directory: Path) -> bool:
+    """Less room left than SQLite needs to open its files (a few pages)."""
+    try:
+        found = os.statvfs(directory)
+    except OSError:
+        return False
+    return found.f_bavail * found.f_frsize < 64 * 1024
 
 
 def _writable(directory: Path, database: Path) -> bool:
