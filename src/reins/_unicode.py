@@ -54,11 +54,11 @@ def _escape(value: Any) -> Any:
 def clean(value: Any) -> bool:
     """True if no str in `value` needs escaping."""
     if isinstance(value, str):
-        return encodable(value)
+        return value.isascii() or encodable(value)
     if isinstance(value, dict):
-        return all(clean(k) and clean(v) for k, v in value.items())
+        return all(clean(key) and clean(item) for key, item in value.items())
     if isinstance(value, list | tuple):
-        return all(clean(v) for v in value)
+        return all(clean(item) for item in value)
     return True
 
 
@@ -75,12 +75,14 @@ def escape_model(model: M) -> M:
 
 def escaped_reply(message: AssistantMessage) -> AssistantMessage | None:
     """The reply with its text escaped, or None if it has nothing to escape (the usual)."""
-    if (
-        encodable(message.text)
-        and encodable(message.thinking)
-        and all(clean(call.arguments) and encodable(call.name) for call in message.tool_calls)
-    ):
-        return None
+    text, thinking = message.text, message.thinking
+    # Inline `isascii` first and a loop, not all(): this runs every round.
+    if (text.isascii() or encodable(text)) and (thinking.isascii() or encodable(thinking)):
+        for call in message.tool_calls:
+            if not call.name.isascii() or (call.arguments and not clean(call.arguments)):
+                break
+        else:
+            return None
     return escape_model(message)
 
 
