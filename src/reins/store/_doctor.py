@@ -92,6 +92,22 @@ def doctor(log: SQLiteLog, *, repair: bool, sessions: Sequence[str] = ()) -> lis
             )
         if finding is not None:
             findings.append(_repair(log, finding) if repair else finding)
+    for session_id in sorted(log.indexed_sessions() - {p.stem for p in paths}):
+        if sessions and session_id not in sessions:
+            continue
+        missing = Finding(
+            session_id=session_id,
+            path=log.journals.path(session_id),
+            problem="is missing: the index lists runs of it; they are dropped from the index",
+            kept_lines=0,
+            kept_bytes=0,
+            moved_lines=0,
+            moved_bytes=0,
+        )
+        if repair:
+            log.reindex(session_id)
+            missing = replace(missing, repaired=True)
+        findings.append(missing)
     return findings
 
 

@@ -436,6 +436,10 @@ class SQLiteLog:
         self._refresh()
         return [damage for _, damage in self._damaged.values()]
 
+    def indexed_sessions(self) -> set[str]:
+        """The sessions the index holds runs of."""
+        return {str(s) for (s,) in self._query("SELECT DISTINCT session_id FROM runs")}
+
     def reindex(self, session_id: str) -> Damage | None:
         """Forget what the index holds of a session and index its journal again from the
         start (after `reins doctor` has cut it); the damage left, if any."""
@@ -489,7 +493,9 @@ class SQLiteLog:
         try:
             data = self.journals.read(session_id, start, end)
         except OSError as exc:
-            raise LogCorrupted(f"run {run_id}: its journal cannot be read: {exc}") from None
+            raise LogCorrupted(
+                f"run {run_id}: its journal cannot be read ({exc}); `reins doctor` checks the log"
+            ) from None
         lines = data.split(b"\n")
         if len(data) != end - start or lines.pop() != b"" or len(lines) != last - first + 1:
             raise _moved(path, run_id, first, last)
