@@ -282,3 +282,27 @@ async def test_a_write_that_fails_half_way_is_cut_back_to_the_last_event(
     ).resume(started.run_id)
     assert resumed.stop_reason is StopReason.END_TURN
     await reopened.close()
+
+
+async def test_a_reply_nested_too_deep_to_record_stops_the_run_cleanly(
+    tmp_path: Path, workspace: Path
+) -> None:
+    deep: object = "x"
+    for _ in range(900):
+        deep = [deep]
+    store = tmp_path / "store"
+    log = SQLiteLog(store)
+    script = [reply("", call("touch", "t", name="a", extra=deep)), "FINAL_ANSWER: done"]
+    agent = Agent(model=ScriptedModel(script), tools=[touch], workspace=workspace, log=log)
+    run = agent.iter("go")
+    started = await anext(run)
+    with pytest.raises(StoreError) as caught:
+        async for _ in run:
+            pass
+    assert str(caught.value) == (
+        f"run {started.run_id}: event 3 (model_response) cannot be recorded (ValueError: "
+        "Maximum serialization depth exceeded); nothing of it was written"
+    )
+    path = store / "sessions" / f"{started.session_id}.jsonl"
+    assert [EVENT.validate_json(line).seq for line in path.read_bytes().splitlines()] == [1]
+    await log.close()

@@ -52,13 +52,19 @@ def _escape(value: Any) -> Any:
 
 
 def clean(value: Any) -> bool:
-    """True if no str in `value` needs escaping."""
-    if isinstance(value, str):
-        return value.isascii() or encodable(value)
-    if isinstance(value, dict):
-        return all(clean(key) and clean(item) for key, item in value.items())
-    if isinstance(value, list | tuple):
-        return all(clean(item) for item in value)
+    """True if no str in `value` needs escaping. Iterative: a model's arguments may nest
+    deeper than Python's recursion limit."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not (item.isascii() or encodable(item)):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
     return True
 
 

@@ -232,24 +232,30 @@ class SQLiteLog:
             sessions.setdefault(event.session_id, []).append(event)
         for session_id, events in sessions.items():
             try:
-                lines = [e.__pydantic_serializer__.to_json(e) + b"\n" for e in events]
-            except PydanticSerializationError:  # text JSON cannot hold: the rare path
-                events = [_escaped(e) for e in events]
-                lines = [e.__pydantic_serializer__.to_json(e) + b"\n" for e in events]
-            data = b"".join(lines)
-            try:
+                try:
+                    lines = [e.__pydantic_serializer__.to_json(e) + b"\n" for e in events]
+                except PydanticSerializationError:  # text JSON cannot hold: the rare path
+                    events = [_escaped(e) for e in events]
+                    lines = [e.__pydantic_serializer__.to_json(e) + b"\n" for e in events]
+                data = b"".join(lines)
                 end = self.journals.append(session_id, data)
-            except OSError as exc:  # nothing of this write stays in the journal
+            except (OSError, ValueError, RecursionError) as exc:  # none of it is in the journal
                 for event in reversed(events):
                     self._next_seq[event.run_id] = event.seq
-                raise self._write_error(exc, events[0]) from None
+                raise self._write_error(exc, _culprit(events, exc)) from None
             self._journal_sizes[session_id] = end
             self._locate(events, lines, end - len(data), end)
         if time.monotonic() - self._indexed_at >= INDEX_EVERY:
             self._index()
 
-    def _write_error(self, exc: OSError, event: Event) -> StoreError:
+    def _write_error(self, exc: Exception, event: Event) -> StoreError:
         where = self.journals.directory
+        if not isinstance(exc, OSError):  # PydanticSerializationError is a ValueError
+            return StoreError(
+                f"run {event.run_id}: event {event.seq} ({event.kind}) cannot be recorded "
+                f"({str(exc).removeprefix('Error serializing to JSON: ')}); nothing of it was "
+                "written"
+            )
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             then = (
                 "run the command again"
@@ -593,6 +599,19 @@ def _escaped(event: Event) -> Event:
     if escaped is not event:
         log.warning("run %s, event %d: %s", event.run_id, event.seq, NOTE)
     return escaped
+
+
+def _culprit(events: list[Event], exc: Exception) -> Event:
+    """The event that could not be serialized (for a failed write: the first)."""
+    if isinstance(exc, OSError):
+        return events[0]
+    for event in events:
+        try:
+            escaped = _escaped(event)
+            escaped.__pydantic_serializer__.to_json(escaped)
+        except (ValueError, RecursionError):
+            return event
+    return events[0]
 
 
 def _disk_full(directory: Path) -> bool:
