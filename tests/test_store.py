@@ -14,10 +14,14 @@ from reins import (
     EVENT,
     Agent,
     AssistantMessage,
+    BeforeRound,
+    Continue,
     Event,
     LogCorrupted,
+    MemoryLog,
     Message,
     Notice,
+    Policy,
     RunConfig,
     RunFinished,
     RunNotFound,
@@ -398,3 +402,37 @@ async def test_a_gap_in_seq_is_reported_by_the_fold(tmp_path: Path, workspace: P
 async def test_unknown_run_ids(sqlite_log: SQLiteLog) -> None:
     with pytest.raises(RunNotFound, match="no run 'nope'"):
         await sqlite_log.events("nope")
+
+
+class Explodes(Policy):
+    """A policy with a bug: the run's loop raises in its first round."""
+
+    def __init__(self) -> None:
+        self.armed = True
+
+    async def before_round(self, state: RunState) -> BeforeRound:
+        if self.armed:
+            self.armed = False
+            raise RuntimeError("bug")
+        return Continue()
+
+
+@pytest.mark.parametrize("on_disk", [True, False])
+async def test_a_run_whose_loop_raised_frees_its_session(
+    tmp_path: Path, workspace: Path, on_disk: bool
+) -> None:
+    log = SQLiteLog(tmp_path / "store") if on_disk else MemoryLog()
+    agent = Agent(model=per_turn(1), tools=[pause], workspace=workspace, log=log)
+    first = await agent.run("seed")
+    broken = Agent(
+        model=per_turn(1), tools=[pause], workspace=workspace, log=log, policies=[Explodes()]
+    )
+    with pytest.raises(RuntimeError, match="bug"):
+        await broken.run("turn", session_id=first.session_id)
+    [_, stopped] = await log.runs(first.session_id)
+    assert stopped.stop_reason is None  # unfinished, and nothing goes on in it
+    later = await agent.run("again", session_id=first.session_id)  # not SessionBusy
+    assert later.stop_reason is StopReason.END_TURN
+    resumed = await broken.resume(stopped.run_id)
+    assert resumed.stop_reason is StopReason.END_TURN
+    await log.close()

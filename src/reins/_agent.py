@@ -76,7 +76,13 @@ class AgentRun:
         events = await self._started()
         if self._first:
             return self._first.pop(0)
-        return await anext(events)
+        try:
+            return await anext(events)
+        except StopAsyncIteration:
+            raise
+        except BaseException:
+            self._ended()
+            raise
 
     async def _started(self) -> AsyncGenerator[Event]:
         if self._events is None:
@@ -87,6 +93,14 @@ class AgentRun:
     async def aclose(self) -> None:
         if self._events is not None:
             await self._events.aclose()
+            self._ended()
+
+    def _ended(self) -> None:
+        """The loop ended without finishing the run (an error, or closed): nothing goes on in
+        it here any more, so its session is free for a new turn or a resume."""
+        loop = self._loop
+        if loop is not None and loop.state.finished is None:
+            loop.log.release(loop.state.session_id, loop.state.run_id)
 
     @property
     def state(self) -> RunState:
@@ -99,8 +113,12 @@ class AgentRun:
         """Drive the run to its end (if not done yet) and return its outcome."""
         events = await self._started()
         self._first.clear()
-        async for _ in events:  # straight from the loop, not through __anext__: the hot path
-            pass
+        try:
+            async for _ in events:  # straight from the loop, not through __anext__: hot path
+                pass
+        except BaseException:
+            self._ended()
+            raise
         return RunResult.of(self.state)
 
 

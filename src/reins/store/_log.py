@@ -37,8 +37,9 @@ class EventLog(Protocol):
         history is read; raises SessionBusy while another run of it goes on. The reservation
         passes to the run that the next `run_started`/`run_resumed` of the session starts."""
 
-    def release(self, session_id: str) -> None:
-        """Give up a reservation whose run did not start."""
+    def release(self, session_id: str, run_id: str | None = None) -> None:
+        """Give up a reservation whose run did not start; with `run_id`, the run stopped here
+        without finishing (its loop raised or was closed): the session is free again."""
 
     async def events(self, run_id: str) -> list[Event]: ...
     async def runs(self, session_id: str | None = None) -> list[RunInfo]: ...
@@ -84,6 +85,8 @@ class MemoryLog:
         self._events: dict[str, list[Event]] = {}
         self._index: dict[str, RunInfo] = {}
         self._claimed: set[str] = set()
+        self._stopped: set[str] = set()
+        """Unfinished runs whose loop ended here: not going on."""
 
     async def append(self, event: Event, *, commit: bool = True) -> None:
         log = self._events.setdefault(event.run_id, [])
@@ -94,12 +97,15 @@ class MemoryLog:
         if (info := index_update(self._index.get(event.run_id), event)) is not None:
             self._index[event.run_id] = info
             self._claimed.discard(event.session_id)
+            self._stopped.discard(event.run_id)
 
     def claim(self, session_id: str, run_id: str | None = None) -> None:
         going = [
             r.run_id
             for r in self._index.values()
-            if r.session_id == session_id and r.stop_reason is None and r.run_id != run_id
+            if r.session_id == session_id
+            and r.stop_reason is None
+            and r.run_id not in (run_id, *self._stopped)
         ]
         if session_id in self._claimed or going:
             raise SessionBusy(
@@ -109,8 +115,10 @@ class MemoryLog:
             )
         self._claimed.add(session_id)
 
-    def release(self, session_id: str) -> None:
+    def release(self, session_id: str, run_id: str | None = None) -> None:
         self._claimed.discard(session_id)
+        if run_id is not None:
+            self._stopped.add(run_id)
 
     async def commit(self) -> None:
         pass

@@ -15,6 +15,7 @@ goes on. The checks run when journals are caught up, never on the append path.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -317,12 +318,21 @@ class SQLiteLog:
         self.journals.claim(session_id)
         self._claimed.add(session_id)
 
-    def release(self, session_id: str) -> None:
-        """Give up a reservation whose run did not start."""
-        if session_id in self._claimed:
-            self._claimed.discard(session_id)
-            if session_id not in self._live:
-                self.journals.release(session_id)
+    def release(self, session_id: str, run_id: str | None = None) -> None:
+        """Give up a reservation whose run did not start; with `run_id`, the run stopped here
+        without finishing (its loop raised or was closed): what it wrote is committed and the
+        session is free again, here and for other processes."""
+        self._claimed.discard(session_id)
+        live = self._live.get(session_id, set())
+        if run_id is not None and run_id in live:
+            with contextlib.suppress(StoreError):  # a failed commit has said why already
+                self._commit()
+            live.discard(run_id)
+            self._tails.pop(run_id, None)
+            self._next_seq.pop(run_id, None)  # a resume asks the index where the run ended
+        if not live:
+            self._live.pop(session_id, None)
+            self.journals.release(session_id)
 
     def _index(self) -> None:
         """Put what this process journaled into the database, in one transaction."""
