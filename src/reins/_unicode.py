@@ -72,11 +72,15 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def escape_model(model: M) -> M:
-    """A copy of a (frozen) pydantic model with its text escaped; the model itself if clean."""
-    data = model.model_dump(mode="python", round_trip=True)
-    if clean(data):
+    """A copy of a (frozen) pydantic model with its text escaped; the model itself if clean,
+    or if it nests too deep to copy (then the store refuses it, saying why)."""
+    try:
+        data = model.model_dump(mode="python", round_trip=True)
+        if clean(data):
+            return model
+        return type(model).model_validate(escape_data(data))
+    except (ValueError, RecursionError):
         return model
-    return type(model).model_validate(escape_data(data))
 
 
 def escaped_reply(message: AssistantMessage) -> AssistantMessage | None:
@@ -94,6 +98,7 @@ def escaped_reply(message: AssistantMessage) -> AssistantMessage | None:
 
 def escaped_result(result: ToolResultMessage) -> ToolResultMessage:
     """The result, its text escaped with a note saying so if it needs it."""
-    if encodable(result.content):
+    content = result.content
+    if content.isascii() or encodable(content):  # inline first: this runs for every result
         return result
-    return result.model_copy(update={"content": f"{escape_text(result.content)}\n[reins: {NOTE}]"})
+    return result.model_copy(update={"content": f"{escape_text(content)}\n[reins: {NOTE}]"})
