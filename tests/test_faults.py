@@ -306,3 +306,40 @@ async def test_a_reply_nested_too_deep_to_record_stops_the_run_cleanly(
     path = store / "sessions" / f"{started.session_id}.jsonl"
     assert [EVENT.validate_json(line).seq for line in path.read_bytes().splitlines()] == [1]
     await log.close()
+
+
+async def test_an_index_that_cannot_be_written_mid_run_does_not_stop_it(
+    tmp_path: Path,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The journal is the record: the index catches up from it later."""
+    store = tmp_path / "store"
+    log = SQLiteLog(store)
+    script = [reply("", call("touch", f"t{i}", name="a")) for i in range(3)] + ["FINAL_ANSWER: ok"]
+    agent = Agent(model=ScriptedModel(script), tools=[touch], workspace=workspace, log=log)
+    real = SQLiteLog._write_index
+
+    def full(self: SQLiteLog, *args: object) -> None:
+        raise StoreError("the disk holding reins.db is full")
+
+    monkeypatch.setattr("reins.store._sqlite.INDEX_EVERY", 0.0)  # index at every commit
+    monkeypatch.setattr(SQLiteLog, "_write_index", full)
+    with caplog.at_level("WARNING", logger="reins.store"):
+        run = agent.iter("go")
+        started = await anext(run)
+        await anext(run)
+        monkeypatch.setattr(SQLiteLog, "_write_index", real)
+        async for _ in run:
+            pass
+    assert caplog.text.count("the run goes on, recorded in its journal") == 1
+    journal = store / "sessions" / f"{started.session_id}.jsonl"
+    written = [EVENT.validate_json(line) for line in journal.read_bytes().splitlines()]
+    assert written[-1].kind == "run_finished"
+    await log.close()
+    reopened = SQLiteLog(store)
+    assert await reopened.events(started.run_id) == written
+    [info] = await reopened.runs()
+    assert info.stop_reason is StopReason.END_TURN
+    await reopened.close()

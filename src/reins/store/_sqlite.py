@@ -175,6 +175,7 @@ class SQLiteLog:
         """Sessions reserved for a turn about to start here (see `claim`)."""
         self._runs: dict[str, RunInfo] = {}
         self._indexed_at = time.monotonic()
+        self._index_failed = False
         self._catch_up()
 
     def _setup(self) -> None:
@@ -247,7 +248,15 @@ class SQLiteLog:
             self._journal_sizes[session_id] = end
             self._locate(events, lines, end - len(data), end)
         if time.monotonic() - self._indexed_at >= INDEX_EVERY:
-            self._index()
+            try:
+                self._index()
+            except StoreError as exc:  # the journal is whole: the index catches up later
+                self._indexed_at = time.monotonic()
+                if not self._index_failed:
+                    log.warning("%s; the run goes on, recorded in its journal", exc)
+                self._index_failed = True
+            else:
+                self._index_failed = False
 
     def _write_error(self, exc: Exception, event: Event) -> StoreError:
         where = self.journals.directory
@@ -340,7 +349,11 @@ class SQLiteLog:
             spans, self._unindexed = self._unindexed, {}
             run_events, self._run_events = self._run_events, []
             sizes, self._journal_sizes = self._journal_sizes, {}
-            self._write_index([s.row() for s in spans.values()], run_events, sizes)
+            try:
+                self._write_index([s.row() for s in spans.values()], run_events, sizes)
+            except StoreError:  # kept for the next try (nothing came in meanwhile)
+                self._unindexed, self._run_events, self._journal_sizes = spans, run_events, sizes
+                raise
         self._indexed_at = time.monotonic()
 
     def _write_index(
@@ -361,8 +374,8 @@ class SQLiteLog:
         except sqlite3.Error as exc:
             if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
                 raise StoreError(
-                    f"the disk holding {self.path} is full; free space and run the command again "
-                    "(the journals are whole: the index catches up from them)"
+                    f"the disk holding {self.path} is full; free space and run the command "
+                    "again (the journals are whole: the index catches up from them)"
                 ) from None
             raise StoreError(f"cannot write the index {self.path}: {exc}") from None
 
