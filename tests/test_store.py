@@ -436,3 +436,33 @@ async def test_a_run_whose_loop_raised_frees_its_session(
     resumed = await broken.resume(stopped.run_id)
     assert resumed.stop_reason is StopReason.END_TURN
     await log.close()
+
+
+async def test_a_session_claimed_by_another_process_is_refused_before_its_history_is_read(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two logs on one store stand for two processes (the journal's lock is per open file)."""
+    first = SQLiteLog(tmp_path / "store")
+    seed = await Agent(model=per_turn(1), tools=[pause], workspace=workspace, log=first).run("a")
+    first.claim(seed.session_id)  # as a turn about to start elsewhere does
+    second = SQLiteLog(tmp_path / "store")
+    read: list[str] = []
+    real_events = SQLiteLog.events
+
+    async def events(self: SQLiteLog, run_id: str) -> list[Event]:
+        read.append(run_id)
+        return await real_events(self, run_id)
+
+    monkeypatch.setattr(SQLiteLog, "events", events)
+    agent = Agent(model=per_turn(1), tools=[pause], workspace=workspace, log=second)
+    journal = tmp_path / "store" / "sessions" / f"{seed.session_id}.jsonl"
+    before = journal.read_bytes()
+    with pytest.raises(SessionBusy, match="is being written by another process"):
+        await agent.run("b", session_id=seed.session_id)
+    assert read == []  # refused before the history was read
+    assert journal.read_bytes() == before
+    first.release(seed.session_id)
+    later = await agent.run("b", session_id=seed.session_id)
+    assert [m.content for m in later.messages if isinstance(m, UserMessage)] == ["a", "b"]
+    await first.close()
+    await second.close()
