@@ -185,14 +185,14 @@ class Agent:
                     content=system_prompt(workspace=workspace.root, instructions=self.instructions)
                 )
             ]
-            started = self._started(session_id, goal, workspace, history)
+            started = self._run_started(session_id, goal, workspace, history)
             await self.log.append(started)
         else:
             # The session is ours before its history is read: a turn never forks it.
             self.log.claim(session_id)
             try:
                 history = await self._session_history(session_id)
-                started = self._started(session_id, goal, workspace, history)
+                started = self._run_started(session_id, goal, workspace, history)
                 await self.log.append(started)
             except BaseException:
                 self.log.release(session_id)
@@ -215,7 +215,7 @@ class Agent:
             first.append(notice)
         return first, loop
 
-    def _started(
+    def _run_started(
         self, session_id: str, goal: str, workspace: Workspace, history: list[Message]
     ) -> RunStarted:
         tools = self._tools()
@@ -245,7 +245,7 @@ class Agent:
             state = RunState.fold(await self.log.events(run_id))  # as it stands, claimed
             return await self._resumed(state, max_steps, cancel)
         except BaseException:
-            self.log.release(state.session_id)
+            self.log.release(state.session_id, run_id)
             raise
 
     async def _resumed(
