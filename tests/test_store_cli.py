@@ -257,6 +257,28 @@ def test_a_config_file_that_cannot_be_read_is_one_line(project: Path) -> None:
     )
 
 
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv")
+def test_a_config_file_without_read_permission_is_one_line(project: Path) -> None:
+    """Root reads any file; without its DAC capabilities it obeys the file's mode."""
+    model = script(project / "s.json", HELLO)
+    config = project / "reins.toml"
+    config.write_text('model = "local"\n')
+    config.chmod(0)
+    no_override = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"]
+    done = subprocess.run(
+        [*no_override, *REINS, "run", "go", "-m", model, "-w", "ws"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+    )
+    assert done.returncode == 2, done.stderr
+    assert one_line_error(done) == (
+        f"error: cannot read the config file {config}: Permission denied"
+    )
+
+
 def test_a_script_nested_too_deep_is_one_line(project: Path) -> None:
     (project / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     done = reins("run", "go", "-m", "script:deep.json", "-w", "ws", cwd=project)
