@@ -14,14 +14,20 @@ from reins import (
     EVENT,
     Agent,
     AssistantMessage,
+    BeforeRound,
+    Continue,
     Event,
     LogCorrupted,
+    MemoryLog,
     Message,
     Notice,
+    Policy,
     RunConfig,
     RunFinished,
     RunNotFound,
     RunStarted,
+    RunState,
+    SessionBusy,
     SQLiteLog,
     StopReason,
     StoreError,
@@ -113,21 +119,54 @@ async def test_concurrent_runs_never_interleave_or_duplicate_seq(
 ) -> None:
     agent = Agent(model=per_turn(20), tools=[pause], workspace=workspace, log=sqlite_log)
     first = await agent.run("seed")
-    results = await asyncio.gather(
-        *(agent.run(f"run {i}") for i in range(6)),
-        *(agent.run(f"turn {i}", session_id=first.session_id) for i in range(2)),
-    )
+    results = await asyncio.gather(*(agent.run(f"run {i}") for i in range(6)))
     for result in [first, *results]:
         events = await sqlite_log.events(result.run_id)
         assert [e.seq for e in events] == list(range(1, len(events) + 1))
         assert {e.run_id for e in events} == {result.run_id}
         assert result.stop_reason is StopReason.END_TURN
-    # the shared session's journal holds each run's events in order, none twice
+
+
+async def test_two_new_turns_of_one_session_at_once_one_runs_the_other_is_refused(
+    sqlite_log: SQLiteLog, workspace: Path
+) -> None:
+    """In one process as across processes: the session is claimed before its history is
+    read, so two turns never fork it; the refused one writes nothing."""
+    agent = Agent(model=per_turn(5), tools=[pause], workspace=workspace, log=sqlite_log)
+    first = await agent.run("seed")
     path = sqlite_log.directory / "sessions" / f"{first.session_id}.jsonl"
-    keys = [(r["run_id"], r["seq"]) for r in map(json.loads, path.read_text().splitlines())]
-    assert len(keys) == len(set(keys))
-    for run_id in {k[0] for k in keys}:
-        assert [s for r, s in keys if r == run_id] == sorted(s for r, s in keys if r == run_id)
+    outcomes = await asyncio.gather(
+        *(agent.run(f"turn {i}", session_id=first.session_id) for i in range(2)),
+        return_exceptions=True,
+    )
+    [done] = [o for o in outcomes if not isinstance(o, BaseException)]
+    [refused] = [o for o in outcomes if isinstance(o, BaseException)]
+    assert isinstance(refused, SessionBusy)
+    assert f"session {first.session_id} has a run going on in this process" in str(refused)
+    assert done.stop_reason is StopReason.END_TURN
+    runs = {json.loads(line)["run_id"] for line in path.read_text().splitlines()}
+    assert runs == {first.run_id, done.run_id}  # nothing of the refused turn
+    assert [r.run_id for r in await sqlite_log.runs(first.session_id)] == [
+        first.run_id,
+        done.run_id,
+    ]
+    later = await agent.run("after", session_id=first.session_id)  # one at a time is fine
+    assert [m for m in later.messages if isinstance(m, UserMessage)][-3:] == [
+        UserMessage(content="seed"),
+        UserMessage(content=next(g for g in ("turn 0", "turn 1") if g in str(done.messages))),
+        UserMessage(content="after"),
+    ]
+
+
+async def test_two_new_turns_at_once_on_the_in_memory_log(workspace: Path) -> None:
+    agent = Agent(model=per_turn(3), tools=[pause], workspace=workspace)
+    first = await agent.run("seed")
+    outcomes = await asyncio.gather(
+        *(agent.run(f"turn {i}", session_id=first.session_id) for i in range(2)),
+        return_exceptions=True,
+    )
+    assert sorted(type(o).__name__ for o in outcomes) == ["RunResult", "SessionBusy"]
+    assert len(await agent.log.runs(first.session_id)) == 2
 
 
 async def test_a_second_writer_of_a_session_is_refused_while_a_run_goes_on(
@@ -265,26 +304,50 @@ async def test_a_deleted_index_is_rebuilt(tmp_path: Path, workspace: Path) -> No
     await after.close()
 
 
-async def test_a_journal_shorter_than_its_index_is_reported(
+async def test_a_journal_shorter_than_its_index_sets_its_session_aside(
     tmp_path: Path, workspace: Path
 ) -> None:
     store = tmp_path / "store"
     path, lines = await journal_of_one_run(store, workspace)
+    other = await run_once(store, workspace)
     path.write_bytes(b"".join(lines[:-2]))
-    with pytest.raises(LogCorrupted, match=r"is shorter .* than the index says"):
-        SQLiteLog(store)
+    log = SQLiteLog(store)  # opens: the damage is the one session's
+    damaged, fine = sorted(await log.runs(), key=lambda r: r.session_id != path.stem)
+    with pytest.raises(LogCorrupted, match=r"is shorter .* than the index says.*reins doctor"):
+        await log.events(damaged.run_id)
+    assert fine.session_id == other
+    assert RunState.fold(await log.events(fine.run_id)).finished is not None
+    await log.close()
 
 
-async def test_a_corrupt_line_in_a_journal_is_reported_with_its_place(
-    tmp_path: Path, workspace: Path
+async def test_a_corrupt_line_sets_its_session_aside_and_names_its_place(
+    tmp_path: Path, workspace: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = tmp_path / "store"
     path, lines = await journal_of_one_run(store, workspace)
+    other = await run_once(store, workspace)
     (store / "reins.db").unlink()
     lines[2] = b'{"kind": "nonsense"}\n'
     path.write_bytes(b"".join(lines))
-    with pytest.raises(LogCorrupted, match=r"\.jsonl, line 3, is not a reins event"):
-        SQLiteLog(store)
+    with caplog.at_level(logging.WARNING, logger="reins.store"):
+        log = SQLiteLog(store)
+    assert caplog.text.count("line 3, is not a reins event") == 1  # said once, at open
+    runs = {r.session_id: r for r in await log.runs()}
+    assert set(runs) == {path.stem, other}  # the damaged run is listed (its start is sound)
+    message = (
+        rf"{path}, line 3, is not a reins event: .*session {path.stem} is set aside "
+        r"\(the other sessions are not affected\): run `reins doctor`"
+    )
+    with pytest.raises(LogCorrupted, match=message):
+        await log.events(runs[path.stem].run_id)
+    agent = Agent(model=per_turn(1), tools=[pause], workspace=workspace, log=log)
+    with pytest.raises(LogCorrupted, match=message):  # a new turn of it: refused, unwritten
+        await agent.run("more", session_id=path.stem)
+    assert path.read_bytes() == b"".join(lines)
+    more = await agent.run("more", session_id=other)  # the others go on
+    assert more.stop_reason is StopReason.END_TURN
+    assert (await agent.run("new")).stop_reason is StopReason.END_TURN
+    await log.close()
 
 
 def test_a_file_that_is_not_a_database_is_reported(tmp_path: Path) -> None:
@@ -339,3 +402,67 @@ async def test_a_gap_in_seq_is_reported_by_the_fold(tmp_path: Path, workspace: P
 async def test_unknown_run_ids(sqlite_log: SQLiteLog) -> None:
     with pytest.raises(RunNotFound, match="no run 'nope'"):
         await sqlite_log.events("nope")
+
+
+class Explodes(Policy):
+    """A policy with a bug: the run's loop raises in its first round."""
+
+    def __init__(self) -> None:
+        self.armed = True
+
+    async def before_round(self, state: RunState) -> BeforeRound:
+        if self.armed:
+            self.armed = False
+            raise RuntimeError("bug")
+        return Continue()
+
+
+@pytest.mark.parametrize("on_disk", [True, False])
+async def test_a_run_whose_loop_raised_frees_its_session(
+    tmp_path: Path, workspace: Path, on_disk: bool
+) -> None:
+    log = SQLiteLog(tmp_path / "store") if on_disk else MemoryLog()
+    agent = Agent(model=per_turn(1), tools=[pause], workspace=workspace, log=log)
+    first = await agent.run("seed")
+    broken = Agent(
+        model=per_turn(1), tools=[pause], workspace=workspace, log=log, policies=[Explodes()]
+    )
+    with pytest.raises(RuntimeError, match="bug"):
+        await broken.run("turn", session_id=first.session_id)
+    [_, stopped] = await log.runs(first.session_id)
+    assert stopped.stop_reason is None  # unfinished, and nothing goes on in it
+    later = await agent.run("again", session_id=first.session_id)  # not SessionBusy
+    assert later.stop_reason is StopReason.END_TURN
+    resumed = await broken.resume(stopped.run_id)
+    assert resumed.stop_reason is StopReason.END_TURN
+    await log.close()
+
+
+async def test_a_session_claimed_by_another_process_is_refused_before_its_history_is_read(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two logs on one store stand for two processes (the journal's lock is per open file)."""
+    first = SQLiteLog(tmp_path / "store")
+    seed = await Agent(model=per_turn(1), tools=[pause], workspace=workspace, log=first).run("a")
+    first.claim(seed.session_id)  # as a turn about to start elsewhere does
+    second = SQLiteLog(tmp_path / "store")
+    read: list[str] = []
+    real_events = SQLiteLog.events
+
+    async def events(self: SQLiteLog, run_id: str) -> list[Event]:
+        read.append(run_id)
+        return await real_events(self, run_id)
+
+    monkeypatch.setattr(SQLiteLog, "events", events)
+    agent = Agent(model=per_turn(1), tools=[pause], workspace=workspace, log=second)
+    journal = tmp_path / "store" / "sessions" / f"{seed.session_id}.jsonl"
+    before = journal.read_bytes()
+    with pytest.raises(SessionBusy, match="is being written by another process"):
+        await agent.run("b", session_id=seed.session_id)
+    assert read == []  # refused before the history was read
+    assert journal.read_bytes() == before
+    first.release(seed.session_id)
+    later = await agent.run("b", session_id=seed.session_id)
+    assert [m.content for m in later.messages if isinstance(m, UserMessage)] == ["a", "b"]
+    await first.close()
+    await second.close()

@@ -25,9 +25,10 @@ from ._events import (
 from ._loop import RunLoop
 from ._messages import Message, SystemMessage, Usage, UserMessage
 from ._model import Model, ModelSettings
-from ._policies import MaxSteps, MaxTokensRecovery, Policy, StrictActions
+from ._policies import EmptyReply, MaxSteps, MaxTokensRecovery, Policy, StrictActions
 from ._state import RunState
 from ._stop import StopReason
+from ._unicode import escape_text
 from .models._catalog import UNKNOWN, lookup
 from .permissions import Approval, ApprovalHandler, ApprovalMode, Permissions, approver
 from .store import EventLog, MemoryLog
@@ -88,7 +89,13 @@ class AgentRun:
         events = await self._started()
         if self._first:
             return self._first.pop(0)
-        return await anext(events)
+        try:
+            return await anext(events)
+        except StopAsyncIteration:
+            raise
+        except BaseException:
+            self._ended()
+            raise
 
     async def _started(self) -> AsyncGenerator[Event]:
         if self._events is None:
@@ -99,6 +106,14 @@ class AgentRun:
     async def aclose(self) -> None:
         if self._events is not None:
             await self._events.aclose()
+            self._ended()
+
+    def _ended(self) -> None:
+        """The loop ended without finishing the run (an error, or closed): nothing goes on in
+        it here any more, so its session is free for a new turn or a resume."""
+        loop = self._loop
+        if loop is not None and loop.state.finished is None:
+            loop.log.release(loop.state.session_id, loop.state.run_id)
 
     @property
     def state(self) -> RunState:
@@ -111,8 +126,12 @@ class AgentRun:
         """Drive the run to its end (if not done yet) and return its outcome."""
         events = await self._started()
         self._first.clear()
-        async for _ in events:  # straight from the loop, not through __anext__: the hot path
-            pass
+        try:
+            async for _ in events:  # straight from the loop, not through __anext__: hot path
+                pass
+        except BaseException:
+            self._ended()
+            raise
         return RunResult.of(self.state)
 
 
@@ -190,8 +209,8 @@ class Agent:
     ) -> tuple[list[Event], RunLoop]:
         if not goal.strip():
             raise UsageError("the goal is empty; say what the agent should do")
+        goal = escape_text(goal)  # an argument that was not UTF-8 holds lone surrogates
         workspace = self._workspace()
-        grants: tuple[str, ...] = ()
         if session_id is None:
             session_id = new_id()
             history: list[Message] = [
@@ -199,16 +218,54 @@ class Agent:
                     content=system_prompt(workspace=workspace.root, instructions=self.instructions)
                 )
             ]
+            started = self._run_started(session_id, goal, workspace, history)
+            await self.log.append(started)
         else:
-            history, grants = await self._session_history(session_id)
+            # The session is ours before its history is read: a turn never forks it.
+            self.log.claim(session_id)
+            try:
+                history, grants = await self._session_history(session_id)
+                started = self._run_started(session_id, goal, workspace, history, grants)
+                await self.log.append(started)
+            except BaseException:
+                self.log.release(session_id)
+                raise
+        state = RunState.fold([started])
+        loop = self._loop(state, cancel, workspace)
+        first: list[Event] = [started]
+        if not getattr(self.model, "offline", False) and not lookup(started.config.model).known:
+            notice = Notice(
+                session_id=session_id,
+                run_id=started.run_id,
+                seq=2,
+                source="catalog",
+                level="warning",
+                text=f"model {started.config.model!r} is not in the catalog: assuming a "
+                f"{UNKNOWN.context_window}-token context, no price (cost not counted)",
+            )
+            await self.log.append(notice)
+            state.apply(notice)
+            first.append(notice)
+        return first, loop
+
+    def _run_started(
+        self,
+        session_id: str,
+        goal: str,
+        workspace: Workspace,
+        history: list[Message],
+        grants: tuple[str, ...] = (),
+    ) -> RunStarted:
+        tools = self._tools()
         config = RunConfig(
             model=self.model_id or self.model.name,
             workspace=str(workspace.root),
             max_steps=self.max_steps,
-            tools=tuple(t.name for t in self._tools()),
+            tools=tuple(t.name for t in tools),
+            read_only_tools=tuple(t.name for t in tools if t.read_only),
             max_parallel_tools=self.max_parallel_tools,
         )
-        started = RunStarted(
+        return RunStarted(
             session_id=session_id,
             run_id=new_id(),
             seq=1,
@@ -217,24 +274,6 @@ class Agent:
             messages=(*history, UserMessage(content=goal)),
             grants=grants,
         )
-        await self.log.append(started)
-        state = RunState.fold([started])
-        loop = self._loop(state, cancel, workspace)
-        first: list[Event] = [started]
-        if not getattr(self.model, "offline", False) and not lookup(config.model).known:
-            notice = Notice(
-                session_id=session_id,
-                run_id=started.run_id,
-                seq=2,
-                source="catalog",
-                level="warning",
-                text=f"model {config.model!r} is not in the catalog: assuming a "
-                f"{UNKNOWN.context_window}-token context, no price (cost not counted)",
-            )
-            await self.log.append(notice)
-            state.apply(notice)
-            first.append(notice)
-        return first, loop
 
     async def _resume(
         self,
@@ -244,6 +283,22 @@ class Agent:
         cancel: Cancel | None,
     ) -> tuple[list[Event], RunLoop]:
         state = RunState.fold(await self.log.events(run_id))
+        self.log.claim(state.session_id, run_id)
+        try:
+            state = RunState.fold(await self.log.events(run_id))  # as it stands, claimed
+            return await self._resumed(state, max_steps, approvals, cancel)
+        except BaseException:
+            self.log.release(state.session_id, run_id)
+            raise
+
+    async def _resumed(
+        self,
+        state: RunState,
+        max_steps: int | None,
+        approvals: Mapping[str, Approval | bool],
+        cancel: Cancel | None,
+    ) -> tuple[list[Event], RunLoop]:
+        run_id = state.run_id
         awaiting = {r.call.id: r for r in state.awaiting()}
         unknown = sorted(set(approvals) - set(awaiting))
         if unknown:
@@ -322,6 +377,7 @@ class Agent:
                 MaxSteps(),
                 MaxTokensRecovery(),
                 *self._protocol_policies(executor),
+                EmptyReply(),
                 *self.policies,
             ],
             settings=self.settings,

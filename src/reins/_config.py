@@ -92,7 +92,7 @@ def user_config_path() -> Path:
 def project_config_path(start: Path | None = None) -> Path | None:
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
-        if (folder / PROJECT_FILE).is_file():
+        if (folder / PROJECT_FILE).exists():  # a folder by that name: an error that says so
             return folder / PROJECT_FILE
     return None
 
@@ -105,7 +105,7 @@ def load_config(start: Path | None = None) -> Config:
     user = user_config_path()
     project = project_config_path(start)
     for path, is_project in ((user, False), (project, True)):
-        if path is None or not path.is_file():
+        if path is None or not path.exists():
             continue
         data = _read(path)
         if is_project:
@@ -129,7 +129,7 @@ def load_config(start: Path | None = None) -> Config:
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
-        files = " and ".join(str(p) for p in (user, project) if p is not None and p.is_file())
+        files = " and ".join(str(p) for p in (user, project) if p is not None and p.exists())
         raise UsageError(f"config ({files}): {where}: {error['msg']}") from None
 
 
@@ -140,7 +140,9 @@ def _read(path: Path) -> dict[str, object]:
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
     except OSError as exc:
-        raise UsageError(f"cannot read the config file {path}: {exc}") from None
+        raise UsageError(f"cannot read the config file {path}: {exc.strerror}") from None
+    except RecursionError:
+        raise UsageError(f"config file {path} is nested too deep to read") from None
 
 
 def _rules(path: Path, table: object) -> PermissionRules:

@@ -9,8 +9,9 @@ Every error reins raises derives from `ReinsError`, split by who must act::
     │   │   ├── ModelHTTPError        the server answered with an error status
     │   │   ├── ModelConnectionError  no answer: refused, reset, dropped
     │   │   └── ModelTimeout          no first chunk, or a stalled stream
-    │   └── StoreError       the event log cannot be read or written
-    │       └── LogCorrupted a database or JSONL mirror failed its checks
+    │   └── StoreError       the event log cannot be read or written (disk full, read-only)
+    │       ├── LogCorrupted a database or journal failed its checks (`reins doctor`)
+    │       └── SessionBusy  another run of the session is going on, here or elsewhere
     └── UsageError           developer misuse: bad configuration or input, fix and retry
         ├── UnknownModel     a model string no provider understands
         ├── ScriptError      a malformed `script:` file
@@ -79,6 +80,10 @@ class StoreError(RunError):
 
 class LogCorrupted(StoreError):
     """The database or a JSONL mirror failed an integrity check."""
+
+
+class SessionBusy(StoreError):
+    """A session takes one turn at a time: another run of it is going on."""
 
 
 class UsageError(ReinsError):

@@ -34,6 +34,9 @@ class RunConfig(BaseModel):
     """Cap on model responses in this run."""
     tools: tuple[str, ...] = ()
     """Names of the tools offered to the model."""
+    read_only_tools: tuple[str, ...] | None = None
+    """Those of `tools` that are read-only (None in logs older than this field: then every
+    call that started is taken to have had effects)."""
     max_parallel_tools: int = 4
 
 

@@ -40,8 +40,9 @@ from ._model import (
     ensure_requests_allowed,
 )
 from ._policies import CONTINUE, Answer, Continue, Inject, Policy, Reject, Stop
-from ._state import RunState
+from ._state import RunState, interrupted
 from ._stop import StopReason
+from ._unicode import NOTE, escape_text, escaped_reply, escaped_result
 from .models._catalog import lookup
 from .permissions import ApprovalRequest, Approver, Ruling, denial
 from .store import EventLog
@@ -133,8 +134,10 @@ class RunLoop:
                         )
                         return
                     case TextChunk(text):
+                        text = escape_text(text)  # a lone surrogate cannot be recorded
                         yield await self._emit(TextDelta, commit=False, step=step, text=text)
                     case ThinkingChunk(text):
+                        text = escape_text(text)
                         yield await self._emit(ThinkingDelta, commit=False, step=step, text=text)
                     case Retrying(attempt, delay, error):
                         yield await self._emit(
@@ -160,13 +163,19 @@ class RunLoop:
             return
         finally:
             await _close(stream)
+        message = _unique_call_ids(response.message, step)
+        if (escaped := escaped_reply(message)) is not None:
+            message = escaped
+            yield await self._emit(
+                Notice, commit=False, source="unicode", level="warning", text=f"the reply: {NOTE}"
+            )
         # Committed with what the review records next (calls started, a rejection, the
         # finish), and in any case before a side effect or the next model call.
         yield await self._emit(
             ModelResponded,
             commit=False,
             step=step,
-            message=_unique_call_ids(response.message, step),
+            message=message,
             usage=response.usage,
             finish=response.finish,
             model=response.model_name,
@@ -219,7 +228,7 @@ class RunLoop:
             if call.id in state.started and not self.executor.is_read_only(call.name):
                 # The process died while this call ran: its effect is unknown, so it is not
                 # repeated behind the model's back. Read-only calls are simply run again.
-                yield await self._emit(ToolCallFinished, step=step, result=_interrupted(call))
+                yield await self._emit(ToolCallFinished, step=step, result=interrupted(call))
                 continue
             verdict = await self._before_tool(call) if self._hooks["before_tool"] else CONTINUE
             match verdict:
@@ -369,6 +378,7 @@ class RunLoop:
                 is_error=True,
             )
         duration_ms = (time.perf_counter() - start) * 1000
+        result = escaped_result(result)  # a lone surrogate cannot be recorded
         return await self._emit(
             ToolCallFinished,
             # A lost read-only result is simply computed again on resume; a side effect's
@@ -418,18 +428,6 @@ def _overridden(kind: type[Policy]) -> tuple[str, ...]:
 @lru_cache(maxsize=64)
 def _capped(settings: ModelSettings, max_tokens: int) -> ModelSettings:
     return replace(settings, max_tokens=max_tokens)
-
-
-def _interrupted(call: ToolCall) -> ToolResultMessage:
-    return ToolResultMessage(
-        call_id=call.id,
-        name=call.name,
-        content=(
-            "Interrupted: the run stopped while this call ran, so it may or may not have taken "
-            "effect. Check the current state before repeating it."
-        ),
-        is_error=True,
-    )
 
 
 def _unique_call_ids(message: AssistantMessage, step: int) -> AssistantMessage:

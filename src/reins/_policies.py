@@ -145,3 +145,25 @@ class StrictActions(Policy):
                 )
             return Reject(repair_message(error, self.tools))
         return CONTINUE  # it parses after all (the model kept it as text): let it through
+
+
+class EmptyReply(Policy):
+    """A reply with no text and no tool call is not a final answer (a model that fell silent,
+    a server that dropped the content): the model is told and asked to act, at most `repairs`
+    times in a row; then the run stops with `error`."""
+
+    def __init__(self, repairs: int = 2) -> None:
+        self.repairs = repairs
+
+    async def after_response(self, state: RunState, response: AssistantMessage) -> AfterResponse:
+        if response.tool_calls or response.text.strip():
+            return CONTINUE
+        if state.rejections >= self.repairs:
+            return Stop(
+                StopReason.ERROR,
+                f"the model replied with nothing {state.rejections + 1} times in a row",
+            )
+        return Reject(
+            "Your reply was empty: no text and no tool call. Act now: call a tool, or give "
+            "your final answer."
+        )

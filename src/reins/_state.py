@@ -157,9 +157,18 @@ class RunState:
         return [r for r in self.asked.values() if r.call.id not in self.decisions]
 
     def transcript(self) -> list[Message]:
-        """The messages, with a result for every call that never got one (for a next turn)."""
+        """The messages, with a result for every call that never got one (for a next turn):
+        what a resume would say of it. A call that started, of a tool with side effects, was
+        interrupted (it may have acted); one that never started was not run."""
+        read_only = self.config.read_only_tools or ()
         done = [
-            self.results.get(call.id) or _not_run(call, "the run ended") for call in self.pending
+            self.results.get(call.id)
+            or (
+                interrupted(call)
+                if call.id in self.started and call.name not in read_only
+                else _not_run(call, "the run ended")
+            )
+            for call in self.pending
         ]
         return [*self.messages, *done]
 
@@ -207,6 +216,19 @@ def _marked_answer(text: str) -> str | None:
             rest = [line.removeprefix(FINAL_ANSWER_PREFIX), *lines[index + 1 :]]
             return "\n".join(rest).strip()
     return None
+
+
+def interrupted(call: ToolCall) -> ToolResultMessage:
+    """The result of a call with side effects that was running when its process died."""
+    return ToolResultMessage(
+        call_id=call.id,
+        name=call.name,
+        content=(
+            "Interrupted: the run stopped while this call ran, so it may or may not have taken "
+            "effect. Check the current state before repeating it."
+        ),
+        is_error=True,
+    )
 
 
 def _not_run(call: ToolCall, why: str) -> ToolResultMessage:

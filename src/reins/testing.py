@@ -166,6 +166,8 @@ def load_script(path: str | Path) -> list[Reply]:
         raise ScriptError(f"cannot read script {where}: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ScriptError(f"script {where} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ScriptError(f"script {where} is nested too deep to read") from None
     if not isinstance(raw, list):
         raise ScriptError(f"script {where} must be a JSON list of replies")
     items = [_script_item(where, index, item) for index, item in enumerate(raw)]

@@ -1,4 +1,5 @@
-"""Commands: run, resume, sessions, show, replay. Errors become one line and an exit code."""
+"""Commands: run, resume, sessions, show, replay, doctor. Errors become one line and an exit
+code."""
 
 from __future__ import annotations
 
@@ -46,8 +47,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="reins: run tool-calling agents with a log you can resume and replay.",
 )
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True, highlight=False, soft_wrap=True)  # an error stays one line
+# No emoji codes, no highlighting: what a tool or model wrote is shown as it is (our own markup
+# is the only markup, and every text from outside is escaped).
+out = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 120)
+err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)  # one line an error
 
 StoreOpt = Annotated[
     Path,
@@ -66,6 +69,12 @@ DEFAULT_STORE = Path(".reins")
 
 
 def main() -> None:
+    # A character the terminal cannot take (a lone surrogate from a file name, say) is shown
+    # escaped, never a crash.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     app()
 
 
@@ -259,6 +268,59 @@ def _approval(config: Config, yes: bool) -> ApprovalHandler | ApprovalMode:
 
         return TerminalApprover(err)
     return "deny"
+
+
+@app.command()
+def doctor(
+    sessions: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[SESSION]...", help="Sessions to check (default: all)."),
+    ] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Only report; change nothing (exit 1 if damaged).")
+    ] = False,
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """Check the log; move each damaged journal tail aside (kept, never deleted) and say what
+    was kept. A session being written by another process is left alone."""
+    from ..store._doctor import doctor as examine
+    from ._render import render_findings
+
+    logging.getLogger("reins.store").setLevel(logging.ERROR)  # the report says it all
+    if not check:
+        _set_aside_unreadable_index(store)
+
+    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+        findings = examine(log, repair=not check, sessions=sessions or ())
+        render_findings(out, findings)
+        left = [f for f in findings if not f.repaired]
+        return StopReason.ERROR if left else StopReason.END_TURN
+
+    _execute(store, go, create=False)
+
+
+def _set_aside_unreadable_index(store: Path) -> None:
+    """An index that is not a database is moved aside, to be rebuilt from the journals."""
+    from datetime import UTC, datetime
+
+    from .._errors import LogCorrupted
+    from ..store import SQLiteLog
+
+    if not (store / "reins.db").is_file():
+        return
+    try:
+        asyncio.run(SQLiteLog(store).close())
+    except LogCorrupted:
+        stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%S%f}"
+        for name in ("reins.db", "reins.db-wal", "reins.db-shm"):
+            if (store / name).exists():
+                (store / name).rename(store / f"{name}.corrupt-{stamp}")
+        out.print(
+            f"{escape(str(store / 'reins.db'))} was not a readable database: moved to "
+            f"reins.db.corrupt-{stamp}; the index is rebuilt from the journals"
+        )
+    except ReinsError:
+        pass  # the command itself reports it
 
 
 async def _drive(stream: AgentRun, json_lines: bool) -> StopReason:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.console import Console
 from rich.markup import escape
@@ -29,6 +29,9 @@ from .._events import (
 from .._messages import AssistantMessage, Message, SystemMessage, ToolResultMessage, UserMessage
 from .._stop import StopReason
 from ..store import RunInfo
+
+if TYPE_CHECKING:
+    from ..store._doctor import Finding, RunAccount
 
 MAX_OBSERVATION_LINES = 12
 
@@ -93,6 +96,7 @@ class EventRenderer:
                     f"[yellow]✗ response rejected by {event.source}:[/] {escape(event.observation)}"
                 )
             case Notice():
+                self._end_line()  # it may come while a reply streams
                 out.print(f"[yellow]! {escape(event.text)}[/] [dim]({event.source})[/]")
             case RunFinished():
                 self._end_line()
@@ -169,6 +173,46 @@ def render_runs(out: Console, runs: list[RunInfo]) -> None:
             escape(run.goal.splitlines()[0] if run.goal else ""),
         )
     out.print(table, width=max(out.width, 160))  # ids are not to be cut
+
+
+def render_findings(out: Console, findings: list[Finding]) -> None:
+    """What `reins doctor` found, and for each damaged session what was kept and what moved."""
+    if not findings:
+        out.print("the log is sound: every journal reads to its end")
+        return
+    out = Console(file=out.file, highlight=False, emoji=False, soft_wrap=True)  # no wrapping
+    for f in findings:
+        out.print(f"[bold]{escape(str(f.path))}[/]: {escape(f.problem)}")
+        if f.busy:
+            out.print("  being written by another process: left alone; run doctor when it ends")
+            continue
+        kept = f"lines 1-{f.kept_lines}" if f.kept_lines else "nothing"
+        verb = "kept" if f.repaired else "would keep"
+        out.print(f"  {verb}: {kept} ({f.kept_bytes} bytes)")
+        if f.moved_bytes:
+            verb = "moved aside" if f.repaired else "would move aside"
+            last = f.kept_lines + f.moved_lines
+            where = f" to {escape(str(f.aside))}" if f.aside else ""
+            out.print(f"  {verb}: lines {f.kept_lines + 1}-{last} ({f.moved_bytes} bytes){where}")
+        for run in f.runs:
+            out.print("  " + escape(_account(run)))
+        if not f.repaired:
+            out.print("  [yellow]not repaired[/]: run `reins doctor` to set the damage aside")
+
+
+def _account(run: RunAccount) -> str:
+    parts = [f"run {run.run_id}:"]
+    if run.kept:
+        parts.append(f"events 1-{run.kept} kept,")
+        if run.stop_reason is not None:
+            parts.append(f"finished ({run.stop_reason})")
+        else:
+            parts.append(f"unfinished (`reins resume {run.run_id}` continues it)")
+        if run.moved:
+            parts.append(f"; {run.moved} later events moved aside")
+    else:
+        parts.append(f"{run.moved} events, all moved aside (they are in the file above)")
+    return " ".join(parts).replace(" ;", ";")
 
 
 def _args(arguments: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ A writer holds an exclusive `flock` on the file, so a session is driven by one p
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .._errors import StoreError
+from .._errors import SessionBusy
 from ._spares import Spares
 
 log = logging.getLogger("reins.store")
@@ -32,9 +33,11 @@ class Tail:
 class Journals:
     """The `<directory>/<session_id>.jsonl` files this process writes, and reading any of them."""
 
-    def __init__(self, directory: Path, *, durable: bool) -> None:
+    def __init__(self, directory: Path, *, durable: bool, read_only: bool = False) -> None:
         self.directory = directory
         self.durable = durable
+        self.read_only = read_only
+        """Never written: a torn last line is left where it is."""
         self._open: dict[str, _Writer] = {}
         self._made = False
         self._spares = Spares(directory / ".spares")
@@ -43,15 +46,27 @@ class Journals:
         return self.directory / f"{session_id}.jsonl"
 
     def append(self, session_id: str, data: bytes) -> int:
-        """Write whole lines and hand them to the OS; returns the file's new size."""
+        """Write whole lines and hand them to the OS; returns the file's new size. If the
+        write fails (a full disk), what it wrote is cut off again: the journal ends on a line."""
         out = self._open.get(session_id) or self._claim(session_id)
-        written = os.write(out.fd, data)
-        while written < len(data):  # a regular file takes it all at once, short of a full disk
-            written += os.write(out.fd, memoryview(data)[written:])
-        if self.durable:
-            os.fsync(out.fd)
+        try:
+            written = os.write(out.fd, data)
+            while written < len(data):  # a regular file takes all at once, short of a full disk
+                written += os.write(out.fd, memoryview(data)[written:])
+            if self.durable:
+                os.fsync(out.fd)
+        except OSError:
+            # A cut frees space; should it fail, the next open sets the torn line aside.
+            with contextlib.suppress(OSError):
+                os.ftruncate(out.fd, out.size)
+            raise
         out.size += len(data)
         return out.size
+
+    def claim(self, session_id: str) -> None:
+        """Take the writer lock of an existing journal now (before its history is read)."""
+        if session_id not in self._open and os.path.exists(self.path(session_id)):
+            self._claim(session_id)
 
     def _claim(self, session_id: str) -> _Writer:
         if not self._made:
@@ -66,7 +81,7 @@ class Journals:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise StoreError(
+            raise SessionBusy(
                 f"session {session_id} is being written by another process; wait for it to "
                 "finish, or start a new session"
             ) from None
@@ -98,7 +113,7 @@ class Journals:
             f.seek(offset)
             data = f.read()
         end = data.rfind(b"\n") + 1
-        if end < len(data) and not self.writing(session_id):
+        if end < len(data) and not self.read_only and not self.writing(session_id):
             self._cut_torn(path, offset + end, data[end:])
         return Tail(lines=data[:end].split(b"\n")[:-1], end=offset + end)
 

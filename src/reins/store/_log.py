@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
-from .._errors import RunNotFound, StoreError
+from .._errors import RunNotFound, SessionBusy, StoreError
 from .._events import Event, RunFinished, RunResumed, RunStarted
 from .._stop import StopReason
 
@@ -32,6 +32,15 @@ class EventLog(Protocol):
 
     async def append(self, event: Event, *, commit: bool = True) -> None: ...
     async def commit(self) -> None: ...
+    def claim(self, session_id: str, run_id: str | None = None) -> None:
+        """Reserve a session for one new turn, or for resuming its run `run_id`, before its
+        history is read; raises SessionBusy while another run of it goes on. The reservation
+        passes to the run that the next `run_started`/`run_resumed` of the session starts."""
+
+    def release(self, session_id: str, run_id: str | None = None) -> None:
+        """Give up a reservation whose run did not start; with `run_id`, the run stopped here
+        without finishing (its loop raised or was closed): the session is free again."""
+
     async def events(self, run_id: str) -> list[Event]: ...
     async def runs(self, session_id: str | None = None) -> list[RunInfo]: ...
     async def close(self) -> None: ...
@@ -75,6 +84,9 @@ class MemoryLog:
     def __init__(self) -> None:
         self._events: dict[str, list[Event]] = {}
         self._index: dict[str, RunInfo] = {}
+        self._claimed: set[str] = set()
+        self._stopped: set[str] = set()
+        """Unfinished runs whose loop ended here: not going on."""
 
     async def append(self, event: Event, *, commit: bool = True) -> None:
         log = self._events.setdefault(event.run_id, [])
@@ -84,6 +96,29 @@ class MemoryLog:
         log.append(event)
         if (info := index_update(self._index.get(event.run_id), event)) is not None:
             self._index[event.run_id] = info
+            self._claimed.discard(event.session_id)
+            self._stopped.discard(event.run_id)
+
+    def claim(self, session_id: str, run_id: str | None = None) -> None:
+        going = [
+            r.run_id
+            for r in self._index.values()
+            if r.session_id == session_id
+            and r.stop_reason is None
+            and r.run_id not in (run_id, *self._stopped)
+        ]
+        if session_id in self._claimed or going:
+            raise SessionBusy(
+                f"session {session_id} has a run going on"
+                + (f" ({going[0]})" if going else "")
+                + "; a session takes one turn at a time: wait for it, or start a new session"
+            )
+        self._claimed.add(session_id)
+
+    def release(self, session_id: str, run_id: str | None = None) -> None:
+        self._claimed.discard(session_id)
+        if run_id is not None:
+            self._stopped.add(run_id)
 
     async def commit(self) -> None:
         pass

@@ -6,10 +6,19 @@ sessions`, `show`, the server): the runs, and the spans of journal bytes that ho
 events. It is filled from what this process wrote at most `INDEX_EVERY` seconds later, and from
 the journals themselves when it lags (after a crash, or for another process's runs). Delete it
 and it is rebuilt.
+
+A journal that fails its checks (a line that is not an event, a file cut shorter than the index
+says) takes down its own session only: what precedes the damage is indexed, the session is set
+aside (reading it says where the damage is and to run `reins doctor`), and every other session
+goes on. The checks run when journals are caught up, never on the append path.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import logging
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -18,12 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
-from .._errors import LogCorrupted, RunNotFound, StoreError
+from .._errors import LogCorrupted, RunNotFound, SessionBusy, StoreError
 from .._events import EVENT, Event
 from .._stop import StopReason
+from .._unicode import NOTE, escape_model
 from ._journal import Journals
 from ._log import RunInfo, index_update
+
+log = logging.getLogger("reins.store")
 
 SCHEMA = """
 CREATE TABLE runs (
@@ -69,6 +82,28 @@ SAVE_JOURNAL = (
 )
 
 
+@dataclass(frozen=True)
+class Damage:
+    """Why a session's journal cannot be read past `offset` (the bytes before it are fine)."""
+
+    session_id: str
+    path: Path
+    offset: int
+    line: int | None
+    """The first bad line (1-based), if a line is to blame."""
+    problem: str
+
+    def describe(self) -> str:
+        where = f"{self.path}, line {self.line}," if self.line is not None else f"{self.path}"
+        return f"{where} {self.problem}"
+
+    def error(self) -> LogCorrupted:
+        return LogCorrupted(
+            f"{self.describe()}; session {self.session_id} is set aside (the other sessions are "
+            "not affected): run `reins doctor` to move the damage aside and keep the rest"
+        )
+
+
 @dataclass(slots=True)
 class Span:
     """Consecutive events of one run, written one after the other in its session's journal."""
@@ -88,23 +123,45 @@ class SQLiteLog:
     """Event log under `directory`: `sessions/<id>.jsonl` journals and `reins.db`, their index."""
 
     def __init__(self, directory: str | Path, *, durable: bool = False) -> None:
-        """`durable=True` fsyncs every commit (survives power loss, not only a crash)."""
+        """`durable=True` fsyncs every commit (survives power loss, not only a crash).
+
+        On a read-only folder the log can be read, not written: the index is built in memory
+        from the journals, and an append says the store is read-only."""
         self.directory = Path(directory)
         self.path = self.directory / "reins.db"
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        except (OSError, sqlite3.Error) as exc:
+        except OSError as exc:
+            raise StoreError(f"cannot open the event log at {self.directory}: {exc}") from None
+        self.read_only = not _writable(self.directory, self.path)
+        try:
+            self._db = sqlite3.connect(
+                ":memory:" if self.read_only else self.path,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
             raise StoreError(f"cannot open the event log at {self.path}: {exc}") from None
         try:
             self._setup()
         except sqlite3.DatabaseError as exc:
             self._db.close()
-            raise LogCorrupted(
-                f"{self.path} is not a readable reins database ({exc}); move it aside (it is "
-                "an index, rebuilt from the session journals) or restore it from a backup"
-            ) from None
-        self.journals = Journals(self.directory / "sessions", durable=durable)
+            if not _disk_full(self.directory):
+                raise LogCorrupted(
+                    f"{self.path} is not a readable reins database ({exc}); run `reins doctor` "
+                    "(it moves the file aside: it is an index, rebuilt from the session journals)"
+                ) from None
+            # No room for the database's own files: read the journals into memory instead,
+            # and let a write say that the disk is full.
+            log.warning("the disk holding %s is full: its index is read into memory", self.path)
+            self.read_only = True
+            self._db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            self._setup()
+        self.journals = Journals(
+            self.directory / "sessions", durable=durable, read_only=self.read_only
+        )
+        self._damaged: dict[str, tuple[int, Damage]] = {}
+        """Sessions set aside, with their journal's size when the damage was found."""
         self._batch: list[Event] = []
         self._next_seq: dict[str, int] = {}
         self._tails: dict[str, Span] = {}
@@ -114,8 +171,11 @@ class SQLiteLog:
         self._journal_sizes: dict[str, int] = {}
         self._live: dict[str, set[str]] = {}
         """Runs going on in this process, by session: a journal is kept open while it has one."""
+        self._claimed: set[str] = set()
+        """Sessions reserved for a turn about to start here (see `claim`)."""
         self._runs: dict[str, RunInfo] = {}
         self._indexed_at = time.monotonic()
+        self._index_failed = False
         self._catch_up()
 
     def _setup(self) -> None:
@@ -123,6 +183,9 @@ class SQLiteLog:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise sqlite3.DatabaseError(f"schema version {version} is newer than this reins")
+        if self.read_only:
+            db.executescript(SCHEMA)
+            return
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA busy_timeout=5000")
@@ -169,17 +232,56 @@ class SQLiteLog:
         sessions: dict[str, list[Event]] = {}
         for event in batch:
             sessions.setdefault(event.session_id, []).append(event)
-        try:
-            for session_id, events in sessions.items():
-                lines = [e.__pydantic_serializer__.to_json(e) + b"\n" for e in events]
+        for session_id, events in sessions.items():
+            try:
+                try:
+                    lines = [e.__pydantic_serializer__.to_json(e) + b"\n" for e in events]
+                except PydanticSerializationError:  # text JSON cannot hold: the rare path
+                    events = [_escaped(e) for e in events]
+                    lines = [e.__pydantic_serializer__.to_json(e) + b"\n" for e in events]
                 data = b"".join(lines)
                 end = self.journals.append(session_id, data)
-                self._journal_sizes[session_id] = end
-                self._locate(events, lines, end - len(data), end)
-        except OSError as exc:
-            raise StoreError(f"cannot write the journal under {self.directory}: {exc}") from None
+            except (OSError, ValueError, RecursionError) as exc:  # none of it is in the journal
+                for event in reversed(events):
+                    self._next_seq[event.run_id] = event.seq
+                raise self._write_error(exc, _culprit(events, exc)) from None
+            self._journal_sizes[session_id] = end
+            self._locate(events, lines, end - len(data), end)
         if time.monotonic() - self._indexed_at >= INDEX_EVERY:
-            self._index()
+            try:
+                self._index()
+            except StoreError as exc:  # the journal is whole: the index catches up later
+                self._indexed_at = time.monotonic()
+                if not self._index_failed:
+                    log.warning("%s; the run goes on, recorded in its journal", exc)
+                self._index_failed = True
+            else:
+                self._index_failed = False
+
+    def _write_error(self, exc: Exception, event: Event) -> StoreError:
+        where = self.journals.directory
+        if not isinstance(exc, OSError):  # PydanticSerializationError is a ValueError
+            return StoreError(
+                f"run {event.run_id}: event {event.seq} ({event.kind}) cannot be recorded "
+                f"({str(exc).removeprefix('Error serializing to JSON: ')}); nothing of it was "
+                "written"
+            )
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            then = (
+                "run the command again"
+                if event.kind == "run_started"
+                else f"`reins resume {event.run_id}`"
+            )
+            return StoreError(
+                f"the disk holding {where} is full ({exc.strerror}); the log ends at the last "
+                f"whole event: free space and {then}"
+            )
+        if exc.errno == errno.EROFS or self.read_only:
+            return StoreError(
+                f"the event log at {self.directory} is read-only ({exc.strerror}): it can be "
+                "read (sessions, show, replay) but not written; pass --store for a writable one"
+            )
+        return StoreError(f"cannot write the journal under {where}: {exc}")
 
     def _locate(self, events: list[Event], lines: list[bytes], start: int, end: int) -> None:
         """Note where the events just written lie, to index them."""
@@ -199,6 +301,7 @@ class SQLiteLog:
         live = self._live.setdefault(event.session_id, set())
         if event.kind != "run_finished":
             live.add(event.run_id)
+            self._claimed.discard(event.session_id)
             return
         live.discard(event.run_id)
         # A finished run leaves nothing behind here (a long-lived server runs many); resuming
@@ -209,13 +312,48 @@ class SQLiteLog:
             del self._live[event.session_id]
             self.journals.release(event.session_id)
 
+    def claim(self, session_id: str, run_id: str | None = None) -> None:
+        """Reserve the session for a new turn (or for resuming its run `run_id`) before its
+        history is read, so that two turns never fork it: another run of the session going on,
+        in this process or another, raises SessionBusy. The reservation passes to the run
+        its first event starts, and ends with that run or with `release`."""
+        others = self._live.get(session_id, set()) - {run_id}
+        if session_id in self._claimed or others:
+            raise SessionBusy(
+                f"session {session_id} has a run going on in this process"
+                + (f" ({min(others)})" if others else "")
+                + "; a session takes one turn at a time: wait for it, or start a new session"
+            )
+        self.journals.claim(session_id)
+        self._claimed.add(session_id)
+
+    def release(self, session_id: str, run_id: str | None = None) -> None:
+        """Give up a reservation whose run did not start; with `run_id`, the run stopped here
+        without finishing (its loop raised or was closed): what it wrote is committed and the
+        session is free again, here and for other processes."""
+        self._claimed.discard(session_id)
+        live = self._live.get(session_id, set())
+        if run_id is not None and run_id in live:
+            with contextlib.suppress(StoreError):  # a failed commit has said why already
+                self._commit()
+            live.discard(run_id)
+            self._tails.pop(run_id, None)
+            self._next_seq.pop(run_id, None)  # a resume asks the index where the run ended
+        if not live:
+            self._live.pop(session_id, None)
+            self.journals.release(session_id)
+
     def _index(self) -> None:
         """Put what this process journaled into the database, in one transaction."""
         if self._unindexed or self._run_events:
             spans, self._unindexed = self._unindexed, {}
             run_events, self._run_events = self._run_events, []
             sizes, self._journal_sizes = self._journal_sizes, {}
-            self._write_index([s.row() for s in spans.values()], run_events, sizes)
+            try:
+                self._write_index([s.row() for s in spans.values()], run_events, sizes)
+            except StoreError:  # kept for the next try (nothing came in meanwhile)
+                self._unindexed, self._run_events, self._journal_sizes = spans, run_events, sizes
+                raise
         self._indexed_at = time.monotonic()
 
     def _write_index(
@@ -234,6 +372,11 @@ class SQLiteLog:
                 self._runs.clear()
                 raise
         except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+                raise StoreError(
+                    f"the disk holding {self.path} is full; free space and run the command "
+                    "again (the journals are whole: the index catches up from them)"
+                ) from None
             raise StoreError(f"cannot write the index {self.path}: {exc}") from None
 
     def _run_rows(self, run_events: list[Event]) -> list[tuple[Any, ...]]:
@@ -257,35 +400,95 @@ class SQLiteLog:
         ]
 
     def _catch_up(self) -> None:
-        """Index journal lines the database lacks: left by a crash, or by another process."""
+        """Index journal lines the database lacks: left by a crash, or by another process.
+        A damaged journal sets its session aside (once per damage, with a warning); it never
+        stops the others."""
         known = dict(self._query("SELECT session_id, indexed_bytes FROM journals"))
         directory = self.journals.directory
         for path in sorted(directory.glob("*.jsonl")) if directory.is_dir() else []:
             session_id = path.stem
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue  # gone since the listing
+            noted = self._damaged.get(session_id)
+            if noted is not None and noted[0] == size:
+                continue  # unchanged since the damage was found: nothing new to read
             indexed = int(known.get(session_id, 0))
-            size = path.stat().st_size
+            damage: Damage | None = None
             if size < indexed:
-                raise LogCorrupted(
-                    f"{path} is shorter ({size} bytes) than the index says it was "
-                    f"({indexed}); it was truncated or replaced after it was written"
+                damage = Damage(
+                    session_id,
+                    path,
+                    size,
+                    None,
+                    f"is shorter ({size} bytes) than the index says it was ({indexed}); it was "
+                    "truncated or replaced after it was written",
                 )
-            if size > indexed:
-                self._ingest(path, session_id, indexed)
+            elif size > indexed:
+                try:
+                    damage = self._ingest(path, session_id, indexed)
+                except OSError as exc:
+                    damage = Damage(session_id, path, indexed, None, f"cannot be read: {exc}")
+            if damage is not None:
+                if noted is None or noted[1] != damage:
+                    log.warning("%s", damage.error())
+                self._damaged[session_id] = (size, damage)
+            elif noted is not None:
+                del self._damaged[session_id]
 
-    def _ingest(self, path: Path, session_id: str, offset: int) -> None:
+    def _ingest(self, path: Path, session_id: str, offset: int) -> Damage | None:
+        """Index the whole lines after `offset`, up to the first that is not an event."""
         tail = self.journals.read_from(session_id, offset)
         spans: dict[tuple[str, int], Span] = {}
         tails: dict[str, Span] = {}
         run_events: list[Event] = []
         start = offset
+        damage: Damage | None = None
         for number, line in enumerate(tail.lines):
-            event = _parse_line(path, line, offset, number)
+            try:
+                event = _parse_line(path, line, offset, number)
+            except BadLine as exc:
+                damage = Damage(session_id, path, start, exc.line, exc.problem)
+                break
             end = start + len(line) + 1
             _extend(tails, spans, event, event, start, end)
             if event.kind in RUN_INDEX_KINDS:
                 run_events.append(event)
             start = end
-        self._write_index([s.row() for s in spans.values()], run_events, {session_id: tail.end})
+        done = start if damage is not None else tail.end
+        self._write_index([s.row() for s in spans.values()], run_events, {session_id: done})
+        return damage
+
+    def damage(self) -> list[Damage]:
+        """The sessions set aside, as of the last catch-up."""
+        self._refresh()
+        return [damage for _, damage in self._damaged.values()]
+
+    def indexed_sessions(self) -> set[str]:
+        """The sessions the index holds runs of."""
+        return {str(s) for (s,) in self._query("SELECT DISTINCT session_id FROM runs")}
+
+    def reindex(self, session_id: str) -> Damage | None:
+        """Forget what the index holds of a session and index its journal again from the
+        start (after `reins doctor` has cut it); the damage left, if any."""
+        self._index()
+        db = self._db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            for table in ("spans", "runs", "journals"):
+                db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            db.execute("ROLLBACK")
+            raise StoreError(f"cannot write the index {self.path}: {exc}") from None
+        self._runs.clear()
+        self._damaged.pop(session_id, None)
+        path = self.journals.path(session_id)
+        damage = self._ingest(path, session_id, 0) if path.exists() else None
+        if damage is not None:
+            self._damaged[session_id] = (path.stat().st_size, damage)
+        return damage
 
     async def events(self, run_id: str) -> list[Event]:
         self._refresh()
@@ -296,6 +499,8 @@ class SQLiteLog:
         )
         if not spans:
             raise RunNotFound(f"no run {run_id!r} in {self.directory}")
+        if (noted := self._damaged.get(spans[0][2])) is not None:
+            raise noted[1].error()
         events: list[Event] = []
         for first, last, session_id, start, end in spans:
             if events and last <= events[-1].seq:
@@ -317,7 +522,9 @@ class SQLiteLog:
         try:
             data = self.journals.read(session_id, start, end)
         except OSError as exc:
-            raise LogCorrupted(f"run {run_id}: its journal cannot be read: {exc}") from None
+            raise LogCorrupted(
+                f"run {run_id}: its journal cannot be read ({exc}); `reins doctor` checks the log"
+            ) from None
         lines = data.split(b"\n")
         if len(data) != end - start or lines.pop() != b"" or len(lines) != last - first + 1:
             raise _moved(path, run_id, first, last)
@@ -357,10 +564,15 @@ class SQLiteLog:
             raise LogCorrupted(f"{self.path} cannot be read: {exc}") from None
 
     async def close(self) -> None:
-        await self.commit()
-        self._index()
-        self.journals.close()
-        self._db.close()
+        try:
+            await self.commit()
+            try:
+                self._index()
+            except StoreError as exc:  # the journals are whole: the next open catches up
+                log.warning("%s", exc)
+        finally:
+            self.journals.close()
+            self._db.close()
 
 
 def _extend(
@@ -383,6 +595,17 @@ def _extend(
     spans[span.run_id, span.first_seq] = span
 
 
+class BadLine(LogCorrupted):
+    """A journal line that is not an event: where, and what is wrong with it."""
+
+    def __init__(self, path: Path, line: int, problem: str) -> None:
+        super().__init__(
+            f"{path}, line {line}, {problem}; run `reins doctor` to move the damage aside"
+        )
+        self.line = line
+        self.problem = problem
+
+
 def _parse_line(path: Path, line: bytes, offset: int, index: int) -> Event:
     """The event on a journal line: the `index`-th line after byte `offset`."""
     try:
@@ -390,16 +613,51 @@ def _parse_line(path: Path, line: bytes, offset: int, index: int) -> Event:
     except ValidationError as exc:
         with path.open("rb") as f:
             number = f.read(offset).count(b"\n") + index + 1
-        raise LogCorrupted(
-            f"{path}, line {number}, is not a reins event: {exc.errors()[0]['msg']}"
-        ) from None
+        raise BadLine(path, number, f"is not a reins event: {exc.errors()[0]['msg']}") from None
+
+
+def _escaped(event: Event) -> Event:
+    """The event with the text that JSON cannot carry (a lone surrogate) escaped, said so."""
+    escaped = escape_model(event)
+    if escaped is not event:
+        log.warning("run %s, event %d: %s", event.run_id, event.seq, NOTE)
+    return escaped
+
+
+def _culprit(events: list[Event], exc: Exception) -> Event:
+    """The event that could not be serialized (for a failed write: the first)."""
+    if isinstance(exc, OSError):
+        return events[0]
+    for event in events:
+        try:
+            escaped = _escaped(event)
+            escaped.__pydantic_serializer__.to_json(escaped)
+        except (ValueError, RecursionError):
+            return event
+    return events[0]
+
+
+def _disk_full(directory: Path) -> bool:
+    """Less room left than SQLite needs to open its files (a few pages)."""
+    try:
+        found = os.statvfs(directory)
+    except OSError:
+        return False
+    return found.f_bavail * found.f_frsize < 64 * 1024
+
+
+def _writable(directory: Path, database: Path) -> bool:
+    """False on a read-only filesystem (or folder), for root too: `access` reports EROFS."""
+    if not os.access(directory, os.W_OK):
+        return False
+    return not database.exists() or os.access(database, os.W_OK)
 
 
 def _moved(path: Path, run_id: str, first: int, last: int) -> LogCorrupted:
     return LogCorrupted(
         f"{path} no longer holds run {run_id}'s events {first}-{last} where the index says; "
-        "the journal was changed after it was written. Move reins.db aside to rebuild the "
-        "index from the journals"
+        "the journal was changed after it was written: run `reins doctor` to check it and "
+        "rebuild the index"
     )
 
 
