@@ -1,0 +1,268 @@
+"""Files opened beneath the workspace's folder, one path component at a time.
+
+Checking a path and then using it leaves a gap in which a symlink swapped into the path could
+send a read or a write outside. Here the check is the use: each component is opened relative
+to the folder before it with O_NOFOLLOW, a symlink is read and followed by hand (at most
+`MAX_LINKS`, never above the root, absolute targets only into the root), and what comes back
+is a descriptor, not a path. `..` goes back to the folder the walk came from. Plain POSIX, so
+it works on macOS as on Linux.
+
+Not covered: a folder on the way renamed to outside the workspace while it is walked, which
+takes write access outside the workspace."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from dataclasses import dataclass
+
+from .._errors import ToolError
+from ._stop import Stop
+
+MAX_LINKS = 40
+
+_CLOEXEC = os.O_CLOEXEC | os.O_NOFOLLOW
+_SEARCH = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | _CLOEXEC  # walk through only
+DIR = os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC
+# O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOCTTY: nor adopt a terminal.
+READ = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | _CLOEXEC
+# What O_NOFOLLOW gives on a symlink: ELOOP (Linux, macOS), EMLINK (FreeBSD), ENOTDIR with
+# O_DIRECTORY (Linux).
+_LINK_ERRORS = (errno.ELOOP, errno.EMLINK, errno.ENOTDIR)
+
+
+@dataclass(frozen=True)
+class Opened:
+    fd: int
+    st: os.stat_result
+    rel: str
+    """Its real path below the root ('' for the root)."""
+
+
+class Beneath:
+    """One path walked below `root`: `stack` holds the descriptors of the real folders passed
+    (the root first), `parts` their names."""
+
+    def __init__(
+        self,
+        root: str,
+        path: str,
+        *,
+        protected: tuple[tuple[str, ...], ...] = (),
+        create: Stop | None = None,
+    ) -> None:
+        self.root, self.path, self.protected, self.create = root, path, protected, create
+        if "\0" in path:
+            raise ToolError(f"path {path!r} contains a NUL byte")
+        path = os.path.expanduser(path)
+        if path.startswith("/"):
+            path = self._into_root(path)
+        self.pending = path.split("/")[::-1]  # a stack: the next component last
+        self.stack = [os.open(root, _SEARCH)]
+        self.parts: list[str] = []
+        self.links = 0
+
+    def __enter__(self) -> Beneath:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for fd in self.stack:
+            os.close(fd)
+        self.stack.clear()
+
+    @property
+    def top(self) -> int:
+        return self.stack[-1]
+
+    def rel(self, name: str | None = None) -> str:
+        return "/".join(self.parts if name is None else [*self.parts, name])
+
+    def last(self) -> str | None:
+        """Walk all components but the last and return it (None: the path ends at a folder)."""
+        while self.pending:
+            part = self.pending.pop()
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not self.parts:
+                    raise self.outside()
+                os.close(self.stack.pop())
+                self.parts.pop()
+            elif not self.pending:
+                self.guard(part)
+                return part
+            else:
+                self._enter(part)
+        return None
+
+    def follow(self, name: str) -> None:
+        """`name` (in the current folder) was a symlink: go on from its target."""
+        self.links += 1
+        if self.links > MAX_LINKS:
+            raise ToolError(f"path {self.path!r} goes through too many symlinks (a loop?)")
+        try:
+            target = os.readlink(name, dir_fd=self.top)
+        except OSError as exc:  # no longer a symlink: a racing change; look at `name` again
+            if exc.errno not in (errno.EINVAL, errno.ENOENT):
+                raise
+            target = name
+        if target.startswith("/"):
+            target = self._into_root(target)
+            while len(self.stack) > 1:
+                os.close(self.stack.pop())
+            self.parts.clear()
+        self.pending.extend(target.split("/")[::-1])
+
+    def guard(self, name: str | None = None) -> None:
+        """Refuse to write in a protected folder (the run log's)."""
+        if self.create is None or not self.protected:
+            return
+        parts = (*self.parts, name) if name else tuple(self.parts)
+        if any(parts[: len(p)] == p for p in self.protected):
+            raise ToolError(
+                f"path {self.path!r} is in the run log's folder, which tools may not write"
+            )
+
+    def outside(self) -> ToolError:
+        return ToolError(
+            f"path {self.path!r} resolves outside the workspace {self.root}; "
+            "use a path inside it (relative paths start at the workspace root)"
+        )
+
+    def _into_root(self, target: str) -> str:
+        """An absolute path as a path below the root, if it points into the root."""
+        if target == self.root or target.startswith(self.root.rstrip("/") + "/"):
+            return target[len(self.root) :]
+        raise self.outside()
+
+    def _enter(self, part: str) -> None:
+        try:
+            fd = os.open(part, _SEARCH, dir_fd=self.top)
+        except FileNotFoundError:
+            if self.create is None:
+                raise ToolError(f"{self.path!r} does not exist") from None
+            self.guard(part)
+            self.create.check()  # a call given up creates no folders
+            try:
+                os.mkdir(part, dir_fd=self.top)
+            except FileExistsError:
+                self.links += 1  # made meanwhile: look again, a bounded number of times
+                if self.links > MAX_LINKS:
+                    raise
+            self.pending.append(part)
+            return
+        except OSError as exc:
+            if exc.errno not in _LINK_ERRORS:
+                raise
+            if not _is_link(part, self.top):
+                raise ToolError(f"{self.path!r}: {self.rel(part)} is not a folder") from None
+            self.follow(part)
+            return
+        self.stack.append(fd)
+        self.parts.append(part)
+        self.guard()
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def open_beneath(root: str, path: str, flags: int = READ) -> Opened:
+    """Open `path` (a file or a folder) below `root`, symlinks followed only inside it."""
+    with Beneath(root, path) as walk:
+        while True:
+            name = walk.last()
+            try:
+                fd = os.open(name or ".", flags, dir_fd=walk.top)
+            except FileNotFoundError:
+                raise ToolError(f"{path!r} does not exist") from None
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:  # a socket cannot be opened
+                    raise ToolError(f"{path!r} is a socket, not a file") from None
+                if name is None or exc.errno not in _LINK_ERRORS:
+                    raise
+                if flags & os.O_DIRECTORY and not _is_link(name, walk.top):
+                    raise ToolError(f"{path!r} is a file, not a folder") from None
+                walk.follow(name)
+                continue
+            return Opened(fd, os.fstat(fd), walk.rel(name))
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a write lands: `name` in the folder `dir_fd` (owned), and the mode to keep."""
+
+    dir_fd: int
+    name: str
+    rel: str
+    mode: int | None
+
+
+def locate_for_write(
+    root: str, path: str, protected: tuple[tuple[str, ...], ...], stop: Stop
+) -> Target:
+    """The folder and name a write to `path` replaces (a symlink's target, if it stays inside);
+    missing folders are made."""
+    with Beneath(root, path, protected=protected, create=stop) as walk:
+        while True:
+            name = walk.last()
+            if name is None:
+                raise ToolError(f"{path!r} is a folder")
+            try:
+                st = os.stat(name, dir_fd=walk.top, follow_symlinks=False)
+            except FileNotFoundError:
+                mode = None
+            else:
+                if stat.S_ISLNK(st.st_mode):
+                    walk.follow(name)
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    raise ToolError(f"{path!r} is {kind(st)}; only regular files can be written")
+                mode = stat.S_IMODE(st.st_mode)
+            return Target(os.dup(walk.top), name, walk.rel(name), mode)
+
+
+def replace_file(target: Target, data: bytes, stop: Stop) -> None:
+    """Write `data` to a temporary file beside the target, then rename it over the target:
+    a crash never leaves half a file, and a call abandoned before the rename writes nothing."""
+    tmp = f".{target.name}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o600, dir_fd=target.dir_fd)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                stop.check()
+                view = view[os.write(fd, view[: 1 << 20]) :]
+            os.fchmod(fd, 0o644 if target.mode is None else target.mode)
+        finally:
+            os.close(fd)
+        with stop.commit():
+            os.rename(tmp, target.name, src_dir_fd=target.dir_fd, dst_dir_fd=target.dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=target.dir_fd)
+        raise
+
+
+def kind(st: os.stat_result) -> str:
+    """What a file that is not a regular one is, for a message."""
+    mode = st.st_mode
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    return "a regular file" if stat.S_ISREG(mode) else "a special file"
