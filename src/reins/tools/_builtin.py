@@ -88,7 +88,7 @@ def _read_note(lines: Lines, size: int, last: int, next_line: int) -> str:
     if lines.binary_at is not None:
         notes.append(f"binary data from byte {lines.binary_at} on (of {size}) not shown")
     elif not lines.ended:
-        notes.append(f"stopped reading after {lines.read} of {size} bytes, in line {last + 1}")
+        notes.append(f"stopped reading after {lines.read} of {size} bytes")
     return f"\n[{'; '.join(notes)}]" if notes else ""
 
 

@@ -157,20 +157,22 @@ class Beneath:
         except OSError as exc:
             if exc.errno not in _LINK_ERRORS:
                 raise
-            if not _is_link(part, self.top):
+            if _is_file(part, self.top):
                 raise ToolError(f"{self.path!r}: {self.rel(part)} is not a folder") from None
-            self.follow(part)
+            self.follow(part)  # a symlink, or changed since: look again
             return
         self.stack.append(fd)
         self.parts.append(part)
         self.guard()
 
 
-def _is_link(name: str, dir_fd: int) -> bool:
+def _is_file(name: str, dir_fd: int) -> bool:
+    """Neither a folder nor a symlink (what O_DIRECTORY refused may have changed since)."""
     try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
     except FileNotFoundError:
         return False
+    return not (stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
 
 
 def open_beneath(root: str, path: str, flags: int = READ) -> Opened:
@@ -187,9 +189,9 @@ def open_beneath(root: str, path: str, flags: int = READ) -> Opened:
                     raise ToolError(f"{path!r} is a socket, not a file") from None
                 if name is None or exc.errno not in _LINK_ERRORS:
                     raise
-                if flags & os.O_DIRECTORY and not _is_link(name, walk.top):
+                if flags & os.O_DIRECTORY and _is_file(name, walk.top):
                     raise ToolError(f"{path!r} is a file, not a folder") from None
-                walk.follow(name)
+                walk.follow(name)  # a symlink, or changed since: look again
                 continue
             return Opened(fd, os.fstat(fd), walk.rel(name))
 

@@ -19,8 +19,9 @@ def is_binary(fd: int) -> bool:
 
 class Lines:
     """The lines of `fd` from its start, split at b'\\n' (kept): each is its first `head`
-    bytes and the number of bytes cut from it. After the loop, `ended` says the file was read
-    to its end, `binary_at` where binary data stopped it, else the budget did."""
+    bytes and the number of bytes cut from it (the last one when the budget ran out: the cut
+    read so far). After the loop, `ended` says the file was read to its end, `binary_at` where
+    binary data stopped it, else the budget did."""
 
     def __init__(self, fd: int, *, head: int, budget: int, stop: Stop) -> None:
         self.fd, self.head, self.budget, self.stop = fd, head, budget, stop
@@ -49,7 +50,7 @@ class Lines:
                 part, cut, start = b"", 0, end
             if start < len(chunk):
                 part, cut = _grow(part, cut, chunk[start:], self.head)
-        if self.ended and (part or cut):
+        if part or cut:
             yield part, cut
 
 

@@ -45,7 +45,7 @@ class Workspace:
         (a path can change after it): the tools use `open` and `locate_for_write`."""
         if "\0" in path:
             raise ToolError(f"path {path!r} contains a NUL byte")
-        candidate = Path(os.path.realpath(self.root / Path(path).expanduser()))
+        candidate = self._realpath(path)
         if not candidate.is_relative_to(self.root):
             raise ToolError(
                 f"path {path!r} resolves outside the workspace {self.root}; "
@@ -54,6 +54,14 @@ class Workspace:
         if write and any(candidate.is_relative_to(p) for p in self.protected):
             raise ToolError(f"path {path!r} is in the run log's folder, which tools may not write")
         return candidate
+
+    def _realpath(self, path: str) -> Path:
+        for _ in range(3):
+            try:
+                return Path(os.path.realpath(self.root / Path(path).expanduser()))
+            except OSError:  # a symlink on the way changed while it was read: look again
+                continue
+        raise ToolError(f"path {path!r} keeps changing while being resolved; try again")
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix() or "."
