@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from reins import ToolCall, ToolContext, ToolError, ToolResultMessage, Workspace, tool
-from reins.tools import BUILTIN_TOOLS, Tool, ToolExecutor, read_file, write_file
+from reins.tools import BUILTIN_TOOLS, Tool, ToolExecutor, edit_file, read_file, write_file
 
 SECRET = "SECRET-outside-the-workspace"
 
@@ -350,7 +350,9 @@ def test_errors_of_the_walk_are_plain(workspace: Path) -> None:
     ctx = ToolContext(workspace=Workspace(workspace), session_id="s", run_id="r")
     with pytest.raises(ToolError, match=r"^'f.txt/x': f.txt is not a folder$"):
         read_file.fn(ctx, path="f.txt/x")
-    with pytest.raises(
-        ToolError, match=r"^'nope/x' does not exist; list_files shows what is there$"
-    ):
+    missing = r"^'nope/x' does not exist; list_files shows what is there$"
+    with pytest.raises(ToolError, match=missing):
         read_file.fn(ctx, path="nope/x")
+    with pytest.raises(ToolError, match=missing):
+        edit_file.fn(ctx, path="nope/x", old="a", new="b")
+    assert os.listdir(workspace) == ["f.txt"]  # edit_file made no folders

@@ -126,7 +126,12 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
     if not old:
         raise ToolError("old must not be empty; to create a file use write_file")
     stop = current_stop()
-    target = ctx.workspace.locate_for_write(path, stop)
+    try:
+        target = ctx.workspace.locate_for_write(path, stop, make_folders=False)
+    except ToolError as exc:
+        if str(exc).endswith("does not exist"):
+            raise ToolError(f"{exc}; list_files shows what is there") from None
+        raise
     try:
         if target.mode is None:
             raise ToolError(f"{path!r} does not exist; list_files shows what is there")

@@ -54,6 +54,8 @@ class Beneath:
         protected: tuple[tuple[str, ...], ...] = (),
         create: Stop | None = None,
     ) -> None:
+        """`protected`: folders (as parts) nothing may be written in; `create`: make missing
+        folders, unless that Stop was abandoned."""
         self.root, self.path, self.protected, self.create = root, path, protected, create
         if "\0" in path:
             raise ToolError(f"path {path!r} contains a NUL byte")
@@ -118,7 +120,7 @@ class Beneath:
 
     def guard(self, name: str | None = None) -> None:
         """Refuse to write in a protected folder (the run log's)."""
-        if self.create is None or not self.protected:
+        if not self.protected:
             return
         parts = (*self.parts, name) if name else tuple(self.parts)
         if any(parts[: len(p)] == p for p in self.protected):
@@ -207,11 +209,11 @@ class Target:
 
 
 def locate_for_write(
-    root: str, path: str, protected: tuple[tuple[str, ...], ...], stop: Stop
+    root: str, path: str, protected: tuple[tuple[str, ...], ...], stop: Stop, *, make: bool
 ) -> Target:
     """The folder and name a write to `path` replaces (a symlink's target, if it stays inside);
-    missing folders are made."""
-    with Beneath(root, path, protected=protected, create=stop) as walk:
+    missing folders are made if `make`."""
+    with Beneath(root, path, protected=protected, create=stop if make else None) as walk:
         while True:
             name = walk.last()
             if name is None:

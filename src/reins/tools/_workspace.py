@@ -70,9 +70,11 @@ class Workspace:
         """Open `path` without a check-then-use race (see `_fs`); close `.fd` when done."""
         return open_beneath(str(self.root), path, DIR if folder else READ)
 
-    def locate_for_write(self, path: str, stop: Stop) -> Target:
-        """Where a write to `path` lands, missing folders made; close `.dir_fd` when done."""
-        return locate_for_write(str(self.root), path, self._protected_parts, stop)
+    def locate_for_write(self, path: str, stop: Stop, *, make_folders: bool = True) -> Target:
+        """Where a write to `path` lands, missing folders made (or a ToolError); outside the
+        workspace and in `protected` folders it is refused. Close `.dir_fd` when done."""
+        root = str(self.root)
+        return locate_for_write(root, path, self._protected_parts, stop, make=make_folders)
 
     def walk(self, folder: Opened, stop: Stop) -> Iterator[Found]:
         """Regular files under the open `folder`, sorted, skipping what .gitignore files (nested
