@@ -25,8 +25,8 @@ from ._workspace import ALWAYS_IGNORED
 MAX_READ_LINES = 2000
 MAX_READ_CHARS = 24_000
 """A page of read_file stays below the executor's output cap, so nothing is cut mid-page."""
-MAX_LINE_BYTES = 20_000
-MAX_GREP_LINE_BYTES = 64 * 1024
+MAX_LINE_CHARS = 20_000
+MAX_GREP_LINE_CHARS = 64 * 1024
 """grep matches the head of a longer line."""
 MAX_SCAN_BYTES = 64 * 1024 * 1024
 """read_file, and grep in each file, stop reading after this much."""
@@ -57,25 +57,46 @@ def read_file(ctx: ToolContext, path: str, start_line: int = 1, end_line: int | 
     with _regular_file(ctx, path) as opened:
         if is_binary(opened.fd):
             raise ToolError(f"{path!r} is a binary file")
-        lines = Lines(opened.fd, head=MAX_LINE_BYTES, budget=MAX_SCAN_BYTES, stop=stop)
-        page: list[str] = []
-        size = number = next_line = 0
-        rows = iter(lines)
-        for number, (data, cut) in enumerate(rows, 1):
-            if number < start_line:
-                continue
-            if end_line is not None and number > end_line:
-                return "".join(page)
-            text = data.decode("utf-8", errors="replace")
-            if cut:
-                text = f"{text.rstrip(chr(10))} [... {cut} more bytes on this line]\n"
-            if len(page) == MAX_READ_LINES or (page and size + len(text) > MAX_READ_CHARS):
-                next_line = number
-                break
-            page.append(text)
-            size += len(text)
-        last = number + sum(1 for _ in rows) if next_line else number  # count the rest
-        return "".join(page) + _read_note(lines, opened.st.st_size, last, next_line)
+        size = opened.st.st_size
+        lines = Lines(opened.fd, size=size, head=MAX_LINE_CHARS, budget=MAX_SCAN_BYTES, stop=stop)
+        text, last, next_line = _page(lines, start_line, end_line)
+        if next_line is None:
+            return text
+        return text + _read_note(lines, size, last, next_line)
+
+
+def _page(lines: Lines, start_line: int, end_line: int | None) -> tuple[str, int, int | None]:
+    """The page from `start_line`, the number of lines seen (all of them, if the page is cut
+    short: the rest are counted), and the line to read on from (0: none; None: the page is
+    the whole range asked for, up to `end_line`)."""
+    page: list[str] = []
+    size = number = shown = 0  # characters and lines in the page, lines before this batch
+    batches = iter(lines)
+    for batch, cuts in batches:
+        first = max(start_line - number - 1, 0)
+        end = len(batch) if end_line is None else min(len(batch), end_line - number)
+        newline = not (lines.unterminated and end == len(batch))
+        take = batch[first:end] if first < end else []
+        bulk = "\n".join(take) + "\n" * newline if take and not cuts else ""
+        if bulk and shown + len(take) <= MAX_READ_LINES and size + len(bulk) <= MAX_READ_CHARS:
+            page.append(bulk)  # the common case, without a step per line
+            size, shown = size + len(bulk), shown + len(take)
+        else:
+            for i in range(first, end):
+                line = batch[i]
+                if i in cuts:
+                    line = f"{line} [... {cuts[i]} more bytes on this line]"
+                if newline or i < len(batch) - 1:
+                    line += "\n"
+                if shown == MAX_READ_LINES or (shown and size + len(line) > MAX_READ_CHARS):
+                    rest = len(batch) - i - 1 + sum(len(b) for b, _ in batches)
+                    return "".join(page), number + i + 1 + rest, number + i + 1
+                page.append(line)
+                size, shown = size + len(line), shown + 1
+        number += len(batch)
+        if end_line is not None and number >= end_line:
+            return "".join(page), number, None
+    return "".join(page), number, 0
 
 
 def _read_note(lines: Lines, size: int, last: int, next_line: int) -> str:
@@ -284,14 +305,22 @@ class _Search:
             return False
         if is_binary(opened.fd):
             return False
-        lines = Lines(opened.fd, head=MAX_GREP_LINE_BYTES, budget=MAX_SCAN_BYTES, stop=self.stop)
-        for number, (data, _) in enumerate(lines, 1):
-            line = data.decode("utf-8", errors="replace").rstrip("\r\n")
-            if self.regex.search(line):
-                self.matches.append(f"{opened.rel}:{number}: {line[:300]}")
-                if len(self.matches) == MAX_GREP_MATCHES:
-                    self.notes.append(f"stopped at {MAX_GREP_MATCHES} matches")
-                    return True
+        lines = Lines(
+            opened.fd,
+            size=opened.st.st_size,
+            head=MAX_GREP_LINE_CHARS,
+            budget=MAX_SCAN_BYTES,
+            stop=self.stop,
+        )
+        search, number = self.regex.search, 0
+        for batch, _ in lines:
+            for line in [t.rstrip("\r") for t in batch] if lines.cr else batch:
+                number += 1
+                if search(line):
+                    self.matches.append(f"{opened.rel}:{number}: {line[:300]}")
+                    if len(self.matches) == MAX_GREP_MATCHES:
+                        self.notes.append(f"stopped at {MAX_GREP_MATCHES} matches")
+                        return True
         size = opened.st.st_size
         if lines.binary_at is not None:
             self.notes.append(f"{opened.rel}: binary from byte {lines.binary_at} on, not searched")

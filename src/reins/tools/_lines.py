@@ -18,22 +18,30 @@ def is_binary(fd: int) -> bool:
 
 
 class Lines:
-    """The lines of `fd` from its start, split at b'\\n' (kept): each is its first `head`
-    bytes and the number of bytes cut from it (the last one when the budget ran out: the cut
-    read so far). After the loop, `ended` says the file was read to its end, `binary_at` where
-    binary data stopped it, else the budget did."""
+    """The lines of `fd` from its start, split at b'\\n', in batches (one a chunk read, decoded
+    at once: a line at a time costs more than the reading). A batch is the lines, without their
+    newline, and `{index: bytes cut}` for those longer than `head`, which keep their head.
 
-    def __init__(self, fd: int, *, head: int, budget: int, stop: Stop) -> None:
-        self.fd, self.head, self.budget, self.stop = fd, head, budget, stop
+    After the loop: `ended` says the file was read to its end (or, with `binary_at` set, to
+    where binary data begins), else the budget stopped it; `unterminated` says the last line
+    had no newline (or was cut off by the budget)."""
+
+    def __init__(self, fd: int, *, size: int, head: int, budget: int, stop: Stop) -> None:
+        self.fd, self.size, self.head, self.budget, self.stop = fd, size, head, budget, stop
         self.read = 0
-        self.ended = False
+        self.ended = self.unterminated = False
+        self.cr = False
+        """The batch just yielded may hold a carriage return."""
         self.binary_at: int | None = None
 
-    def __iter__(self) -> Iterator[tuple[bytes, int]]:
+    def __iter__(self) -> Iterator[tuple[list[str], dict[int, int]]]:
+        head = self.head
         part, cut = b"", 0  # the head of a line that goes on in the next chunk, what it lost
         while self.read < self.budget and not self.ended:
             self.stop.check()
-            chunk = os.pread(self.fd, min(CHUNK, self.budget - self.read), self.read)
+            # No more than the file holds, as far as we know: a big buffer costs more than a read.
+            want = min(CHUNK, self.budget - self.read, max(self.size - self.read, SNIFF))
+            chunk = os.pread(self.fd, want, self.read)
             if not chunk:
                 self.ended = True
                 break
@@ -43,15 +51,34 @@ class Lines:
                 chunk = chunk[:nul]
                 self.ended = True  # as far as text goes
             self.read += len(chunk)
+            last = chunk.rfind(b"\n")
+            if last < 0:
+                part, cut = _grow(part, cut, chunk, head)
+                continue
+            lines: list[str] = []
+            cuts: dict[int, int] = {}
             start = 0
-            while end := chunk.find(b"\n", start) + 1:
-                line, lost = _grow(part, cut, chunk[start:end], self.head)
-                yield line, lost
-                part, cut, start = b"", 0, end
-            if start < len(chunk):
-                part, cut = _grow(part, cut, chunk[start:], self.head)
+            if part or cut:  # the end of the line the last chunk began
+                start = chunk.find(b"\n") + 1
+                line, lost = _grow(part, cut, chunk[: start - 1], head)
+                lines.append(line.decode("utf-8", errors="replace"))
+                if lost:
+                    cuts[0] = lost
+            if start <= last:
+                more = chunk[start:last].decode("utf-8", errors="replace").split("\n")
+                if last - start > head and max(map(len, more)) > head:
+                    for i, text in enumerate(more):
+                        if len(text) > head:
+                            cuts[len(lines) + i] = len(text[head:].encode())
+                            more[i] = text[:head]
+                lines += more
+            part, cut = _grow(b"", 0, chunk[last + 1 :], head)
+            self.cr = b"\r" in chunk
+            yield lines, cuts
         if part or cut:
-            yield part, cut
+            self.unterminated = True
+            self.cr = b"\r" in part
+            yield [part.decode("utf-8", errors="replace")], ({0: cut} if cut else {})
 
 
 def _grow(part: bytes, cut: int, more: bytes, head: int) -> tuple[bytes, int]:
