@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from reins import ToolCall, ToolContext, ToolError, ToolResultMessage, Workspace, tool
-from reins.tools import BUILTIN_TOOLS, Tool, ToolExecutor, edit_file, read_file, write_file
+from reins.tools import BUILTIN_TOOLS, Tool, ToolExecutor, edit_file, grep, read_file, write_file
 
 SECRET = "SECRET-outside-the-workspace"
 
@@ -402,3 +402,21 @@ async def test_pages_of_a_long_mixed_file_add_up_to_the_file(workspace: Path) ->
     found = (await run(ex, "grep", pattern="^(é€)+$", path="mixed.txt")).content.split("\n")
     numbers = [i for i, line in enumerate(lines, 1) if line.startswith("é€")]
     assert [int(f.split(":")[1]) for f in found if not f.startswith("[")] == numbers[:200]
+
+
+async def test_a_grep_that_times_out_stops_searching(workspace: Path) -> None:
+    for d in range(20):
+        (workspace / f"d{d}").mkdir()
+        for f in range(100):
+            (workspace / f"d{d}/f{f}.txt").write_text("nothing to see\n" * 200)
+    ex = executor(workspace)
+    start = time.perf_counter()
+    assert (await run(ex, "grep", pattern="needle")).content == "no matches for 'needle'"
+    whole = time.perf_counter() - start
+    quick = executor(workspace, [replace(grep, timeout=0.005)])
+    result = await run(quick, "grep", pattern="needle")
+    assert result.content == "grep timed out and was stopped"
+    start = time.perf_counter()
+    await asyncio.get_running_loop().shutdown_default_executor()  # waits for its thread
+    stopping = time.perf_counter() - start
+    assert stopping < whole / 3, (stopping, whole)
