@@ -177,11 +177,26 @@ def _is_file(name: str, dir_fd: int) -> bool:
     return not (stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
 
 
+def _refuse_devices(name: str, dir_fd: int, path: str) -> None:
+    """Opening a device can act (a tape rewinds, a watchdog arms): look before opening."""
+    try:
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise ToolError(
+            f"{path!r} is a {'character' if stat.S_ISCHR(mode) else 'block'} "
+            "device, which the file tools do not open"
+        )
+
+
 def open_beneath(root: str, path: str, flags: int = READ) -> Opened:
     """Open `path` (a file or a folder) below `root`, symlinks followed only inside it."""
     with Beneath(root, path) as walk:
         while True:
             name = walk.last()
+            if name is not None:
+                _refuse_devices(name, walk.top, path)
             try:
                 fd = os.open(name or ".", flags, dir_fd=walk.top)
             except FileNotFoundError:

@@ -96,8 +96,11 @@ class Workspace:
         depth: int,
     ) -> Iterator[Found]:
         stop.check()
-        with os.scandir(fd) as it:
-            entries = sorted(it, key=lambda e: e.name)
+        try:
+            with os.scandir(fd) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:  # unreadable: skipped, as os.walk does
+            return
         if any(e.name == ".gitignore" for e in entries):
             self._load_rules(rel, rules, fd)
         folders = []
