@@ -24,11 +24,16 @@ from ._stop import Stop
 
 MAX_LINKS = 40
 
-_CLOEXEC = os.O_CLOEXEC | os.O_NOFOLLOW
-_SEARCH = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | _CLOEXEC  # walk through only
-DIR = os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC
+
+def _flag(name: str) -> int:
+    return getattr(os, name, 0)  # POSIX flags: absent on Windows, where none of this runs
+
+
+_CLOEXEC = _flag("O_CLOEXEC") | _flag("O_NOFOLLOW")
+_SEARCH = (_flag("O_PATH") or os.O_RDONLY) | _flag("O_DIRECTORY") | _CLOEXEC  # walk through only
+DIR = os.O_RDONLY | _flag("O_DIRECTORY") | _CLOEXEC
 # O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOCTTY: nor adopt a terminal.
-READ = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | _CLOEXEC
+READ = os.O_RDONLY | _flag("O_NONBLOCK") | _flag("O_NOCTTY") | _CLOEXEC
 # What O_NOFOLLOW gives on a symlink: ELOOP (Linux, macOS), EMLINK (FreeBSD), ENOTDIR with
 # O_DIRECTORY (Linux).
 _LINK_ERRORS = (errno.ELOOP, errno.EMLINK, errno.ENOTDIR)
@@ -206,7 +211,7 @@ def open_beneath(root: str, path: str, flags: int = READ) -> Opened:
                     raise ToolError(f"{path!r} is a socket, not a file") from None
                 if name is None or exc.errno not in _LINK_ERRORS:
                     raise
-                if flags & os.O_DIRECTORY and _is_file(name, walk.top):
+                if flags & _flag("O_DIRECTORY") and _is_file(name, walk.top):
                     raise ToolError(f"{path!r} is a file, not a folder") from None
                 walk.follow(name)  # a symlink, or changed since: look again
                 continue
