@@ -123,10 +123,13 @@ async def test_symlinks_that_stay_inside_are_followed(workspace: Path, outside: 
     (workspace / "rel").symlink_to("src/pkg")
     (workspace / "src/up").symlink_to("../src/pkg/a.txt")
     (workspace / "abs").symlink_to(workspace / "src/pkg/a.txt")
+    (workspace.parent / "alias").symlink_to(workspace)  # the workspace by another name
+    (workspace / "src/via").symlink_to(workspace.parent / "alias/src/pkg/a.txt")
     (workspace / "loop").symlink_to("loop")
     (workspace / "esc").symlink_to("src/../../outside")
     ex = executor(workspace)
-    for path in ["rel/a.txt", "src/up", "abs", "src/pkg/../pkg/./a.txt", "rel/../pkg/a.txt"]:
+    paths = ["rel/a.txt", "src/up", "abs", "src/via", "src/pkg/../pkg/./a.txt", "rel/../pkg/a.txt"]
+    for path in paths:
         assert (await run(ex, "read_file", path=path)).content == "a\n", path
     assert (await run(ex, "write_file", path="abs", content="b\n")).content == (
         "Wrote 2 bytes to src/pkg/a.txt"
@@ -137,7 +140,7 @@ async def test_symlinks_that_stay_inside_are_followed(workspace: Path, outside: 
         "Wrote 1 bytes to src/pkg/new/n.txt"
     )
     assert (await run(ex, "find_files", pattern="*")).content == (
-        "abs\nsrc/up\nsrc/pkg/a.txt\nsrc/pkg/new/n.txt"  # links out or to folders left out
+        "abs\nsrc/up\nsrc/via\nsrc/pkg/a.txt\nsrc/pkg/new/n.txt"  # none to outside or folders
     )
     loop = await run(ex, "read_file", path="loop")
     assert loop.content == "path 'loop' goes through too many symlinks (a loop?)"

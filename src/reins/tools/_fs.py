@@ -140,9 +140,12 @@ class Beneath:
         )
 
     def _into_root(self, target: str) -> str:
-        """An absolute path as a path below the root, if it points into the root."""
-        if target == self.root or target.startswith(self.root.rstrip("/") + "/"):
-            return target[len(self.root) :]
+        """An absolute path as a path below the root, if it points into the root (maybe by
+        another name: /tmp is /private/tmp on macOS)."""
+        for candidate in (target, os.path.realpath(target)):
+            if candidate == self.root or candidate.startswith(self.root.rstrip("/") + "/"):
+                # realpath may race, but what it gives is walked from the root like any path.
+                return candidate[len(self.root) :]
         raise self.outside()
 
     def _enter(self, part: str) -> None:
