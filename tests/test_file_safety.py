@@ -423,3 +423,12 @@ async def test_a_grep_that_times_out_stops_searching(workspace: Path) -> None:
     await asyncio.get_running_loop().shutdown_default_executor()  # waits for its thread
     stopping = time.perf_counter() - start
     assert stopping < whole / 3, (stopping, whole)
+
+
+async def test_edit_file_refuses_a_file_too_big_to_hold(workspace: Path) -> None:
+    with (workspace / "big.txt").open("wb") as out:
+        out.truncate(16 * 1024 * 1024 + 1)
+    result = await run(executor(workspace), "edit_file", path="big.txt", old="a", new="b")
+    assert result.content == (
+        "'big.txt' has 16777217 bytes; edit_file edits files of at most 16777216 bytes"
+    )

@@ -185,7 +185,7 @@ def _whole_text(target: Target, path: str) -> str:
         if opened.st.st_size > MAX_EDIT_BYTES:
             raise ToolError(
                 f"{path!r} has {opened.st.st_size} bytes; edit_file edits files of at most "
-                f"{MAX_EDIT_BYTES}"
+                f"{MAX_EDIT_BYTES} bytes"
             )
         data = _read_at_most(opened.fd, MAX_EDIT_BYTES + 1)
     if b"\0" in data:
