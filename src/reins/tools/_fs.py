@@ -40,6 +40,18 @@ _LINK_ERRORS = (errno.ELOOP, errno.EMLINK, errno.ENOTDIR)
 
 
 @dataclass(frozen=True)
+class Root:
+    """The workspace's folder: its real path, and a descriptor every walk starts from."""
+
+    path: str
+    fd: int
+
+    @classmethod
+    def open(cls, path: str) -> Root:
+        return cls(path, os.open(path, _SEARCH))
+
+
+@dataclass(frozen=True)
 class Opened:
     fd: int
     st: os.stat_result
@@ -53,7 +65,7 @@ class Beneath:
 
     def __init__(
         self,
-        root: str,
+        root: Root,
         path: str,
         *,
         protected: tuple[tuple[str, ...], ...] = (),
@@ -61,14 +73,14 @@ class Beneath:
     ) -> None:
         """`protected`: folders (as parts) nothing may be written in; `create`: make missing
         folders, unless that Stop was abandoned."""
-        self.root, self.path, self.protected, self.create = root, path, protected, create
+        self.root, self.path, self.protected, self.create = root.path, path, protected, create
         if "\0" in path:
             raise ToolError(f"path {path!r} contains a NUL byte")
         path = os.path.expanduser(path)
         if path.startswith("/"):
             path = self._into_root(path)
         self.pending = path.split("/")[::-1]  # a stack: the next component last
-        self.stack = [os.open(root, _SEARCH)]
+        self.stack = [root.fd]  # not closed here: the workspace's
         self.parts: list[str] = []
         self.links = 0
 
@@ -76,9 +88,9 @@ class Beneath:
         return self
 
     def __exit__(self, *_: object) -> None:
-        for fd in self.stack:
+        for fd in self.stack[1:]:
             os.close(fd)
-        self.stack.clear()
+        del self.stack[1:]
 
     @property
     def top(self) -> int:
@@ -198,7 +210,7 @@ def _refuse_devices(name: str, dir_fd: int, path: str) -> None:
         )
 
 
-def open_beneath(root: str, path: str, flags: int = READ) -> Opened:
+def open_beneath(root: Root, path: str, flags: int = READ) -> Opened:
     """Open `path` (a file or a folder) below `root`, symlinks followed only inside it."""
     with Beneath(root, path) as walk:
         while True:
@@ -232,7 +244,7 @@ class Target:
 
 
 def locate_for_write(
-    root: str, path: str, protected: tuple[tuple[str, ...], ...], stop: Stop, *, make: bool
+    root: Root, path: str, protected: tuple[tuple[str, ...], ...], stop: Stop, *, make: bool
 ) -> Target:
     """The folder and name a write to `path` replaces (a symlink's target, if it stays inside);
     missing folders are made if `make`."""

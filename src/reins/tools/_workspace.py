@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pathspec
 
 from .._errors import ToolError, WorkspaceError
-from ._fs import DIR, READ, Opened, Target, locate_for_write, open_beneath
+from ._fs import DIR, READ, Opened, Root, Target, locate_for_write, open_beneath
 from ._stop import Stop
 
 ALWAYS_IGNORED = (".git", ".reins")
@@ -32,6 +33,8 @@ class Workspace:
                 "--workspace with a directory that exists"
             )
         self.root = Path(real)
+        self._root = Root.open(real)  # walks start here, wherever the path leads later
+        weakref.finalize(self, os.close, self._root.fd)
         self.protected = tuple(Path(os.path.realpath(p)) for p in protected)
         self._protected_parts = tuple(
             p.relative_to(self.root).parts for p in self.protected if p.is_relative_to(self.root)
@@ -68,13 +71,13 @@ class Workspace:
 
     def open(self, path: str, *, folder: bool = False) -> Opened:
         """Open `path` without a check-then-use race (see `_fs`); close `.fd` when done."""
-        return open_beneath(str(self.root), path, DIR if folder else READ)
+        return open_beneath(self._root, path, DIR if folder else READ)
 
     def locate_for_write(self, path: str, stop: Stop, *, make_folders: bool = True) -> Target:
         """Where a write to `path` lands, missing folders made (or a ToolError); outside the
         workspace and in `protected` folders it is refused. Close `.dir_fd` when done."""
-        root = str(self.root)
-        return locate_for_write(root, path, self._protected_parts, stop, make=make_folders)
+        protected = self._protected_parts
+        return locate_for_write(self._root, path, protected, stop, make=make_folders)
 
     def walk(self, folder: Opened, stop: Stop) -> Iterator[Found]:
         """Regular files under the open `folder`, sorted, skipping what .gitignore files (nested
