@@ -52,6 +52,14 @@ class Root:
 
 
 @dataclass(frozen=True)
+class Protected:
+    """Folders nothing may be written in: by their path below the root, and by identity."""
+
+    parts: tuple[tuple[str, ...], ...]
+    ids: frozenset[tuple[int, int]]
+
+
+@dataclass(frozen=True)
 class Opened:
     fd: int
     st: os.stat_result
@@ -68,12 +76,13 @@ class Beneath:
         root: Root,
         path: str,
         *,
-        protected: tuple[tuple[str, ...], ...] = (),
+        protected: Protected | None = None,
         create: Stop | None = None,
     ) -> None:
-        """`protected`: folders (as parts) nothing may be written in; `create`: make missing
-        folders, unless that Stop was abandoned."""
-        self.root, self.path, self.protected, self.create = root.path, path, protected, create
+        """`protected`: folders nothing may be written in; `create`: make missing folders,
+        unless that Stop was abandoned."""
+        self.root, self.path, self.create = root.path, path, create
+        self.protected = protected
         if "\0" in path:
             raise ToolError(f"path {path!r} contains a NUL byte")
         path = os.path.expanduser(path)
@@ -136,11 +145,16 @@ class Beneath:
         self.pending.extend(target.split("/")[::-1])
 
     def guard(self, name: str | None = None) -> None:
-        """Refuse to write in a protected folder (the run log's)."""
-        if not self.protected:
+        """Refuse to write in a protected folder (the run log's), by its name or, for the
+        folder just entered, by its identity (it may have been renamed)."""
+        if self.protected is None:
             return
         parts = (*self.parts, name) if name else tuple(self.parts)
-        if any(parts[: len(p)] == p for p in self.protected):
+        hit = any(parts[: len(p)] == p for p in self.protected.parts)
+        if not hit and name is None and len(self.stack) > 1:
+            st = os.fstat(self.top)
+            hit = (st.st_dev, st.st_ino) in self.protected.ids
+        if hit:
             raise ToolError(
                 f"path {self.path!r} is in the run log's folder, which tools may not write"
             )
@@ -244,7 +258,7 @@ class Target:
 
 
 def locate_for_write(
-    root: Root, path: str, protected: tuple[tuple[str, ...], ...], stop: Stop, *, make: bool
+    root: Root, path: str, protected: Protected, stop: Stop, *, make: bool
 ) -> Target:
     """The folder and name a write to `path` replaces (a symlink's target, if it stays inside);
     missing folders are made if `make`."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pathspec
 
 from .._errors import ToolError, WorkspaceError
-from ._fs import DIR, READ, Opened, Root, Target, locate_for_write, open_beneath
+from ._fs import DIR, READ, Opened, Protected, Root, Target, locate_for_write, open_beneath
 from ._stop import Stop
 
 ALWAYS_IGNORED = (".git", ".reins")
@@ -39,6 +39,7 @@ class Workspace:
         self._protected_parts = tuple(
             p.relative_to(self.root).parts for p in self.protected if p.is_relative_to(self.root)
         )
+        self._protected_ids = self._ids()  # as they are now: a renamed folder keeps its id
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -76,8 +77,18 @@ class Workspace:
     def locate_for_write(self, path: str, stop: Stop, *, make_folders: bool = True) -> Target:
         """Where a write to `path` lands, missing folders made (or a ToolError); outside the
         workspace and in `protected` folders it is refused. Close `.dir_fd` when done."""
-        protected = self._protected_parts
+        protected = Protected(self._protected_parts, self._protected_ids | self._ids())
         return locate_for_write(self._root, path, protected, stop, make=make_folders)
+
+    def _ids(self) -> frozenset[tuple[int, int]]:
+        ids = set()
+        for folder in self.protected:
+            try:
+                st = os.stat(folder)
+            except OSError:
+                continue
+            ids.add((st.st_dev, st.st_ino))
+        return frozenset(ids)
 
     def walk(self, folder: Opened, stop: Stop) -> Iterator[Found]:
         """Regular files under the open `folder`, sorted, skipping what .gitignore files (nested
