@@ -417,6 +417,8 @@ async def test_pages_of_a_long_mixed_file_add_up_to_the_file(workspace: Path) ->
         start = int(note.rsplit("=", 1)[1].rstrip("]"))
     assert len(pages) > 10
     assert "".join(pages) == expected
+    past = await run(ex, "read_file", path="mixed.txt", start_line=6001)
+    assert past.content == "[mixed.txt has 6000 lines; start_line=6001 is past its end]"
     some = await run(ex, "read_file", path="mixed.txt", start_line=2990, end_line=3010)
     assert some.content == "\n".join(shown[2989:3010]) + "\n"
     found = (await run(ex, "grep", pattern="^(é€)+$", path="mixed.txt")).content.split("\n")
