@@ -62,7 +62,7 @@ def read_file(ctx: ToolContext, path: str, start_line: int = 1, end_line: int | 
         text, last, next_line = _page(lines, start_line, end_line)
         if next_line is None:
             return text
-        if 1 < start_line > last and lines.ended:  # an empty file reads as ""
+        if start_line > max(last, 1) and lines.ended:  # (an empty file reads as "")
             return f"[{path} has {last} lines; start_line={start_line} is past its end]"
         return text + _read_note(lines, size, last, next_line)
 
