@@ -7,23 +7,41 @@ import contextlib
 import os
 import re
 import signal
-import tempfile
-from collections.abc import Sequence
-from pathlib import Path
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 import pathspec
 
 from .._errors import ToolError, UsageError
 from ._executor import shorten
+from ._fs import READ, Opened, Target, kind, replace_file
+from ._lines import Lines, is_binary
+from ._stop import Stop
+from ._stop import current as current_stop
 from ._tool import Tool, ToolContext, tool
 from ._workspace import ALWAYS_IGNORED
 
 MAX_READ_LINES = 2000
+MAX_READ_CHARS = 24_000
+"""A page of read_file stays below the executor's output cap, so nothing is cut mid-page."""
+MAX_LINE_CHARS = 20_000
+MAX_GREP_LINE_CHARS = 64 * 1024
+"""grep matches the head of a longer line."""
+MAX_SCAN_BYTES = 64 * 1024 * 1024
+"""read_file, and grep in each file, stop reading after this much."""
+MAX_EDIT_BYTES = 16 * 1024 * 1024
 MAX_LIST_ENTRIES = 1000
 MAX_GREP_MATCHES = 200
 MAX_COMMAND_OUTPUT = 20_000
 
 
+def _stoppable(t: Tool) -> Tool:
+    """A file tool checks in with its call's Stop, so a timeout really stops it."""
+    return replace(t, stoppable=True)
+
+
+@_stoppable
 @tool(read_only=True, path_args=("path",))
 def read_file(ctx: ToolContext, path: str, start_line: int = 1, end_line: int | None = None) -> str:
     """Read a text file, or a range of its lines.
@@ -33,19 +51,71 @@ def read_file(ctx: ToolContext, path: str, start_line: int = 1, end_line: int | 
         start_line: First line to return, counting from 1.
         end_line: Last line to return (inclusive); omit to read to the end.
     """
-    file = _existing_file(ctx, path)
-    lines = _read_text(file, path).splitlines(keepends=True)
     if start_line < 1 or (end_line is not None and end_line < start_line):
         raise ToolError(f"bad line range {start_line}-{end_line}; lines count from 1")
-    last = len(lines) if end_line is None else min(end_line, len(lines))
-    if end_line is None and last - start_line + 1 > MAX_READ_LINES:
-        last = start_line + MAX_READ_LINES - 1
-        tail = f"\n[{len(lines)} lines in all; read on with start_line={last + 1}]"
-    else:
-        tail = ""
-    return "".join(lines[start_line - 1 : last]) + tail
+    stop = current_stop()
+    with _regular_file(ctx, path) as opened:
+        if is_binary(opened.fd):
+            raise ToolError(f"{path!r} is a binary file")
+        size = opened.st.st_size
+        lines = Lines(opened.fd, size=size, head=MAX_LINE_CHARS, budget=MAX_SCAN_BYTES, stop=stop)
+        text, last, next_line = _page(lines, start_line, end_line)
+        if next_line is None:
+            return text
+        if start_line > max(last, 1) and lines.ended:  # (an empty file reads as "")
+            return f"[{path} has {last} lines; start_line={start_line} is past its end]"
+        return text + _read_note(lines, size, last, next_line)
 
 
+def _page(lines: Lines, start_line: int, end_line: int | None) -> tuple[str, int, int | None]:
+    """The page from `start_line`, the number of lines seen (all of them, if the page is cut
+    short: the rest are counted), and the line to read on from (0: none; None: the page is
+    the whole range asked for, up to `end_line`)."""
+    page: list[str] = []
+    size = number = shown = 0  # characters and lines in the page, lines before this batch
+    batches = iter(lines)
+    for batch, cuts in batches:
+        first = max(start_line - number - 1, 0)
+        end = len(batch) if end_line is None else min(len(batch), end_line - number)
+        newline = not (lines.unterminated and end == len(batch))
+        take = batch[first:end] if first < end else []
+        bulk = "\n".join(take) + "\n" * newline if take and not cuts else ""
+        if bulk and shown + len(take) <= MAX_READ_LINES and size + len(bulk) <= MAX_READ_CHARS:
+            page.append(bulk)  # the common case, without a step per line
+            size, shown = size + len(bulk), shown + len(take)
+        else:
+            for i in range(first, end):
+                line = batch[i]
+                if i in cuts:
+                    line = f"{line} [... {cuts[i]} more bytes on this line]"
+                if newline or i < len(batch) - 1:
+                    line += "\n"
+                if shown == MAX_READ_LINES or (shown and size + len(line) > MAX_READ_CHARS):
+                    rest = len(batch) - i - 1 + sum(len(b) for b, _ in batches)
+                    return "".join(page), number + i + 1 + rest, number + i + 1
+                page.append(line)
+                size, shown = size + len(line), shown + 1
+        number += len(batch)
+        if end_line is not None and number >= end_line:
+            return "".join(page), number, None
+    return "".join(page), number, 0
+
+
+def _read_note(lines: Lines, size: int, last: int, next_line: int) -> str:
+    """What a page leaves out: where to read on, and what was not read at all."""
+    notes = []
+    if next_line:
+        whole = lines.ended and lines.binary_at is None
+        total = f"{last} lines in all" if whole else "more lines follow"
+        notes.append(f"{total}; read on with start_line={next_line}")
+    if lines.binary_at is not None:
+        notes.append(f"binary data from byte {lines.binary_at} on (of {size}) not shown")
+    elif not lines.ended:
+        notes.append(f"stopped reading after {lines.read} of {size} bytes")
+    return f"\n[{'; '.join(notes)}]" if notes else ""
+
+
+@_stoppable
 @tool(path_args=("path",))
 def write_file(ctx: ToolContext, path: str, content: str) -> str:
     """Create or overwrite a text file with the given content; parent folders are created.
@@ -54,13 +124,17 @@ def write_file(ctx: ToolContext, path: str, content: str) -> str:
         path: File path, relative to the workspace root.
         content: The whole new content of the file.
     """
-    file = ctx.workspace.resolve(path, write=True)
-    if file.is_dir():
-        raise ToolError(f"{path!r} is a directory")
-    _atomic_write(file, content)
-    return f"Wrote {len(content.encode())} bytes to {ctx.workspace.relative(file)}"
+    stop = current_stop()
+    data = content.encode()
+    target = ctx.workspace.locate_for_write(path, stop)
+    try:
+        replace_file(target, data, stop)
+    finally:
+        os.close(target.dir_fd)
+    return f"Wrote {len(data)} bytes to {target.rel}"
 
 
+@_stoppable
 @tool(path_args=("path",))
 def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool = False) -> str:
     """Replace an exact piece of text in a file.
@@ -74,23 +148,56 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
     """
     if not old:
         raise ToolError("old must not be empty; to create a file use write_file")
-    file = _existing_file(ctx, path, write=True)
-    text = _read_text(file, path)
-    count = text.count(old)
-    if count == 0:
-        raise ToolError(
-            f"old text not found in {path}; read the file and copy the exact text, "
-            "whitespace and indentation included"
-        )
-    if count > 1 and not replace_all:
-        raise ToolError(
-            f"old text occurs {count} times in {path}; include more surrounding lines to "
-            "make it unique, or set replace_all to true"
-        )
-    _atomic_write(file, text.replace(old, new))
+    stop = current_stop()
+    try:
+        target = ctx.workspace.locate_for_write(path, stop, make_folders=False)
+    except ToolError as exc:
+        if str(exc).endswith("does not exist"):
+            raise ToolError(f"{exc}; list_files shows what is there") from None
+        raise
+    try:
+        if target.mode is None:
+            raise ToolError(f"{path!r} does not exist; list_files shows what is there")
+        text = _whole_text(target, path)
+        count = text.count(old)
+        if count == 0:
+            raise ToolError(
+                f"old text not found in {path}; read the file and copy the exact text, "
+                "whitespace and indentation included"
+            )
+        if count > 1 and not replace_all:
+            raise ToolError(
+                f"old text occurs {count} times in {path}; include more surrounding lines to "
+                "make it unique, or set replace_all to true"
+            )
+        replace_file(target, text.replace(old, new).encode(), stop)
+    finally:
+        os.close(target.dir_fd)
     return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {path}"
 
 
+def _whole_text(target: Target, path: str) -> str:
+    """The text of the file a write is about to replace, read from the same folder."""
+    try:
+        fd = os.open(target.name, READ, dir_fd=target.dir_fd)
+    except OSError as exc:  # swapped for a symlink or removed since it was located
+        why = exc.strerror
+        raise ToolError(f"{path!r} changed while being opened ({why}); try again") from None
+    with _checked(Opened(fd, os.fstat(fd), target.rel), path) as opened:
+        if opened.st.st_size > MAX_EDIT_BYTES:
+            raise ToolError(
+                f"{path!r} has {opened.st.st_size} bytes; edit_file edits files of at most "
+                f"{MAX_EDIT_BYTES} bytes"
+            )
+        data = _read_at_most(opened.fd, MAX_EDIT_BYTES + 1)
+    if b"\0" in data:
+        raise ToolError(f"{path!r} is a binary file")
+    if len(data) > MAX_EDIT_BYTES:
+        raise ToolError(f"{path!r} grew past {MAX_EDIT_BYTES} bytes while being read")
+    return data.decode("utf-8", errors="replace")
+
+
+@_stoppable
 @tool(read_only=True, path_args=("path",))
 def list_files(ctx: ToolContext, path: str = ".") -> str:
     """List the entries of a folder (folders end with /).
@@ -98,12 +205,10 @@ def list_files(ctx: ToolContext, path: str = ".") -> str:
     Args:
         path: Folder path, relative to the workspace root.
     """
-    folder = _existing_dir(ctx, path)
-    entries = sorted(
-        e.name + ("/" if e.is_dir() else "")
-        for e in os.scandir(folder)
-        if e.name not in ALWAYS_IGNORED
-    )
+    with _folder(ctx, path) as folder, os.scandir(folder.fd) as it:
+        entries = sorted(
+            e.name + ("/" if e.is_dir() else "") for e in it if e.name not in ALWAYS_IGNORED
+        )
     if not entries:
         return f"{path} is empty"
     shown = entries[:MAX_LIST_ENTRIES]
@@ -111,6 +216,7 @@ def list_files(ctx: ToolContext, path: str = ".") -> str:
     return "\n".join(shown) + (f"\n[{more} more entries]" if more else "")
 
 
+@_stoppable
 @tool(read_only=True, path_args=("path",))
 def find_files(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     """Find files by glob pattern (gitignore style: `*.py` matches at any depth,
@@ -120,13 +226,14 @@ def find_files(ctx: ToolContext, pattern: str, path: str = ".") -> str:
         pattern: Glob pattern, relative to `path`.
         path: Folder to search in, relative to the workspace root.
     """
-    folder = _existing_dir(ctx, path)
     spec = pathspec.GitIgnoreSpec.from_lines([pattern])
-    found = [
-        ctx.workspace.relative(f)
-        for f in ctx.workspace.walk(folder)
-        if spec.match_file(f.relative_to(folder).as_posix())
-    ]
+    with _folder(ctx, path) as folder:
+        skip = len(folder.rel) + 1 if folder.rel else 0
+        found = [
+            f.rel
+            for f in ctx.workspace.walk(folder, current_stop())
+            if spec.match_file(f.rel[skip:])
+        ]
     if not found:
         return f"no files match {pattern!r}"
     shown = found[:MAX_LIST_ENTRIES]
@@ -134,6 +241,7 @@ def find_files(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     return "\n".join(shown) + (f"\n[{more} more files]" if more else "")
 
 
+@_stoppable
 @tool(read_only=True, path_args=("path",))
 def grep(
     ctx: ToolContext,
@@ -155,24 +263,81 @@ def grep(
         regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     except re.error as exc:
         raise ToolError(f"bad regular expression {pattern!r}: {exc}") from None
-    target = ctx.workspace.resolve(path)
-    if not target.exists():
-        raise ToolError(f"{path!r} does not exist")
-    files = [target] if target.is_file() else ctx.workspace.walk(target)
+    stop = current_stop()
+    search = _Search(regex, stop)
+    target = ctx.workspace.open(path)
+    if not stat.S_ISDIR(target.st.st_mode):
+        with _checked(target, path) as opened:
+            search.file(opened)
+        return search.report(pattern)
     only = pathspec.GitIgnoreSpec.from_lines([glob]) if glob else None
-    matches: list[str] = []
-    for file in files:
-        if only and not only.match_file(file.name):
-            continue
-        text = _text_or_none(file)
-        if text is None:
-            continue
-        for number, line in enumerate(text.splitlines(), 1):
-            if regex.search(line):
-                matches.append(f"{ctx.workspace.relative(file)}:{number}: {line[:300]}")
-                if len(matches) == MAX_GREP_MATCHES:
-                    return "\n".join(matches) + f"\n[stopped at {MAX_GREP_MATCHES} matches]"
-    return "\n".join(matches) if matches else f"no matches for {pattern!r}"
+    try:
+        for found in ctx.workspace.walk(target, stop):
+            if only and not only.match_file(found.name):
+                continue
+            try:
+                opened = ctx.workspace.open_found(found)
+            except (ToolError, OSError):  # gone, or swapped, since the listing
+                continue
+            try:
+                if search.file(opened):
+                    break
+            finally:
+                os.close(opened.fd)
+    finally:
+        os.close(target.fd)
+    return search.report(pattern)
+
+
+class _Search:
+    """grep's matches and notes, file after file."""
+
+    def __init__(self, regex: re.Pattern[str], stop: Stop) -> None:
+        self.regex, self.stop = regex, stop
+        self.matches: list[str] = []
+        self.notes: list[str] = []
+        self.linked = 0
+
+    def file(self, opened: Opened) -> bool:
+        """Search one file (special, hard-linked and binary ones skipped); True: enough."""
+        if not stat.S_ISREG(opened.st.st_mode):
+            return False
+        if opened.st.st_nlink > 1:
+            self.linked += 1
+            return False
+        if is_binary(opened.fd):
+            return False
+        lines = Lines(
+            opened.fd,
+            size=opened.st.st_size,
+            head=MAX_GREP_LINE_CHARS,
+            budget=MAX_SCAN_BYTES,
+            stop=self.stop,
+        )
+        search, number = self.regex.search, 0
+        for batch, _ in lines:
+            for line in [t.rstrip("\r") for t in batch] if lines.cr else batch:
+                number += 1
+                if search(line):
+                    self.matches.append(f"{opened.rel}:{number}: {line[:300]}")
+                    if len(self.matches) == MAX_GREP_MATCHES:
+                        self.notes.append(f"stopped at {MAX_GREP_MATCHES} matches")
+                        return True
+        size = opened.st.st_size
+        if lines.binary_at is not None:
+            self.notes.append(f"{opened.rel}: binary from byte {lines.binary_at} on, not searched")
+        elif not lines.ended:
+            self.notes.append(f"{opened.rel}: searched the first {lines.read} of {size} bytes")
+        return False
+
+    def report(self, pattern: str) -> str:
+        if self.linked:
+            self.notes.append(
+                f"{self.linked} file(s) with more than one hard link not searched: "
+                "their other links may be outside the workspace"
+            )
+        text = "\n".join(self.matches) if self.matches else f"no matches for {pattern!r}"
+        return text + "".join(f"\n[{n}]" for n in self.notes)
 
 
 @tool(timeout=None, command_arg="command")
@@ -228,49 +393,56 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
 )
 
 
-def _existing_file(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
-    file = ctx.workspace.resolve(path, write=write)
-    if not file.is_file():
-        what = "is a folder" if file.is_dir() else "does not exist"
-        raise ToolError(f"{path!r} {what}; list_files shows what is there")
-    return file
-
-
-def _existing_dir(ctx: ToolContext, path: str) -> Path:
-    folder = ctx.workspace.resolve(path)
-    if not folder.is_dir():
-        what = "is a file, not a folder" if folder.exists() else "does not exist"
-        raise ToolError(f"{path!r} {what}")
-    return folder
-
-
-def _read_text(file: Path, path: str) -> str:
-    text = _text_or_none(file)
-    if text is None:
-        raise ToolError(f"{path!r} is a binary file")
-    return text
-
-
-def _text_or_none(file: Path) -> str | None:
-    data = file.read_bytes()
-    if b"\0" in data[:8192]:
-        return None
-    return data.decode("utf-8", errors="replace")
-
-
-def _atomic_write(file: Path, content: str) -> None:
-    """Write via a temporary file and rename, so a crash never leaves half a file."""
-    file.parent.mkdir(parents=True, exist_ok=True)
-    mode = file.stat().st_mode & 0o7777 if file.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.")
+@contextlib.contextmanager
+def _checked(opened: Opened, path: str) -> Iterator[Opened]:
+    """A regular file with one link, or a ToolError; closed after the block either way."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(content)
-        os.chmod(tmp, mode)
-        os.replace(tmp, file)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        st = opened.st
+        if not stat.S_ISREG(st.st_mode):
+            what = (
+                "a folder; list_files shows what is there"
+                if stat.S_ISDIR(st.st_mode)
+                else (f"{kind(st)}, not a regular file; only regular files are read")
+            )
+            raise ToolError(f"{path!r} is {what}")
+        if st.st_nlink > 1:
+            raise ToolError(
+                f"{path!r} has {st.st_nlink} hard links, and where the others are cannot be "
+                "known: it may be a file outside the workspace, so it is not read or edited; "
+                "a copy of it can be"
+            )
+        yield opened
+    finally:
+        os.close(opened.fd)
+
+
+@contextlib.contextmanager
+def _regular_file(ctx: ToolContext, path: str) -> Iterator[Opened]:
+    try:
+        opened = ctx.workspace.open(path)
+    except ToolError as exc:
+        if str(exc).endswith("does not exist"):
+            raise ToolError(f"{exc}; list_files shows what is there") from None
         raise
+    with _checked(opened, path) as checked:
+        yield checked
+
+
+@contextlib.contextmanager
+def _folder(ctx: ToolContext, path: str) -> Iterator[Opened]:
+    opened = ctx.workspace.open(path, folder=True)
+    try:
+        yield opened
+    finally:
+        os.close(opened.fd)
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks = []
+    while limit > 0 and (chunk := os.read(fd, min(limit, 1 << 20))):
+        chunks.append(chunk)
+        limit -= len(chunk)
+    return b"".join(chunks)
 
 
 def _kill_group(pid: int) -> None:

@@ -74,8 +74,8 @@ class ToolExecutor:
             is_error = False
         except ToolError as exc:
             content, is_error = str(exc), True
-        except TimeoutError:
-            content, is_error = f"{call.name} timed out and was stopped", True
+        except _TimedOut as exc:
+            content, is_error = exc.message(call.name), True
         except Exception as exc:  # a tool's own bug is an observation, never a crashed run
             content, is_error = f"{call.name} failed: {type(exc).__name__}: {exc}", True
         if len(content) > self.max_output_chars:
@@ -116,7 +116,7 @@ class ToolExecutor:
             return await tool.run(self.context, args)
         except asyncio.CancelledError:
             if self._deadlines.expired(task) and task.uncancel() == 0:
-                raise TimeoutError from None
+                raise _TimedOut(tool) from None
             raise
         finally:
             self._deadlines.unwatch(task)
@@ -128,6 +128,21 @@ class ToolExecutor:
         workspace = self.context.workspace
         paths = {workspace.resolve(str(getattr(args, name)), write=True) for name in tool.path_args}
         return sorted(paths)
+
+
+class _TimedOut(Exception):
+    """A call outlived its tool's timeout and was abandoned."""
+
+    def __init__(self, tool: Tool) -> None:
+        self.tool = tool
+
+    def message(self, name: str) -> str:
+        if self.tool.stops:
+            return f"{name} timed out and was stopped"
+        return (
+            f"{name} timed out after {self.tool.timeout:g} s and may still be running: it runs "
+            "in a thread that cannot be stopped, so what it does from now on is unknown"
+        )
 
 
 class _Deadlines:

@@ -15,6 +15,7 @@ from pydantic_core import to_json
 
 from .._errors import ToolError, UsageError
 from .._messages import ToolSpec
+from ._stop import run_stoppable
 from ._workspace import Workspace
 
 
@@ -47,10 +48,18 @@ class Tool:
     prefixes (`git push`), and such a tool asks by default."""
     timeout: float | None = 120.0
     """Seconds before the call is abandoned with an error observation; None: no limit."""
+    stoppable: bool = False
+    """A sync function that checks in with its call's `Stop` (see `_stop`), so that abandoning
+    the call stops its effects; other sync functions may run on in their thread."""
     _is_async: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.fn))
+
+    @property
+    def stops(self) -> bool:
+        """Abandoning a call (timeout, cancel) stops it: async, or a stoppable sync function."""
+        return self._is_async or self.stoppable
 
     @cached_property
     def spec(self) -> ToolSpec:
@@ -72,6 +81,8 @@ class Tool:
         positional = (context,) if self.takes_context else ()
         if self._is_async:
             result = await self.fn(*positional, **kwargs)
+        elif self.stoppable:
+            result = await run_stoppable(self.fn, *positional, **kwargs)
         else:
             result = await asyncio.to_thread(self.fn, *positional, **kwargs)
         return result if isinstance(result, str) else to_json(result).decode()

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import os
+import stat
+import weakref
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pathspec
 
 from .._errors import ToolError, WorkspaceError
+from ._fs import DIR, READ, Opened, Protected, Root, Target, locate_for_write, open_beneath
+from ._stop import Stop
 
 ALWAYS_IGNORED = (".git", ".reins")
+MAX_DEPTH = 100
+"""Folders deeper than this below the walk's start are not walked."""
+MAX_IGNORE_BYTES = 1 << 20
 
 
 class Workspace:
@@ -25,16 +33,23 @@ class Workspace:
                 "--workspace with a directory that exists"
             )
         self.root = Path(real)
+        self._root = Root.open(real)  # walks start here, wherever the path leads later
+        weakref.finalize(self, os.close, self._root.fd)
         self.protected = tuple(Path(os.path.realpath(p)) for p in protected)
+        self._protected_parts = tuple(
+            p.relative_to(self.root).parts for p in self.protected if p.is_relative_to(self.root)
+        )
+        self._protected_ids = self._ids()  # as they are now: a renamed folder keeps its id
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
 
     def resolve(self, path: str, *, write: bool = False) -> Path:
-        """The real, absolute path for `path`, symlinks followed, or a ToolError."""
+        """The real, absolute path for `path`, symlinks followed, or a ToolError. A check only
+        (a path can change after it): the tools use `open` and `locate_for_write`."""
         if "\0" in path:
             raise ToolError(f"path {path!r} contains a NUL byte")
-        candidate = Path(os.path.realpath(self.root / Path(path).expanduser()))
+        candidate = self._realpath(path)
         if not candidate.is_relative_to(self.root):
             raise ToolError(
                 f"path {path!r} resolves outside the workspace {self.root}; "
@@ -44,45 +59,137 @@ class Workspace:
             raise ToolError(f"path {path!r} is in the run log's folder, which tools may not write")
         return candidate
 
+    def _realpath(self, path: str) -> Path:
+        for _ in range(3):
+            try:
+                return Path(os.path.realpath(self.root / Path(path).expanduser()))
+            except OSError:  # a symlink on the way changed while it was read: look again
+                continue
+        raise ToolError(f"path {path!r} keeps changing while being resolved; try again")
+
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix() or "."
 
-    def walk(self, start: Path) -> Iterator[Path]:
-        """Files under `start`, sorted, skipping what .gitignore files (nested ones too) and
-        `ALWAYS_IGNORED` exclude. Symlinks are not followed out of the tree."""
-        rules: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
-        for directory in reversed([start, *start.parents]):
-            if directory.is_relative_to(self.root):
-                self._load_rules(directory, rules)
-        for dirpath, dirnames, filenames in os.walk(start):
-            here = Path(dirpath)
-            if here != start:
-                self._load_rules(here, rules)
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if d not in ALWAYS_IGNORED and not _ignored(here / d, rules, is_dir=True)
-            )
-            for name in sorted(filenames):
-                file = here / name
-                if not _ignored(file, rules, is_dir=False) and self._inside(file):
-                    yield file
+    def open(self, path: str, *, folder: bool = False) -> Opened:
+        """Open `path` without a check-then-use race (see `_fs`); close `.fd` when done."""
+        return open_beneath(self._root, path, DIR if folder else READ)
 
-    def _inside(self, file: Path) -> bool:
-        return not file.is_symlink() or Path(os.path.realpath(file)).is_relative_to(self.root)
+    def locate_for_write(self, path: str, stop: Stop, *, make_folders: bool = True) -> Target:
+        """Where a write to `path` lands, missing folders made (or a ToolError); outside the
+        workspace and in `protected` folders it is refused. Close `.dir_fd` when done."""
+        protected = Protected(self._protected_parts, self._protected_ids | self._ids())
+        return locate_for_write(self._root, path, protected, stop, make=make_folders)
 
-    @staticmethod
-    def _load_rules(directory: Path, rules: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> None:
-        ignore = directory / ".gitignore"
-        if ignore.is_file():
-            lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
-            rules.append((directory, pathspec.GitIgnoreSpec.from_lines(lines)))
+    def _ids(self) -> frozenset[tuple[int, int]]:
+        ids = set()
+        for folder in self.protected:
+            try:
+                st = os.stat(folder)
+            except OSError:
+                continue
+            ids.add((st.st_dev, st.st_ino))
+        return frozenset(ids)
+
+    def walk(self, folder: Opened, stop: Stop) -> Iterator[Found]:
+        """Regular files under the open `folder`, sorted, skipping what .gitignore files (nested
+        ones too) and `ALWAYS_IGNORED` exclude, and special files (FIFOs, sockets, devices).
+        Symlinks are followed only to files inside the workspace. A `Found` is valid until the
+        next one is asked for."""
+        rules: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+        parts = folder.rel.split("/") if folder.rel else []
+        for depth in range(len(parts)):  # the folders above, from the root down
+            self._load_rules("/".join(parts[:depth]), rules, None)
+        yield from self._walk(folder.fd, folder.rel, rules, stop, 0)
+
+    def _walk(
+        self,
+        fd: int,
+        rel: str,
+        rules: list[tuple[str, pathspec.GitIgnoreSpec]],
+        stop: Stop,
+        depth: int,
+    ) -> Iterator[Found]:
+        stop.check()
+        try:
+            with os.scandir(fd) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:  # unreadable: skipped, as os.walk does
+            return
+        if any(e.name == ".gitignore" for e in entries):
+            self._load_rules(rel, rules, fd)
+        folders = []
+        for entry in entries:
+            child = f"{rel}/{entry.name}" if rel else entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in ALWAYS_IGNORED and not _ignored(child, rules, is_dir=True):
+                    folders.append((entry.name, child))
+            elif _ignored(child, rules, is_dir=False):
+                continue
+            elif entry.is_file(follow_symlinks=False):
+                yield Found(child, fd, entry.name, link=False)
+            elif entry.is_symlink() and self._links_to_a_file(child):
+                yield Found(child, fd, entry.name, link=True)
+        if depth >= MAX_DEPTH:
+            return
+        for name, child in folders:
+            try:
+                sub = os.open(name, DIR, dir_fd=fd)
+            except OSError:  # gone, or swapped for a symlink, since the listing
+                continue
+            try:
+                yield from self._walk(sub, child, rules, stop, depth + 1)
+            finally:
+                os.close(sub)
+
+    def open_found(self, found: Found) -> Opened:
+        """Open a file the walk found (a symlink through `open`, so only inside)."""
+        if found.link:
+            return self.open(found.rel)
+        fd = os.open(found.name, READ, dir_fd=found.dir_fd)
+        return Opened(fd, os.fstat(fd), found.rel)
+
+    def _links_to_a_file(self, rel: str) -> bool:
+        try:
+            opened = self.open(rel)
+        except (ToolError, OSError):
+            return False
+        os.close(opened.fd)
+        return stat.S_ISREG(opened.st.st_mode)
+
+    def _load_rules(
+        self, rel: str, rules: list[tuple[str, pathspec.GitIgnoreSpec]], fd: int | None
+    ) -> None:
+        try:
+            if fd is None:
+                opened = self.open(f"{rel}/.gitignore" if rel else ".gitignore")
+            else:
+                ignore_fd = os.open(".gitignore", READ, dir_fd=fd)
+                opened = Opened(ignore_fd, os.fstat(ignore_fd), rel)
+        except (ToolError, OSError):
+            return
+        try:
+            if not stat.S_ISREG(opened.st.st_mode):
+                return
+            data = os.read(opened.fd, MAX_IGNORE_BYTES)
+        finally:
+            os.close(opened.fd)
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        rules.append((rel, pathspec.GitIgnoreSpec.from_lines(lines)))
 
 
-def _ignored(path: Path, rules: list[tuple[Path, pathspec.GitIgnoreSpec]], *, is_dir: bool) -> bool:
+@dataclass(frozen=True)
+class Found:
+    rel: str
+    """Its path below the workspace root."""
+    dir_fd: int
+    name: str
+    link: bool
+
+
+def _ignored(rel: str, rules: list[tuple[str, pathspec.GitIgnoreSpec]], *, is_dir: bool) -> bool:
     for base, spec in rules:
-        if path.is_relative_to(base):
-            rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
-            if spec.match_file(rel):
+        if not base or rel.startswith(base + "/"):
+            below = rel[len(base) + 1 :] if base else rel
+            if spec.match_file(below + ("/" if is_dir else "")):
                 return True
     return False

@@ -1,0 +1,66 @@
+"""Stopping a sync tool: its thread cannot be killed, so a tool that can be stopped checks in
+at safe points, and once its call is abandoned (timed out, cancelled) it makes no more effects.
+
+A write's commit point (the rename) runs under the same lock as `Stop.abandon`: when the
+awaiting side has abandoned the call, the write either happened before or never will."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class Abandoned(Exception):
+    """Raised in a tool's thread at a check-in after its call was given up; nobody awaits it."""
+
+
+class Stop:
+    __slots__ = ("_lock", "abandoned")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.abandoned = False
+
+    def abandon(self) -> None:
+        with self._lock:  # waits for a commit under way (one rename), so none starts after
+            self.abandoned = True
+
+    def check(self) -> None:
+        if self.abandoned:
+            raise Abandoned
+
+    @contextmanager
+    def commit(self) -> Iterator[None]:
+        """The block runs only if the call is still wanted, and is not abandoned midway."""
+        with self._lock:
+            self.check()
+            yield
+
+
+_CURRENT: ContextVar[Stop | None] = ContextVar("reins_tool_stop", default=None)
+_NEVER = Stop()
+
+
+def current() -> Stop:
+    """The Stop of the call this thread works for (one never abandoned outside the executor)."""
+    return _CURRENT.get() or _NEVER
+
+
+async def run_stoppable(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`fn` in a thread (which sees its Stop: to_thread copies the context), abandoned if the
+    awaiting task is cancelled."""
+    stop = Stop()
+    token = _CURRENT.set(stop)
+    try:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+    except asyncio.CancelledError:
+        stop.abandon()
+        raise
+    finally:
+        _CURRENT.reset(token)
