@@ -451,3 +451,23 @@ async def test_edit_file_refuses_a_file_too_big_to_hold(workspace: Path) -> None
     assert result.content == (
         "'big.txt' has 16777217 bytes; edit_file edits files of at most 16777216 bytes"
     )
+
+
+async def test_a_change_made_just_before_the_timeout_is_reported_as_made(workspace: Path) -> None:
+    """A stoppable tool's commit holds off its abandonment, which then knows it happened."""
+    from reins.tools._stop import current
+
+    @tool(timeout=0.05)
+    def commits_slowly() -> str:
+        """Make a change that outlasts the timeout."""
+        with current().commit():
+            time.sleep(0.3)
+            (workspace / "made.txt").write_text("made")
+        return "ok"
+
+    ex = executor(workspace, [replace(commits_slowly, stoppable=True)])
+    result = await run(ex, "commits_slowly")
+    assert result.content == (
+        "commits_slowly timed out just after making its change, which stands; it was stopped"
+    )
+    assert (workspace / "made.txt").read_text() == "made"

@@ -9,6 +9,7 @@ import re
 import signal
 import stat
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pathspec
@@ -393,7 +394,7 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
 )
 
 
-@contextlib.contextmanager
+@contextmanager
 def _checked(opened: Opened, path: str) -> Iterator[Opened]:
     """A regular file with one link, or a ToolError; closed after the block either way."""
     try:
@@ -416,7 +417,7 @@ def _checked(opened: Opened, path: str) -> Iterator[Opened]:
         os.close(opened.fd)
 
 
-@contextlib.contextmanager
+@contextmanager
 def _regular_file(ctx: ToolContext, path: str) -> Iterator[Opened]:
     try:
         opened = ctx.workspace.open(path)
@@ -428,7 +429,7 @@ def _regular_file(ctx: ToolContext, path: str) -> Iterator[Opened]:
         yield checked
 
 
-@contextlib.contextmanager
+@contextmanager
 def _folder(ctx: ToolContext, path: str) -> Iterator[Opened]:
     opened = ctx.workspace.open(path, folder=True)
     try:

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from .._errors import ToolError, UsageError
 from .._messages import ToolCall, ToolResultMessage, ToolSpec
+from ._stop import Stop, given_up
 from ._tool import Tool, ToolContext
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class ToolExecutor:
             return await tool.run(self.context, args)
         except asyncio.CancelledError:
             if self._deadlines.expired(task) and task.uncancel() == 0:
-                raise _TimedOut(tool) from None
+                raise _TimedOut(tool, given_up() if tool.stoppable else None) from None
             raise
         finally:
             self._deadlines.unwatch(task)
@@ -133,10 +134,12 @@ class ToolExecutor:
 class _TimedOut(Exception):
     """A call outlived its tool's timeout and was abandoned."""
 
-    def __init__(self, tool: Tool) -> None:
-        self.tool = tool
+    def __init__(self, tool: Tool, stop: Stop | None) -> None:
+        self.tool, self.stop = tool, stop
 
     def message(self, name: str) -> str:
+        if self.stop is not None and self.stop.committed:
+            return f"{name} timed out just after making its change, which stands; it was stopped"
         if self.tool.stops:
             return f"{name} timed out and was stopped"
         return (

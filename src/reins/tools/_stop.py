@@ -21,11 +21,11 @@ class Abandoned(Exception):
 
 
 class Stop:
-    __slots__ = ("_lock", "abandoned")
+    __slots__ = ("_lock", "abandoned", "committed")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.abandoned = False
+        self.abandoned = self.committed = False
 
     def abandon(self) -> None:
         with self._lock:  # waits for a commit under way (one rename), so none starts after
@@ -41,9 +41,11 @@ class Stop:
         with self._lock:
             self.check()
             yield
+            self.committed = True
 
 
 _CURRENT: ContextVar[Stop | None] = ContextVar("reins_tool_stop", default=None)
+_GIVEN_UP: ContextVar[Stop | None] = ContextVar("reins_tool_given_up", default=None)
 _NEVER = Stop()
 
 
@@ -61,6 +63,12 @@ async def run_stoppable(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T
         return await asyncio.to_thread(fn, *args, **kwargs)
     except asyncio.CancelledError:
         stop.abandon()
+        _GIVEN_UP.set(stop)  # for the executor's message, in this task's context
         raise
     finally:
         _CURRENT.reset(token)
+
+
+def given_up() -> Stop | None:
+    """The Stop of the stoppable call this task gave up last: did it commit before?"""
+    return _GIVEN_UP.get()
