@@ -358,3 +358,27 @@ async def test_invalid_arguments_fail_without_asking_anyone(workspace: Path) -> 
     events = await events_of(agent(workspace, model, approval=asked.append).iter("go"))
     assert asked == []
     assert "invalid arguments for run_command" in results(events)[0]
+
+
+@pytest.mark.parametrize(
+    ("tools", "approval", "told"),
+    [
+        ((read_file, write_file), "deny", False),
+        ((read_file, run_command), "deny", True),
+        ((read_file, run_command), "allow", False),
+        ((deploy,), "pause", True),
+    ],
+)
+async def test_the_model_is_told_of_approvals_only_when_a_call_may_need_one(
+    workspace: Path, tools: tuple[object, ...], approval: str, told: bool
+) -> None:
+    model = ScriptedModel(["FINAL_ANSWER: done"])
+    result = await Agent(
+        model=model,
+        tools=tools,
+        workspace=workspace,
+        approval=approval,  # type: ignore[arg-type]
+    ).run("go")
+    system = result.messages[0].content  # type: ignore[union-attr]
+    assert "the file tools cannot reach files outside it" in system
+    assert ("Some calls need the user's approval" in system) is told

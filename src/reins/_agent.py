@@ -215,7 +215,11 @@ class Agent:
             session_id = new_id()
             history: list[Message] = [
                 SystemMessage(
-                    content=system_prompt(workspace=workspace.root, instructions=self.instructions)
+                    content=system_prompt(
+                        workspace=workspace.root,
+                        instructions=self.instructions,
+                        approvals=self._may_ask(),
+                    )
                 )
             ]
             started = self._run_started(session_id, goal, workspace, history)
@@ -390,6 +394,16 @@ class Agent:
         if getattr(self.model, "actions", "native") == "json":
             return [StrictActions(executor.specs)]
         return []
+
+    def _may_ask(self) -> bool:
+        """Whether a call of this agent may be put to a person, or denied for want of one."""
+        if self.approval == "allow":
+            return False
+        rules = self.permissions.user, self.permissions.project
+        return any(
+            t.needs_approval or t.command_arg or any(r.tools.get(t.name) == "ask" for r in rules)
+            for t in self._tools()
+        )
 
     def _tools(self) -> list[Tool]:
         tools = list(self.tools)
