@@ -9,9 +9,12 @@ DEMO := /tmp/reins-demo
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# llama-cpp-python comes from a wheel built once for any AVX2 CPU (scripts/build_llama_wheel.sh,
+# cached in ~/.cache/reins): pip's own build targets the building CPU, which some VMs misreport.
+$(STAMP): pyproject.toml scripts/build_llama_wheel.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q --force-reinstall --no-deps "$$(PYTHON=$(BIN)/python bash scripts/build_llama_wheel.sh)"
 	$(BIN)/pip install -q -e '.[dev,server]'
 	touch $@
 

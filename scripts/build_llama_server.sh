@@ -18,7 +18,7 @@
 #   PYTHON                   python whose llama-cpp-python version is used
 #                            (default: the repo's .venv/bin/python, else python3)
 #   REINS_CACHE              cache root (default: $HOME/.cache/reins)
-#   REINS_LLAMA_CMAKE_ARGS   extra cmake configure arguments (word-split)
+#   REINS_LLAMA_CMAKE_ARGS   cmake arguments replacing the portable CPU defaults (word-split)
 #   JOBS                     parallel build jobs (default: 2)
 set -euo pipefail
 
@@ -32,7 +32,9 @@ if [[ -z "${PYTHON:-}" ]]; then
 fi
 
 version="$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))')"
-cache_dir="${REINS_CACHE:-$HOME/.cache/reins}/llama-server-$version"
+# Built for any AVX2 CPU, not -march=native (see build_llama_wheel.sh): the suffix keeps a
+# native build of an earlier checkout from being taken for it.
+cache_dir="${REINS_CACHE:-$HOME/.cache/reins}/llama-server-$version-avx2"
 binary="$cache_dir/llama-server"
 templates="$cache_dir/templates"
 
@@ -86,7 +88,7 @@ if ! have_binary; then
     # need), no web UI download from Hugging Face at build time (LLAMA_USE_PREBUILT_UI defaults
     # to ON and would try), static llama/ggml libraries.
     # shellcheck disable=SC2206
-    extra=(${REINS_LLAMA_CMAKE_ARGS:-})
+    extra=(${REINS_LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON})
     echo "configuring llama.cpp in $work/build" >&2
     cmake -S "$src" -B "$work/build" "${generator[@]}" \
         -DCMAKE_BUILD_TYPE=Release \

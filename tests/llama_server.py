@@ -28,7 +28,7 @@ def llama_server_cache_dir() -> Path:
     """Where the build script installs the binary: the same path logic as the script."""
     version = importlib.metadata.version("llama-cpp-python")
     root = os.environ.get("REINS_CACHE") or str(Path.home() / ".cache" / "reins")
-    return Path(root) / f"llama-server-{version}"
+    return Path(root) / f"llama-server-{version}-avx2"
 
 
 def llama_server_binary() -> Path | None:
