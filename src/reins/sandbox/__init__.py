@@ -1,0 +1,21 @@
+"""The OS sandbox: one entry point, `run_process`, for every subprocess a tool starts.
+
+On Linux a command runs in bubblewrap (read-only root, writable workspace and private /tmp,
+protected paths read-only, new PID/IPC/network namespaces) with a seccomp filter, resource
+limits and a pids cgroup; on macOS under a seatbelt profile. The policy, not the tool, decides.
+"""
+
+from .._errors import SandboxUnavailable
+from ._policy import ENV_ALLOWED, MODES, SandboxMode, SandboxPolicy
+from ._run import MAX_OUTPUT, ProcessResult, run_process
+
+__all__ = [
+    "ENV_ALLOWED",
+    "MAX_OUTPUT",
+    "MODES",
+    "ProcessResult",
+    "SandboxMode",
+    "SandboxPolicy",
+    "SandboxUnavailable",
+    "run_process",
+]

@@ -1,0 +1,136 @@
+"""The bubblewrap command line for one command (Linux), and whether bubblewrap works here."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from .._errors import SandboxUnavailable
+from ._policy import SandboxPolicy
+
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install "
+    "bubblewrap`, Arch: `pacman -S bubblewrap`), or, to run commands unconfined, choose the "
+    "sandbox mode danger-full-access (`--sandbox danger-full-access`)"
+)
+PROTECTED_NAMES = (".git", ".reins")
+"""Read-only inside the workspace wherever they exist, besides the workspace's own protected
+paths (the event log's folder)."""
+HIDDEN_IN_HOME = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".config/reins",
+    ".pypirc",
+    ".npmrc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".password-store",
+    ".local/share/keyrings",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+)
+"""Credentials and histories: an empty read-only folder or an empty file takes their place."""
+HIDDEN = (
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/run/user",
+    "/run/dbus",
+    "/run/docker.sock",
+    "/run/containerd",
+    "/run/podman",
+    "/run/systemd/private",
+)
+"""Host secrets (root-owned files root may still read without capabilities) and the sockets of
+host daemons: a Unix socket on a read-only mount still connects, and the Docker socket is the
+host's root."""
+
+
+def bwrap_path() -> str:
+    """The bwrap binary, checked once to work here, or SandboxUnavailable saying what to do."""
+    found = shutil.which("bwrap")
+    if found is None:
+        raise SandboxUnavailable(
+            f"commands run in a sandbox, and bwrap is not installed: {INSTALL_HINT}"
+        )
+    problem = _probe(found)
+    if problem:
+        raise SandboxUnavailable(
+            f"commands run in a sandbox, and bubblewrap fails here ({problem}); user namespaces "
+            "may be disabled (sysctl kernel.unprivileged_userns_clone, or an AppArmor profile "
+            f"for bwrap); or {INSTALL_HINT.split(', or, ')[1]}"
+        )
+    return found
+
+
+@functools.cache
+def _probe(bwrap: str) -> str:
+    """ "" if bwrap can build our kind of sandbox, else its complaint."""
+    done = subprocess.run(
+        [bwrap, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--", "/bin/true"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return "" if done.returncode == 0 else done.stderr.strip() or f"exit code {done.returncode}"
+
+
+def bwrap_argv(
+    bwrap: str,
+    *,
+    root: Path,
+    policy: SandboxPolicy,
+    protected: Sequence[Path],
+    seccomp_fd: int,
+) -> list[str]:
+    """bwrap's options, up to and including `--`: the mounts first, later ones on top."""
+    argv = [
+        bwrap,
+        "--die-with-parent",  # the whole sandbox dies with the process we started
+        "--new-session",  # no terminal to push input into (TIOCSTI)
+        "--unshare-pid",  # sees only its own processes; when it exits, they all die
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",  # a minimal /dev: no disks to read raw
+        "--proc",
+        "/proc",  # this namespace's: no other process's environ
+        "--tmpfs",
+        "/tmp",
+    ]
+    if not policy.network:
+        argv.append("--unshare-net")  # only its own loopback
+    home = Path(os.environ.get("HOME") or Path.home())
+    for path in (*(home / name for name in HIDDEN_IN_HOME), *map(Path, HIDDEN)):
+        if path.is_dir():
+            argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
+        elif path.exists():
+            argv += ["--ro-bind", "/dev/null", str(path)]
+    if policy.mode == "read-only":
+        argv += ["--ro-bind", str(root), str(root)]  # visible even under the private /tmp
+    else:
+        argv += ["--bind", str(root), str(root)]
+        seen = {Path(os.path.realpath(root / name)) for name in PROTECTED_NAMES}
+        for path in sorted({*seen, *protected}):
+            if path != root and path.is_relative_to(root) and path.exists():
+                argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--chdir", str(root), "--seccomp", str(seccomp_fd), "--"]
+    return argv

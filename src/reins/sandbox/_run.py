@@ -1,0 +1,247 @@
+"""`run_process`: the one way a tool starts a subprocess. Sandboxed by policy, bounded in time,
+processes and output, and the whole tree killed when it ends, times out or is cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._bwrap import bwrap_argv, bwrap_path
+from ._capture import CappedOutput
+from ._cgroup import PidsCgroup
+from ._policy import SandboxPolicy
+from ._seatbelt import seatbelt_argv
+from ._seccomp import seccomp_program
+
+DEFAULT_POLICY = SandboxPolicy()
+MAX_OUTPUT = 20_000
+"""Bytes of output kept by default: the first and the last half."""
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+_READ_SIZE = 1 << 20
+_DRAIN_GRACE = 0.2
+"""Seconds to read what is left after the tree is killed; a pipe still held open after that
+(by a process that got out of reach) is abandoned rather than waited for."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProcessResult:
+    exit_code: int | None
+    """The command's exit code (128 + N: killed by signal N); None if it was killed on timeout."""
+    output: str
+    """Standard output and error together, the middle cut if long (see `bytes_cut`)."""
+    bytes_cut: int
+    timed_out: bool
+    timeout: float
+    """The timeout in force: the one asked for, clamped to the policy's maximum."""
+    clamped: bool
+    """True if the timeout asked for was longer than the policy allows."""
+
+
+async def run_process(
+    command: str | Sequence[str],
+    *,
+    workspace: str | Path,
+    policy: SandboxPolicy = DEFAULT_POLICY,
+    timeout: float | None = None,  # noqa: ASYNC109 (clamped by the policy, then applied here)
+    protected: Sequence[Path] = (),
+    max_output: int = MAX_OUTPUT,
+) -> ProcessResult:
+    """Run `command` (a shell command line, or an argv) in `workspace`, sandboxed by `policy`.
+
+    `protected` paths inside the workspace are read-only, besides `.git` and `.reins`.
+    Raises SandboxUnavailable where the policy needs a sandbox this machine lacks.
+    Cancelling the task kills the whole tree at once and re-raises CancelledError."""
+    limit = policy.max_timeout if timeout is None else min(timeout, policy.max_timeout)
+    root = Path(os.path.realpath(workspace))  # noqa: ASYNC240 (a few stat calls)
+    argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+    env = policy.environment()
+    env.setdefault("PATH", DEFAULT_PATH)
+    env["PWD"] = str(root)
+    cgroup = PidsCgroup.create(policy.processes) if sys.platform == "linux" else None
+    try:
+        launch, pass_fds = _launcher(policy, root, protected, cgroup)
+        try:
+            process = _spawn([*launch, *argv], root, env, pass_fds, _child_setup(policy, cgroup))
+        finally:
+            for fd in pass_fds:
+                os.close(fd)
+        output = CappedOutput(max_output)
+        exit_code, timed_out = await _supervise(process, output, limit, cgroup)
+    finally:
+        if cgroup is not None:
+            cgroup.close()
+    return ProcessResult(
+        exit_code=exit_code,
+        output=output.text(),
+        bytes_cut=output.cut,
+        timed_out=timed_out,
+        timeout=limit,
+        clamped=timeout is not None and timeout > policy.max_timeout,
+    )
+
+
+def _launcher(
+    policy: SandboxPolicy, root: Path, protected: Sequence[Path], cgroup: PidsCgroup | None
+) -> tuple[list[str], tuple[int, ...]]:
+    """What goes before the command, and the descriptors the launcher reads."""
+    if policy.mode == "danger-full-access":
+        return [], ()
+    if sys.platform == "darwin":
+        return seatbelt_argv(root=root, policy=policy, protected=protected), ()
+    bwrap = bwrap_path()
+    program = seccomp_program()
+    read, write = os.pipe()  # bwrap reads the filter from it; a few KB fit the pipe's buffer
+    os.write(write, program)
+    os.close(write)
+    argv = bwrap_argv(bwrap, root=root, policy=policy, protected=protected, seccomp_fd=read)
+    if cgroup is None and policy.processes and os.geteuid() != 0 and shutil.which("prlimit"):
+        # Set inside the sandbox's user namespace, it counts the command's processes only.
+        argv += ["prlimit", f"--nproc={policy.processes}", "--"]
+    return argv, (read,)
+
+
+def _child_setup(policy: SandboxPolicy, cgroup: PidsCgroup | None) -> Callable[[], None]:
+    """Run in the child between fork and exec: join the cgroup, set the limits (inherited
+    through bwrap by everything the command starts)."""
+    limits = [
+        (resource.RLIMIT_CPU, policy.cpu_seconds),
+        (resource.RLIMIT_AS, policy.address_space),
+        (resource.RLIMIT_FSIZE, policy.file_size),
+        (resource.RLIMIT_NOFILE, policy.open_files),
+    ]
+    settings = []
+    for which, value in limits:
+        if value is not None:
+            _, hard = resource.getrlimit(which)
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            settings.append((which, (value, value)))
+
+    def setup() -> None:
+        if cgroup is not None:
+            cgroup.attach()
+        for which, pair in settings:
+            resource.setrlimit(which, pair)
+
+    return setup
+
+
+def _spawn(
+    argv: list[str],
+    root: Path,
+    env: dict[str, str],
+    pass_fds: tuple[int, ...],
+    setup: Callable[[], None],
+) -> _Spawned:
+    read, write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    with contextlib.suppress(OSError):  # fewer, larger reads; the default 64 KB also works
+        fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, _READ_SIZE)
+    try:
+        popen = subprocess.Popen(
+            argv,
+            cwd=root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=write,
+            stderr=write,
+            pass_fds=pass_fds,
+            start_new_session=True,  # its own process group, to kill in one call
+            preexec_fn=setup,
+        )
+    except BaseException:
+        os.close(read)
+        raise
+    finally:
+        os.close(write)
+    return _Spawned(popen, read)
+
+
+@dataclass
+class _Spawned:
+    popen: subprocess.Popen[bytes]
+    output_fd: int
+
+
+async def _supervise(
+    spawned: _Spawned, output: CappedOutput, limit: float, cgroup: PidsCgroup | None
+) -> tuple[int | None, bool]:
+    """Read the output while waiting for the process; then kill what is left of its tree."""
+    loop = asyncio.get_running_loop()
+    popen, fd = spawned.popen, spawned.output_fd
+    eof = loop.create_future()
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, _READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            output.feed(data)
+        else:
+            loop.remove_reader(fd)
+            if not eof.done():
+                eof.set_result(None)
+
+    loop.add_reader(fd, readable)
+    timed_out = False
+    try:
+        try:
+            async with asyncio.timeout(limit):
+                await _exited(popen)
+        except TimeoutError:
+            timed_out = True
+        _kill_tree(popen, cgroup)
+        if not eof.done():  # the killed tree closes the pipe; nothing else may keep us here
+            await asyncio.wait([eof], timeout=_DRAIN_GRACE)
+    finally:
+        _kill_tree(popen, cgroup)  # on cancellation too: nothing outlives the call
+        loop.remove_reader(fd)
+        os.close(fd)
+        code = _reap(popen)
+    return (None if timed_out else code), timed_out
+
+
+async def _exited(popen: subprocess.Popen[bytes]) -> None:
+    """Wait for the process to end without a thread: its pidfd becomes readable."""
+    loop = asyncio.get_running_loop()
+    if not hasattr(os, "pidfd_open"):  # macOS: a thread waits (killing the tree ends it)
+        await asyncio.to_thread(popen.wait)
+        return
+    pidfd = os.pidfd_open(popen.pid)
+    done: asyncio.Future[None] = loop.create_future()
+
+    def exited() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    loop.add_reader(pidfd, exited)
+    try:
+        await done
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+
+
+def _kill_tree(popen: subprocess.Popen[bytes], cgroup: PidsCgroup | None) -> None:
+    """SIGKILL the process group and every process in the cgroup. In bubblewrap, killing it is
+    enough (its PID namespace dies with it); the cgroup also finds what left the group."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(popen.pid, signal.SIGKILL)
+    if cgroup is not None:
+        cgroup.kill()
+
+
+def _reap(popen: subprocess.Popen[bytes]) -> int:
+    code = popen.wait()  # killed, or already gone: no wait to speak of
+    return 128 - code if code < 0 else code
