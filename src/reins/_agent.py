@@ -21,8 +21,10 @@ from ._policies import MaxSteps, MaxTokensRecovery, Policy, StrictActions
 from ._state import RunState
 from ._stop import StopReason
 from .models._catalog import UNKNOWN, lookup
+from .sandbox import SandboxPolicy
 from .store import EventLog, MemoryLog
 from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
+from .tools._builtin import sandboxed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,6 +122,8 @@ class Agent:
     log: EventLog = field(default_factory=MemoryLog)
     model_id: str | None = None
     """The model string recorded in the log, for resuming from the command line."""
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    """What the commands tools start may do; the log's folder and `.git` stay read-only."""
     _resolved: tuple[tuple[object, ...], Workspace] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -239,7 +243,12 @@ class Agent:
             )
         if workspace is None:
             workspace = Workspace(state.config.workspace, protected=self._protected())
-        context = ToolContext(workspace=workspace, session_id=state.session_id, run_id=state.run_id)
+        context = ToolContext(
+            workspace=workspace,
+            session_id=state.session_id,
+            run_id=state.run_id,
+            sandbox=self.sandbox,
+        )
         executor = ToolExecutor(
             [t for t in tools if t.name in state.config.tools],
             context=context,
@@ -270,7 +279,7 @@ class Agent:
         tools = list(self.tools)
         if not any(t.name == final_answer.name for t in tools):
             tools.append(final_answer)
-        return tools
+        return sandboxed(tools, self.sandbox)
 
     def _workspace(self) -> Workspace:
         """`workspace`, resolved; again only if the directory it names is another one (a

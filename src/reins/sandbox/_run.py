@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._errors import UsageError
 from ._bwrap import bwrap_argv, bwrap_path
 from ._capture import CappedOutput
 from ._cgroup import PidsCgroup
@@ -62,7 +63,7 @@ async def run_process(
     Raises SandboxUnavailable where the policy needs a sandbox this machine lacks.
     Cancelling the task kills the whole tree at once and re-raises CancelledError."""
     limit = policy.max_timeout if timeout is None else min(timeout, policy.max_timeout)
-    root = Path(os.path.realpath(workspace))  # noqa: ASYNC240 (a few stat calls)
+    root = _directory(workspace)
     argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
     env = policy.environment()
     env.setdefault("PATH", DEFAULT_PATH)
@@ -88,6 +89,13 @@ async def run_process(
         timeout=limit,
         clamped=timeout is not None and timeout > policy.max_timeout,
     )
+
+
+def _directory(workspace: str | Path) -> Path:
+    root = Path(os.path.realpath(workspace))
+    if not root.is_dir():
+        raise UsageError(f"workspace {str(workspace)!r} is not an existing directory")
+    return root
 
 
 def _launcher(
@@ -142,7 +150,8 @@ def _spawn(
     pass_fds: tuple[int, ...],
     setup: Callable[[], None],
 ) -> _Spawned:
-    read, write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    read, write = os.pipe2(os.O_CLOEXEC)
+    os.set_blocking(read, False)  # only our end: the command's writes must block, not fail
     with contextlib.suppress(OSError):  # fewer, larger reads; the default 64 KB also works
         fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, _READ_SIZE)
     try:
