@@ -397,3 +397,76 @@ def test_bad_policies_are_usage_errors() -> None:
         SandboxPolicy(max_timeout=0)
     with pytest.raises(UsageError, match="processes must be at least 1"):
         SandboxPolicy(processes=0)
+
+
+def test_the_config_sets_the_sandbox_and_a_project_may_only_tighten_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reins._config import load_config
+
+    user = tmp_path / "user.toml"
+    monkeypatch.setenv("REINS_CONFIG", str(user))
+    monkeypatch.chdir(tmp_path)
+    user.write_text('[sandbox]\nnetwork = true\nenv = ["JAVA_HOME", "GOPATH"]\nmax_timeout = 300\n')
+    assert load_config().sandbox.policy() == SandboxPolicy(
+        network=True, env=("JAVA_HOME", "GOPATH"), max_timeout=300
+    )
+    project = tmp_path / "reins.toml"
+    project.write_text('[sandbox]\nmode = "read-only"\nnetwork = false\nenv = ["GOPATH"]\n')
+    assert load_config().sandbox.policy() == SandboxPolicy(
+        mode="read-only", env=("GOPATH",), max_timeout=300
+    )
+    # the command line wins over both
+    assert load_config().sandbox.policy(mode="workspace-write", network=True) == SandboxPolicy(
+        network=True, env=("GOPATH",), max_timeout=300
+    )
+    user.write_text("")
+    project.write_text(
+        '[sandbox]\nmode = "danger-full-access"\nnetwork = true\nenv = ["X"]\nmax_timeout = 900\n'
+    )
+    with pytest.raises(UsageError) as caught:
+        load_config()
+    assert str(caught.value) == (
+        f"{project}: [sandbox] mode = 'danger-full-access' (yours: 'workspace-write'); "
+        "network = true; env adds ['X']; max_timeout = 900 (yours: 600): a project file may "
+        f"only tighten the sandbox; loosen it in your own config ({user}) or on the command "
+        "line (--sandbox, --network)"
+    )
+    project.write_text('[sandbox]\nmode = "open"\n')
+    with pytest.raises(UsageError, match=r"reins.toml: sandbox.mode: Input should be"):
+        load_config()
+
+
+@needs_bwrap
+def test_the_command_line_chooses_the_sandbox(tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    (tmp_path / "ws").mkdir()
+    replies = [
+        {"tool_calls": [{"name": "run_command", "arguments": {"command": "touch made.txt"}}]},
+        "FINAL_ANSWER: done",
+    ]
+    (tmp_path / "s.json").write_text(json.dumps(replies))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REINS_")}
+    env["REINS_CONFIG"] = str(tmp_path / "none.toml")
+
+    def reins(*flags: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [PY, "-m", "reins", "run", "go", "-m", f"script:{tmp_path / 's.json'}", *flags],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+
+    read_only = reins("-w", "ws", "--json", "--sandbox", "read-only")
+    assert read_only.returncode == 0, read_only.stderr
+    assert "Read-only file system" in read_only.stdout
+    assert not (tmp_path / "ws" / "made.txt").exists()
+    assert reins("-w", "ws", "--json", "--network").returncode == 0
+    assert (tmp_path / "ws" / "made.txt").exists()
+    bad = reins("-w", "ws", "--sandbox", "open")
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("error: unknown sandbox mode 'open'; choose one of read-only")

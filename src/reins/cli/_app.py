@@ -51,6 +51,19 @@ StoreOpt = Annotated[
     typer.Option("--store", envvar="REINS_STORE", help="Folder of the event log (SQLite + JSONL)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")]
+SandboxOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sandbox",
+        metavar="MODE",
+        help="What commands may do: read-only, workspace-write (default) or danger-full-access "
+        "(no sandbox).",
+    ),
+]
+NetworkOpt = Annotated[
+    bool | None,
+    typer.Option("--network/--no-network", help="Let commands use the network (default: no)."),
+]
 DEFAULT_STORE = Path(".reins")
 
 
@@ -81,6 +94,8 @@ def run(
         str | None,
         typer.Option("--tools", help="Built-in tools to offer, comma-separated (default: all)."),
     ] = None,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
@@ -98,6 +113,7 @@ def run(
             workspace=workspace,
             max_steps=max_steps,
             log=log,
+            sandbox=config.sandbox.policy(mode=sandbox, network=network),
         )
         return await _drive(agent.iter(goal, session_id=session, cancel=cancel), json_lines)
 
@@ -112,11 +128,14 @@ def resume(
     max_steps: Annotated[
         int | None, typer.Option("--max-steps", min=1, help="New cap on model calls.")
     ] = None,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
     """Continue a run after a crash, a cap, a cancel or an error, with the model it used."""
     from .._agent import Agent
+    from .._config import load_config
     from .._resolve import resolve_model
     from .._state import RunState
     from ..store import find_run
@@ -129,6 +148,7 @@ def resume(
             model=resolve_model(state.config.model),
             tools=builtin_tools([t for t in state.config.tools if t != "final_answer"]),
             log=log,
+            sandbox=load_config().sandbox.policy(mode=sandbox, network=network),
         )
         stream = agent.resume_iter(info.run_id, max_steps=max_steps, cancel=cancel)
         return await _drive(stream, json_lines)
