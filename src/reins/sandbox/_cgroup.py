@@ -13,6 +13,8 @@ import functools
 import itertools
 import os
 import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 _V1 = Path("/sys/fs/cgroup/pids")
@@ -44,6 +46,23 @@ class PidsCgroup:
             return cls(base / f"{os.getpid()}-{next(_counter)}", limit)
         except OSError:
             return None
+
+    @property
+    def can_enter(self) -> bool:
+        """cgroup v1 moves single threads: this one can step in for the spawn."""
+        return self.path.is_relative_to(_V1)
+
+    @contextlib.contextmanager
+    def entered(self) -> Iterator[None]:
+        """This thread in the cgroup, so that a child it starts is born in it; moved back out
+        after (a v1 thread move costs microseconds, a fork of this process for a pre-exec
+        hook milliseconds)."""
+        tid = str(threading.get_native_id())
+        (self.path / "tasks").write_text(tid)
+        try:
+            yield
+        finally:
+            (_home() / "tasks").write_text(tid)
 
     def attach(self) -> None:
         """Called in the child between fork and exec: it moves itself in ("0" is the writer)."""
@@ -79,6 +98,16 @@ def available() -> bool:
 
 
 @functools.cache
+def _home() -> Path:
+    """This process's own v1 pids cgroup, to come back to."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            return _V1 / path.lstrip("/")
+    return _V1
+
+
+@functools.cache
 def _base() -> Path | None:
     """This process's own folder of command cgroups, made on first use."""
     for root in (_V1, _V2):
@@ -96,6 +125,8 @@ def _make_base(root: Path) -> Path:
         (root / "cgroup.subtree_control").write_text("+pids")
     elif not (root / "cgroup.procs").is_file():
         raise OSError("no v1 pids hierarchy")
+    else:
+        _home()  # known before a thread ever steps out of it
     parent = root / "reins"
     parent.mkdir(exist_ok=True)
     if root == _V2:

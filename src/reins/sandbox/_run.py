@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import os
 import resource
 import shutil
@@ -70,9 +71,14 @@ async def run_process(
     env["PWD"] = str(root)
     cgroup = PidsCgroup.create(policy.processes) if sys.platform == "linux" else None
     try:
-        launch, pass_fds = _launcher(policy, root, protected, cgroup)
+        launch, pass_fds = _launcher(policy, root, protected)
+        limits, setup = _limits(policy, cgroup, in_namespace=bool(launch))
         try:
-            process = _spawn([*launch, *argv], root, env, pass_fds, _child_setup(policy, cgroup))
+            if cgroup is not None and setup is None:
+                with cgroup.entered():  # the child is born in it (no fork for a hook)
+                    process = _spawn([*launch, *limits, *argv], root, env, pass_fds, None)
+            else:
+                process = _spawn([*launch, *limits, *argv], root, env, pass_fds, setup)
         finally:
             for fd in pass_fds:
                 os.close(fd)
@@ -99,7 +105,7 @@ def _directory(workspace: str | Path) -> Path:
 
 
 def _launcher(
-    policy: SandboxPolicy, root: Path, protected: Sequence[Path], cgroup: PidsCgroup | None
+    policy: SandboxPolicy, root: Path, protected: Sequence[Path]
 ) -> tuple[list[str], tuple[int, ...]]:
     """What goes before the command, and the descriptors the launcher reads."""
     if policy.mode == "danger-full-access":
@@ -112,35 +118,56 @@ def _launcher(
     os.write(write, program)
     os.close(write)
     argv = bwrap_argv(bwrap, root=root, policy=policy, protected=protected, seccomp_fd=read)
-    if cgroup is None and policy.processes and os.geteuid() != 0 and shutil.which("prlimit"):
-        # Set inside the sandbox's user namespace, it counts the command's processes only.
-        argv += ["prlimit", f"--nproc={policy.processes}", "--"]
     return argv, (read,)
 
 
-def _child_setup(policy: SandboxPolicy, cgroup: PidsCgroup | None) -> Callable[[], None]:
-    """Run in the child between fork and exec: join the cgroup, set the limits (inherited
-    through bwrap by everything the command starts)."""
-    limits = [
-        (resource.RLIMIT_CPU, policy.cpu_seconds),
-        (resource.RLIMIT_AS, policy.address_space),
-        (resource.RLIMIT_FSIZE, policy.file_size),
-        (resource.RLIMIT_NOFILE, policy.open_files),
-    ]
-    settings = []
-    for which, value in limits:
-        if value is not None:
-            _, hard = resource.getrlimit(which)
-            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-            settings.append((which, (value, value)))
+def _limits(
+    policy: SandboxPolicy, cgroup: PidsCgroup | None, *, in_namespace: bool
+) -> tuple[list[str], Callable[[], None] | None]:
+    """The resource limits: as `prlimit` run just before the command (an exec costs less than
+    a fork of this process for a pre-exec hook), else as that hook; the hook also joins the
+    cgroup where this thread cannot be moved into it for the spawn."""
+    wanted = {
+        "cpu": policy.cpu_seconds,
+        "as": policy.address_space,
+        "fsize": policy.file_size,
+        "nofile": policy.open_files,
+    }
+    if cgroup is None and in_namespace and os.geteuid() != 0:
+        # Set inside the sandbox's user namespace, it counts the command's processes only.
+        wanted["nproc"] = policy.processes
+    settings = {name: _capped(name, value) for name, value in wanted.items() if value}
+    prlimit = _prlimit()
+    if prlimit and (cgroup is None or cgroup.can_enter):
+        return [prlimit, *(f"--{name}={value}" for name, value in settings.items()), "--"], None
 
     def setup() -> None:
         if cgroup is not None:
             cgroup.attach()
-        for which, pair in settings:
-            resource.setrlimit(which, pair)
+        for name, value in settings.items():
+            resource.setrlimit(_RLIMITS[name], (value, value))
 
-    return setup
+    return [], setup
+
+
+_RLIMITS = {
+    "cpu": resource.RLIMIT_CPU,
+    "as": resource.RLIMIT_AS,
+    "fsize": resource.RLIMIT_FSIZE,
+    "nofile": resource.RLIMIT_NOFILE,
+    "nproc": resource.RLIMIT_NPROC,
+}
+
+
+def _capped(name: str, value: int) -> int:
+    """No higher than our own hard limit, which an unprivileged process cannot raise."""
+    _, hard = resource.getrlimit(_RLIMITS[name])
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
+
+
+@functools.cache
+def _prlimit() -> str | None:
+    return shutil.which("prlimit")
 
 
 def _spawn(
@@ -148,7 +175,7 @@ def _spawn(
     root: Path,
     env: dict[str, str],
     pass_fds: tuple[int, ...],
-    setup: Callable[[], None],
+    setup: Callable[[], None] | None,
 ) -> _Spawned:
     read, write = os.pipe2(os.O_CLOEXEC)
     os.set_blocking(read, False)  # only our end: the command's writes must block, not fail
