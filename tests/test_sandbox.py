@@ -147,6 +147,23 @@ async def test_secrets_are_out_of_reach(
 
 
 @needs_bwrap
+async def test_credentials_stay_hidden_when_the_workspace_is_the_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".ssh").mkdir()
+    (tmp_path / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    (tmp_path / "notes.txt").write_text("mine")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    result = await run_process(
+        "cat notes.txt; echo; ls -A .ssh; cat .ssh/id_ed25519; touch .ssh/x", workspace=tmp_path
+    )
+    assert result.output == (
+        "mine\ncat: .ssh/id_ed25519: No such file or directory\n"
+        "touch: cannot touch '.ssh/x': Read-only file system\n"
+    )
+
+
+@needs_bwrap
 async def test_policy_passes_named_variables_but_never_credentials(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

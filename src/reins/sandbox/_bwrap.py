@@ -118,18 +118,24 @@ def bwrap_argv(
     ]
     if not policy.network:
         argv.append("--unshare-net")  # only its own loopback
-    home = Path(os.environ.get("HOME") or Path.home())
-    for path in (*(home / name for name in HIDDEN_IN_HOME), *map(Path, HIDDEN)):
-        if path.is_dir():
-            argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
-        elif path.exists():
-            argv += ["--ro-bind", "/dev/null", str(path)]
     if policy.mode == "read-only":
         argv += ["--ro-bind", str(root), str(root)]  # visible even under the private /tmp
     else:
         argv += ["--bind", str(root), str(root)]
-        seen = {Path(os.path.realpath(root / name)) for name in PROTECTED_NAMES}
-        for path in sorted({*seen, *protected}):
+    # After the workspace, so that a workspace holding them (say, the home folder) hides them
+    # too; one that holds the workspace is left alone.
+    home = Path(os.environ.get("HOME") or Path.home())
+    for hidden in (*(home / name for name in HIDDEN_IN_HOME), *map(Path, HIDDEN)):
+        path = Path(os.path.realpath(hidden))
+        if root.is_relative_to(path):
+            continue
+        if path.is_dir():
+            argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
+        elif path.exists():
+            argv += ["--ro-bind", "/dev/null", str(path)]
+    if policy.mode == "workspace-write":
+        named = {Path(os.path.realpath(root / name)) for name in PROTECTED_NAMES}
+        for path in sorted({*named, *protected}):
             if path != root and path.is_relative_to(root) and path.exists():
                 argv += ["--ro-bind", str(path), str(path)]
     argv += ["--chdir", str(root), "--seccomp", str(seccomp_fd), "--"]

@@ -20,6 +20,8 @@ from pathlib import Path
 _V1 = Path("/sys/fs/cgroup/pids")
 _V2 = Path("/sys/fs/cgroup")
 _counter = itertools.count()
+_leftovers: list[Path] = []
+"""Cgroups whose last processes were still exiting when their command ended."""
 
 
 class PidsCgroup:
@@ -42,6 +44,10 @@ class PidsCgroup:
         base = _base()
         if base is None:
             return None
+        for path in list(_leftovers):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+                _leftovers.remove(path)
         try:
             return cls(base / f"{os.getpid()}-{next(_counter)}", limit)
         except OSError:
@@ -87,10 +93,13 @@ class PidsCgroup:
         return not self.pids()
 
     def close(self) -> None:
-        """Forget the cgroup; removed if empty (a left-over one goes with the next process)."""
+        """Forget the cgroup: removed now, or by a later command once its last process is gone
+        (or by the next process, if this one ends first)."""
         os.close(self._procs)
-        with contextlib.suppress(OSError):
+        try:
             os.rmdir(self.path)
+        except OSError:
+            _leftovers.append(self.path)
 
 
 def available() -> bool:

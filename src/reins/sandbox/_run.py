@@ -251,10 +251,11 @@ async def _supervise(
 async def _exited(popen: subprocess.Popen[bytes]) -> None:
     """Wait for the process to end without a thread: its pidfd becomes readable."""
     loop = asyncio.get_running_loop()
-    if not hasattr(os, "pidfd_open"):  # macOS: a thread waits (killing the tree ends it)
+    try:
+        pidfd = os.pidfd_open(popen.pid)
+    except (AttributeError, OSError):  # macOS, Linux < 5.3: a thread waits (a kill ends it)
         await asyncio.to_thread(popen.wait)
         return
-    pidfd = os.pidfd_open(popen.pid)
     done: asyncio.Future[None] = loop.create_future()
 
     def exited() -> None:
