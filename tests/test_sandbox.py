@@ -487,3 +487,32 @@ def test_the_command_line_chooses_the_sandbox(tmp_path: Path) -> None:
     bad = reins("-w", "ws", "--sandbox", "open")
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: unknown sandbox mode 'open'; choose one of read-only")
+
+
+@needs_bwrap
+async def test_with_the_network_on_the_hosts_abstract_sockets_stay_out_of_reach(
+    workspace: Path,
+) -> None:
+    """Sharing the host's network namespace shares its abstract Unix sockets (D-Bus, X11...);
+    Landlock's scope keeps them out of reach. Unconfined, the same connect works."""
+    import socket
+
+    name = f"reins-test-{os.getpid()}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind("\0" + name)
+        listener.listen(4)
+        connect = (
+            f'{PY} -c "import socket; s = socket.socket(socket.AF_UNIX); '
+            f"s.connect('\\\\0{name}'); print('connected')\""
+        )
+        networked = await run_process(
+            connect, workspace=workspace, policy=SandboxPolicy(network=True)
+        )
+        assert "connected" not in networked.output
+        assert (
+            "PermissionError" in networked.output or "Operation not permitted" in networked.output
+        )
+        unconfined = await run_process(
+            connect, workspace=workspace, policy=SandboxPolicy(mode="danger-full-access")
+        )
+        assert unconfined.output == "connected\n"

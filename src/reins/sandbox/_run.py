@@ -21,6 +21,7 @@ from .._errors import UsageError
 from ._bwrap import bwrap_argv, bwrap_path
 from ._capture import CappedOutput
 from ._cgroup import PidsCgroup
+from ._landlock import scoped_spawner
 from ._policy import SandboxPolicy
 from ._seatbelt import seatbelt_argv
 from ._seccomp import seccomp_program
@@ -73,12 +74,18 @@ async def run_process(
     try:
         launch, pass_fds = _launcher(policy, root, protected)
         limits, setup = _limits(policy, cgroup, in_namespace=bool(launch))
-        try:
+
+        def start() -> _Spawned:
+            full = [*launch, *limits, *argv]
             if cgroup is not None and setup is None:
                 with cgroup.entered():  # the child is born in it (no fork for a hook)
-                    process = _spawn([*launch, *limits, *argv], root, env, pass_fds, None)
-            else:
-                process = _spawn([*launch, *limits, *argv], root, env, pass_fds, setup)
+                    return _spawn(full, root, env, pass_fds, None)
+            return _spawn(full, root, env, pass_fds, setup)
+
+        # With the network on, a Landlock-scoped thread starts it (see _landlock).
+        spawner = scoped_spawner() if launch and policy.network else None
+        try:
+            process = spawner.run(start) if spawner else start()
         finally:
             for fd in pass_fds:
                 os.close(fd)
