@@ -2,7 +2,8 @@
 
 On Linux a command runs in bubblewrap (read-only root, writable workspace and private /tmp,
 protected paths read-only, new PID/IPC/network namespaces) with a seccomp filter, resource
-limits and a pids cgroup; on macOS under a seatbelt profile. The policy, not the tool, decides.
+limits, a pids cgroup, and a Landlock scope when the network is on; on macOS under a seatbelt
+profile. The policy, not the tool, decides.
 """
 
 from .._errors import SandboxUnavailable
