@@ -103,9 +103,7 @@ def bwrap_argv(
         "--die-with-parent",  # the whole sandbox dies with the process we started
         "--new-session",  # no terminal to push input into (TIOCSTI)
         "--unshare-pid",  # sees only its own processes; when it exits, they all die
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
+        "--unshare-ipc",  # no System V shared memory of other processes
         "--ro-bind",
         "/",
         "/",

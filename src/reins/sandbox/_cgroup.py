@@ -14,7 +14,6 @@ import itertools
 import os
 import signal
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 _V1 = Path("/sys/fs/cgroup/pids")
@@ -25,14 +24,14 @@ _leftovers: list[Path] = []
 
 
 class PidsCgroup:
-    """One command's cgroup. The child joins it itself, before it execs (`attach`), so no
-    process of the command is ever outside it."""
+    """One command's cgroup. Its first process is born in it: started by a thread that
+    entered it beforehand (`enter`, cgroup v1), or moving itself in before it execs (`attach`)."""
 
     def __init__(self, path: Path, limit: int | None) -> None:
         self.path = path
         os.mkdir(path)
         try:
-            (path / "pids.max").write_text(str(limit) if limit else "max")
+            self.set_limit(limit)
             self._procs = os.open(path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
         except OSError:
             os.rmdir(path)
@@ -44,76 +43,75 @@ class PidsCgroup:
         base = _base()
         if base is None:
             return None
-        for path in list(_leftovers):
-            with contextlib.suppress(OSError):
-                os.rmdir(path)
-                _leftovers.remove(path)
+        remove_leftovers()
         try:
             return cls(base / f"{os.getpid()}-{next(_counter)}", limit)
         except OSError:
             return None
 
-    @property
-    def can_enter(self) -> bool:
-        """cgroup v1 moves single threads: this one can step in for the spawn."""
-        return self.path.is_relative_to(_V1)
+    def set_limit(self, limit: int | None) -> None:
+        (self.path / "pids.max").write_text(str(limit) if limit else "max")
 
-    @contextlib.contextmanager
-    def entered(self) -> Iterator[None]:
-        """This thread in the cgroup, so that a child it starts is born in it; moved back out
-        after (a v1 thread move costs microseconds, a fork of this process for a pre-exec
-        hook milliseconds)."""
-        tid = str(threading.get_native_id())
-        (self.path / "tasks").write_text(tid)
-        try:
-            yield
-        finally:
-            (_home() / "tasks").write_text(tid)
+    def enter(self) -> None:
+        """Move this thread in (cgroup v1 only), so that what it starts is born in it. A move
+        waits for an RCU grace period, milliseconds: do it before the command is asked for."""
+        (self.path / "tasks").write_text(str(threading.get_native_id()))
 
     def attach(self) -> None:
         """Called in the child between fork and exec: it moves itself in ("0" is the writer)."""
         os.write(self._procs, b"0")
 
     def pids(self) -> list[int]:
+        """The processes in it, but this one (whose starting thread may not have left yet)."""
         try:
             text = (self.path / "cgroup.procs").read_text()
         except OSError:
             return []
-        return [int(pid) for pid in text.split()]
+        return [pid for pid in map(int, text.split()) if pid != os.getpid()]
 
-    def kill(self) -> bool:
-        """SIGKILL every process in it; True once none is left."""
-        for _ in range(100):  # each round kills what forked during the last one
-            pids = self.pids()
-            if not pids:
-                return True
-            for pid in pids:
+    def kill(self) -> None:
+        """SIGKILL every process in it; a few rounds, for what forks while it is swept."""
+        killed: set[int] = set()
+        for _ in range(10):
+            fresh = set(self.pids()) - killed
+            if not fresh:
+                return
+            for pid in fresh:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-        return not self.pids()
+            killed |= fresh
 
-    def close(self) -> None:
-        """Forget the cgroup: removed now, or by a later command once its last process is gone
-        (or by the next process, if this one ends first)."""
+    def close(self, *, later: bool = False) -> None:
+        """Forget the cgroup: removed now, or `later` by `remove_leftovers` (also when its last
+        processes are still exiting), or by the next process if this one ends first."""
         os.close(self._procs)
+        if later:
+            _leftovers.append(self.path)
+            return
         try:
             os.rmdir(self.path)
         except OSError:
             _leftovers.append(self.path)
 
 
+def remove_leftovers() -> None:
+    """Remove the cgroups closed `later` whose processes are gone. An rmdir waits while any
+    other cgroup operation runs (a thread move: milliseconds), so the spawner thread does it,
+    when it makes the next cgroup."""
+    for path in list(_leftovers):
+        with contextlib.suppress(OSError, ValueError):
+            os.rmdir(path)
+            _leftovers.remove(path)
+
+
+def threads_movable() -> bool:
+    """cgroup v1: a single thread can be moved (v2 moves whole processes)."""
+    base = _base()
+    return base is not None and base.is_relative_to(_V1)
+
+
 def available() -> bool:
     return _base() is not None
-
-
-@functools.cache
-def _home() -> Path:
-    """This process's own v1 pids cgroup, to come back to."""
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if "pids" in controllers.split(","):
-            return _V1 / path.lstrip("/")
-    return _V1
 
 
 @functools.cache
@@ -134,8 +132,7 @@ def _make_base(root: Path) -> Path:
         (root / "cgroup.subtree_control").write_text("+pids")
     elif not (root / "cgroup.procs").is_file():
         raise OSError("no v1 pids hierarchy")
-    else:
-        _home()  # known before a thread ever steps out of it
+
     parent = root / "reins"
     parent.mkdir(exist_ok=True)
     if root == _V2:

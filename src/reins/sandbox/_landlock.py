@@ -4,23 +4,17 @@ Without `--unshare-net` the command shares the host's network namespace, and wit
 host's *abstract* Unix sockets (named `@...`, no file to hide: a desktop's D-Bus and X11, some
 container shims'). Landlock (ABI 6, Linux 6.12) can scope a process so that it may connect only
 to abstract sockets made inside its own domain, and signal only processes inside it. Both are
-applied to a helper thread that starts such commands: a child inherits its thread's domain, and
-our own threads stay free. Mount operations (bubblewrap's set-up) are not restricted by a
-domain that handles no file-system access. Where Landlock is missing, or older, nothing changes.
+applied to a helper thread that starts such commands (`_spawner`): a child inherits its
+thread's domain, and our other threads stay free. Mount operations (bubblewrap's set-up) are
+not restricted by a domain that handles no file-system access. Where Landlock is missing, or
+older, nothing changes.
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
+import functools
 import platform
-import queue
-import threading
-from collections.abc import Callable
-from concurrent.futures import Future
-from typing import TypeVar
-
-T = TypeVar("T")
 
 _CREATE_RULESET, _RESTRICT_SELF = 444, 446  # the same on every architecture (generic numbers)
 _VERSION = 1
@@ -37,72 +31,24 @@ class _RulesetAttr(ctypes.Structure):
     )
 
 
-class ScopedSpawner:
-    """A thread in a Landlock domain that scopes abstract Unix sockets and signals; what it
-    runs (a process start) happens inside that domain."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], object], Future[object]]] = (
-            queue.SimpleQueue()
-        )
-        ready: Future[None] = Future()
-        threading.Thread(
-            target=self._serve, args=(ready,), name="reins-landlock", daemon=True
-        ).start()
-        ready.result()
-
-    def run(self, job: Callable[[], T]) -> T:
-        """`job()`, run in the scoped thread (this thread waits: it is a process start)."""
-        done: Future[object] = Future()
-        self._jobs.put((job, done))
-        return done.result()  # type: ignore[return-value]
-
-    def _serve(self, ready: Future[None]) -> None:
-        try:
-            _restrict_this_thread()
-        except OSError as exc:
-            ready.set_exception(exc)
-            return
-        ready.set_result(None)
-        while True:
-            job, done = self._jobs.get()
-            try:
-                done.set_result(job())
-            except BaseException as exc:
-                done.set_exception(exc)
-
-
-def scoped_spawner() -> ScopedSpawner | None:
-    """The process's scoped thread, or None where Landlock cannot scope (not Linux, Linux
-    before 6.12, Landlock disabled). A forked child starts its own (threads do not fork)."""
-    pid = os.getpid()
-    if pid not in _spawners:
-        _spawners.clear()
-        _spawners[pid] = _start() if platform.system() == "Linux" and _abi() >= 6 else None
-    return _spawners[pid]
-
-
-_spawners: dict[int, ScopedSpawner | None] = {}
-
-
-def _start() -> ScopedSpawner | None:
-    try:
-        return ScopedSpawner()
-    except OSError:
-        return None
+def available() -> bool:
+    """Can a thread be scoped here (Linux >= 6.12 with Landlock on)?"""
+    return platform.system() == "Linux" and _abi() >= 6
 
 
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
+@functools.cache
 def _abi() -> int:
     return int(
         _libc().syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_VERSION))
     )
 
 
-def _restrict_this_thread() -> None:
+def restrict_this_thread() -> None:
+    """Scope this thread (and all it starts from now on), for good."""
     libc = _libc()
     attr = _RulesetAttr(0, 0, _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL)
     fd = libc.syscall(

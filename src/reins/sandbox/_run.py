@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._errors import UsageError
+from . import _spawner
 from ._bwrap import bwrap_argv, bwrap_path
 from ._capture import CappedOutput
 from ._cgroup import PidsCgroup
-from ._landlock import scoped_spawner
 from ._policy import SandboxPolicy
 from ._seatbelt import seatbelt_argv
 from ._seccomp import seccomp_program
@@ -70,30 +70,36 @@ async def run_process(
     env = policy.environment()
     env.setdefault("PATH", DEFAULT_PATH)
     env["PWD"] = str(root)
-    cgroup = PidsCgroup.create(policy.processes) if sys.platform == "linux" else None
+    linux = sys.platform == "linux"
+    cgroup: PidsCgroup | None = None
+    spawner: _spawner.Spawner | None = None
+    launch, pass_fds = _launcher(policy, root, protected)
     try:
-        launch, pass_fds = _launcher(policy, root, protected)
-        limits, setup = _limits(policy, cgroup, in_namespace=bool(launch))
-
-        def start() -> _Spawned:
-            full = [*launch, *limits, *argv]
-            if cgroup is not None and setup is None:
-                with cgroup.entered():  # the child is born in it (no fork for a hook)
-                    return _spawn(full, root, env, pass_fds, None)
-            return _spawn(full, root, env, pass_fds, setup)
-
-        # With the network on, a Landlock-scoped thread starts it (see _landlock).
-        spawner = scoped_spawner() if launch and policy.network else None
+        # A spawner thread (module _spawner) starts it where it has a cgroup ready for it, or
+        # must be in a Landlock scope (the network on); else this thread does, and the child
+        # joins its cgroup itself (cgroup v2).
+        spawner = _spawner.spawner(scoped=bool(launch) and policy.network) if linux else None
+        if linux and (spawner is None or not spawner.cgroups):
+            cgroup = PidsCgroup.create(policy.processes)
+        counted = cgroup is not None or (spawner is not None and spawner.cgroups)
+        limits, setup = _limits(policy, nproc=bool(launch) and not counted, attach=cgroup)
+        full = [*launch, *limits, *argv]
         try:
-            process = spawner.run(start) if spawner else start()
+            if spawner is None:
+                process = _spawn(full, root, env, pass_fds, setup)
+            else:
+                process, born_in = spawner.start(
+                    policy.processes, lambda: _spawn(full, root, env, pass_fds, setup)
+                )
+                cgroup = cgroup or born_in
         finally:
             for fd in pass_fds:
                 os.close(fd)
         output = CappedOutput(max_output)
         exit_code, timed_out = await _supervise(process, output, limit, cgroup)
     finally:
-        if cgroup is not None:
-            cgroup.close()
+        if cgroup is not None:  # a spawner thread removes it, off this command's path
+            cgroup.close(later=spawner is not None and spawner.cgroups)
     return ProcessResult(
         exit_code=exit_code,
         output=output.text(),
@@ -129,28 +135,28 @@ def _launcher(
 
 
 def _limits(
-    policy: SandboxPolicy, cgroup: PidsCgroup | None, *, in_namespace: bool
+    policy: SandboxPolicy, *, nproc: bool, attach: PidsCgroup | None
 ) -> tuple[list[str], Callable[[], None] | None]:
-    """The resource limits: as `prlimit` run just before the command (an exec costs less than
-    a fork of this process for a pre-exec hook), else as that hook; the hook also joins the
-    cgroup where this thread cannot be moved into it for the spawn."""
+    """The resource limits as `prlimit`, run just before the command; and a pre-exec hook if
+    one is needed: to join a cgroup (v2), or to set the limits where prlimit is missing. (A hook
+    forks this whole process, milliseconds; an exec of prlimit costs less.)"""
     wanted = {
         "cpu": policy.cpu_seconds,
         "as": policy.address_space,
         "fsize": policy.file_size,
         "nofile": policy.open_files,
     }
-    if cgroup is None and in_namespace and os.geteuid() != 0:
+    if nproc and os.geteuid() != 0:
         # Set inside the sandbox's user namespace, it counts the command's processes only.
         wanted["nproc"] = policy.processes
     settings = {name: _capped(name, value) for name, value in wanted.items() if value}
     prlimit = _prlimit()
-    if prlimit and (cgroup is None or cgroup.can_enter):
+    if prlimit and attach is None:
         return [prlimit, *(f"--{name}={value}" for name, value in settings.items()), "--"], None
 
     def setup() -> None:
-        if cgroup is not None:
-            cgroup.attach()
+        if attach is not None:
+            attach.attach()
         for name, value in settings.items():
             resource.setrlimit(_RLIMITS[name], (value, value))
 
