@@ -33,14 +33,16 @@ class Spawner:
         """Does it start each process in a fresh pids cgroup?"""
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         ready: Future[None] = Future()
-        thread = threading.Thread(target=self._serve, args=(ready,), name="reins-spawner")
-        thread.daemon = True
-        thread.start()
+        self._thread = threading.Thread(target=self._serve, args=(ready,), name="reins-spawner")
+        self._thread.daemon = True
+        self._thread.start()
         ready.result()
 
     def start(self, processes: int | None, job: Callable[[], T]) -> tuple[T, PidsCgroup | None]:
         """`job()` (a process start) in the thread; and the cgroup the process was born in.
         The calling thread waits, as for any process start."""
+        if not self._thread.is_alive():  # never: every error is caught there; but never hang
+            raise RuntimeError("the reins-spawner thread is gone")
         done: Future[tuple[Any, PidsCgroup | None]] = Future()
         self._jobs.put((processes, job, done))
         return done.result()
@@ -74,12 +76,17 @@ class Spawner:
 
 
 def _entered() -> PidsCgroup | None:
-    cgroup = PidsCgroup.create(None)
+    """A fresh cgroup with this thread in it; None if that fails (the command then runs
+    without a process limit, as where there are no cgroups)."""
+    try:
+        cgroup = PidsCgroup.create(None)
+    except Exception:
+        return None
     if cgroup is None:
         return None
     try:
         cgroup.enter()
-    except OSError:
+    except Exception:
         cgroup.close()
         return None
     return cgroup
