@@ -1,10 +1,10 @@
 """Threads that start commands: each child born in a fresh pids cgroup, optionally in a
 Landlock scope, with the slow part done before the command is asked for.
 
-Moving a thread into a cgroup (v1) waits for an RCU grace period: about 6 ms when the system
-was quiet before, twice per command if done on the spot (in, then out). A spawner thread
-instead moves into the next command's cgroup right after starting the last one, while that
-command runs; a command then starts from a thread already in its cgroup.
+Moving a thread into a cgroup (v1) waits for an RCU grace period, about 6 ms: twice per
+command if done on the spot (in, then out). A spawner thread instead moves into the next
+command's cgroup right after starting the last one, while that command runs; a command then
+starts from a thread already in its cgroup.
 """
 
 from __future__ import annotations
@@ -21,28 +21,35 @@ from . import _cgroup, _landlock
 from ._cgroup import PidsCgroup
 
 T = TypeVar("T")
+THREADS = 4
+"""As many as the agent's default of tool calls run at once."""
 _Job = tuple[int | None, Callable[[], Any], "Future[tuple[Any, PidsCgroup | None]]"]
 
 
 class Spawner:
-    """A thread that runs process starts; see the module's doc."""
+    """Threads that run process starts; see the module's doc. Each takes a job only when it is
+    ready (in a fresh cgroup), so commands started in quick succession do not wait for one
+    thread's move."""
 
     def __init__(self, *, scoped: bool, cgroups: bool) -> None:
         self._scoped = scoped
         self.cgroups = cgroups
         """Does it start each process in a fresh pids cgroup?"""
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        ready: Future[None] = Future()
-        self._thread = threading.Thread(target=self._serve, args=(ready,), name="reins-spawner")
-        self._thread.daemon = True
-        self._thread.start()
-        ready.result()
+        self._threads = []
+        for _ in range(THREADS):
+            ready: Future[None] = Future()
+            thread = threading.Thread(target=self._serve, args=(ready,), name="reins-spawner")
+            thread.daemon = True
+            thread.start()
+            ready.result()
+            self._threads.append(thread)
 
     def start(self, processes: int | None, job: Callable[[], T]) -> tuple[T, PidsCgroup | None]:
         """`job()` (a process start) in the thread; and the cgroup the process was born in.
         The calling thread waits, as for any process start."""
-        if not self._thread.is_alive():  # never: every error is caught there; but never hang
-            raise RuntimeError("the reins-spawner thread is gone")
+        if not any(t.is_alive() for t in self._threads):  # every error is caught there, but
+            raise RuntimeError("the reins-spawner threads are gone")  # never wait on none
         done: Future[tuple[Any, PidsCgroup | None]] = Future()
         self._jobs.put((processes, job, done))
         return done.result()
