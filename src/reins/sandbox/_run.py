@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._errors import UsageError
+from .._errors import ToolError, UsageError
 from . import _spawner
 from ._bwrap import bwrap_argv, bwrap_path
 from ._capture import CappedOutput
@@ -206,6 +206,9 @@ def _spawn(
             start_new_session=True,  # its own process group, to kill in one call
             preexec_fn=setup,
         )
+    except OSError as exc:  # only unconfined: in bwrap, the sandbox reports it as output
+        os.close(read)
+        raise ToolError(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
     except BaseException:
         os.close(read)
         raise
