@@ -257,6 +257,17 @@ async def test_a_fork_bomb_is_bounded_and_the_run_still_ends(workspace: Path) ->
 
 
 @needs_bwrap
+async def test_the_resource_limits_are_set_for_the_command(workspace: Path) -> None:
+    policy = SandboxPolicy(cpu_seconds=7, address_space=1 << 30, open_files=64)
+    result = await run_process(
+        "ulimit -t; ulimit -v; ulimit -n", workspace=workspace, policy=policy
+    )
+    assert result.output == "7\n1048576\n64\n"
+    big = await run_process(f"{PY} -c 'bytearray(2 << 30)'", workspace=workspace, policy=policy)
+    assert "MemoryError" in big.output
+
+
+@needs_bwrap
 async def test_a_disk_filling_write_stops_at_the_file_size_limit(workspace: Path) -> None:
     policy = SandboxPolicy(file_size=1 << 20)
     result = await run_process(
