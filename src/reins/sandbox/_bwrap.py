@@ -122,15 +122,17 @@ def bwrap_argv(
         argv += ["--bind", str(root), str(root)]
     # After the workspace, so that a workspace holding them (say, the home folder) hides them
     # too; one that holds the workspace is left alone.
-    home = Path(os.environ.get("HOME") or Path.home())
-    for hidden in (*(home / name for name in HIDDEN_IN_HOME), *map(Path, HIDDEN)):
-        path = Path(os.path.realpath(hidden))
-        if root.is_relative_to(path):
+    home = os.environ.get("HOME") or str(Path.home())
+    for hidden in (*(os.path.join(home, name) for name in HIDDEN_IN_HOME), *HIDDEN):
+        if not os.path.lexists(hidden):  # most are not there: one cheap check each
             continue
-        if path.is_dir():
-            argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
-        elif path.exists():
-            argv += ["--ro-bind", "/dev/null", str(path)]
+        real = os.path.realpath(hidden)
+        if root.is_relative_to(real):
+            continue
+        if os.path.isdir(real):
+            argv += ["--tmpfs", real, "--remount-ro", real]
+        elif os.path.exists(real):
+            argv += ["--ro-bind", "/dev/null", real]
     if policy.mode == "workspace-write":
         named = {Path(os.path.realpath(root / name)) for name in PROTECTED_NAMES}
         for path in sorted({*named, *protected}):
