@@ -327,11 +327,13 @@ async def test_output_is_not_held_up_by_an_escaped_child(workspace: Path) -> Non
 
 
 @needs_bwrap
-async def test_cancel_kills_the_whole_tree_at_once(workspace: Path) -> None:
+@pytest.mark.parametrize("mode", ["workspace-write", "danger-full-access"])
+async def test_cancel_kills_the_whole_tree_at_once(workspace: Path, mode: str) -> None:
     task = asyncio.create_task(
         run_process(
             "s=33; setsid sleep $s.25 & nohup sleep $s.5 & sleep $s.75",
             workspace=workspace,
+            policy=SandboxPolicy(mode=mode),  # type: ignore[arg-type]
             timeout=60,
         )
     )
