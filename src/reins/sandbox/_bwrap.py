@@ -53,7 +53,14 @@ HIDDEN = (
     "/run/docker.sock",
     "/run/containerd",
     "/run/podman",
+    "/run/crio",
+    "/run/k3s",
+    "/run/libvirt",
+    "/run/snapd.socket",
+    "/run/snapd-snap.socket",
     "/run/systemd/private",
+    "/var/lib/lxd/unix.socket",
+    "/var/snap/lxd/common/lxd/unix.socket",
 )
 """Host secrets (root-owned files root may still read without capabilities) and the sockets of
 host daemons: a Unix socket on a read-only mount still connects, and the Docker socket is the
