@@ -6,9 +6,13 @@ limits, a pids cgroup, and a Landlock scope when the network is on; on macOS und
 profile. The policy, not the tool, decides.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .._errors import SandboxUnavailable
 from ._policy import ENV_ALLOWED, MODES, SandboxMode, SandboxPolicy
-from ._run import MAX_OUTPUT, ProcessResult, run_process
+
+if TYPE_CHECKING:
+    from ._run import MAX_OUTPUT, ProcessResult, run_process
 
 __all__ = [
     "ENV_ALLOWED",
@@ -20,3 +24,12 @@ __all__ = [
     "SandboxUnavailable",
     "run_process",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The runner loads on first use: importing a policy stays cheap."""
+    if name in ("MAX_OUTPUT", "ProcessResult", "run_process"):
+        from . import _run
+
+        return getattr(_run, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

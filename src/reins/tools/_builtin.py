@@ -12,7 +12,7 @@ from pathlib import Path
 import pathspec
 
 from .._errors import ToolError, UsageError
-from ..sandbox import SandboxPolicy, run_process
+from ..sandbox import SandboxPolicy
 from ._tool import Tool, ToolContext, tool
 from ._workspace import ALWAYS_IGNORED
 
@@ -184,6 +184,8 @@ async def run_command(ctx: ToolContext, command: str, timeout: float = 60.0) -> 
         command: The command line, run by /bin/sh.
         timeout: Seconds before the command is killed.
     """
+    from ..sandbox import run_process  # loaded on first use, as the runner is
+
     if not timeout > 0:
         raise ToolError(f"timeout must be a positive number of seconds, not {timeout}")
     result = await run_process(
