@@ -190,10 +190,11 @@ def _spawn(
     pass_fds: tuple[int, ...],
     setup: Callable[[], None] | None,
 ) -> _Spawned:
-    read, write = os.pipe2(os.O_CLOEXEC)
+    read, write = os.pipe()  # close-on-exec, as Python makes every descriptor
     os.set_blocking(read, False)  # only our end: the command's writes must block, not fail
-    with contextlib.suppress(OSError):  # fewer, larger reads; the default 64 KB also works
-        fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, _READ_SIZE)
+    if hasattr(fcntl, "F_SETPIPE_SZ"):  # Linux: fewer, larger reads (the default 64 KB works)
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, _READ_SIZE)
     try:
         popen = subprocess.Popen(
             argv,
