@@ -92,7 +92,7 @@ def server() -> Iterator[str]:
             pass
 
     httpd = http.server.HTTPServer(("127.0.0.1", 0), Hello)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}/"
     httpd.shutdown()
