@@ -36,6 +36,7 @@ bench: setup
 	$(BIN)/pip install -q --no-deps -r benchmarks/bfcl/requirements-nodeps.txt
 	$(BIN)/pip install -q -r benchmarks/bfcl/requirements.txt
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/sandbox.py
 	$(BIN)/python benchmarks/bfcl/run.py
 
 # The main job: an agent on the embedded model (SmolLM2-135M, in-process, offline), in a scratch

@@ -31,8 +31,10 @@ from ._stop import StopReason
 from ._unicode import escape_text
 from .models._catalog import UNKNOWN, lookup
 from .permissions import Approval, ApprovalHandler, ApprovalMode, Permissions, approver
+from .sandbox import SandboxPolicy
 from .store import EventLog, MemoryLog
 from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
+from .tools._builtin import sandboxed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,6 +162,8 @@ class Agent:
     """Who answers an ask: a function (sync or async) given an `ApprovalRequest`, returning
     True/False or an `Approval`; `"pause"` (the run ends `waiting`, to be resumed with the
     answers); `"allow"` (approve everything: approvals off); `"deny"` (nobody to ask)."""
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    """What the commands tools start may do; the log's folder and `.git` stay read-only."""
     _resolved: tuple[tuple[object, ...], Workspace] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -365,12 +369,17 @@ class Agent:
             )
         if workspace is None:
             workspace = Workspace(state.config.workspace, protected=self._protected())
-        context = ToolContext(workspace=workspace, session_id=state.session_id, run_id=state.run_id)
+        context = ToolContext(
+            workspace=workspace,
+            session_id=state.session_id,
+            run_id=state.run_id,
+            sandbox=self.sandbox,
+        )
         executor = ToolExecutor(
             [t for t in tools if t.name in state.config.tools],
             context=context,
             max_parallel=state.config.max_parallel_tools,
-            permissions=self.permissions,
+            permissions=self.permissions.tiered(read_only=self.sandbox.mode == "read-only"),
         )
         return RunLoop(
             state=state,
@@ -409,7 +418,7 @@ class Agent:
         tools = list(self.tools)
         if not any(t.name == final_answer.name for t in tools):
             tools.append(final_answer)
-        return tools
+        return sandboxed(tools, self.sandbox)
 
     def _workspace(self) -> Workspace:
         """`workspace`, resolved; again only if the directory it names is another one (a

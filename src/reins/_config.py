@@ -6,6 +6,7 @@ Two TOML files, both optional: the user's (`$REINS_CONFIG`, else
 key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) win over both.
 
     model = "vllm:qwen2.5-7b"         # for `reins run` without --model (else: local)
+    approval = "ask"                  # or "never-ask" (like --yes), or "pause"
 
     [providers.openai]
     api_key_env = "WORK_OPENAI_KEY"   # the variable that holds the key
@@ -13,15 +14,20 @@ key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) w
     [providers.vllm]                  # a named OpenAI-compatible server: model `vllm:NAME`
     base_url = "http://gpu-box:8000/v1"
 
-    approval = "ask"                  # or "never-ask" (like --yes), or "pause"
     [permissions]                     # per tool: allow, ask or deny
     write_file = "ask"
     [permissions.commands]            # per argv prefix of a shell command
     "git status" = "allow"
     "git push" = "ask"
 
+    [sandbox]                         # what commands may do (`reins.sandbox.SandboxPolicy`)
+    mode = "workspace-write"          # or read-only, danger-full-access
+    network = false
+    env = ["JAVA_HOME"]               # extra variables passed to commands, by name
+    max_timeout = 600                 # seconds; a longer timeout asked for is cut to this
+
 A project file is committed with the code, so it may name a key's variable but not hold a key,
-and its permissions and approval can only be stricter than the user's.
+and its permissions, approval and sandbox can only be stricter than the user's.
 """
 
 from __future__ import annotations
@@ -29,12 +35,13 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._errors import UsageError
 from .permissions import PermissionRules
+from .sandbox import MODES, SandboxMode, SandboxPolicy
 
 PROJECT_FILE = "reins.toml"
 
@@ -63,6 +70,28 @@ class Endpoint(BaseModel):
         return key
 
 
+class SandboxConfig(BaseModel):
+    """The `[sandbox]` table; unset keys keep `SandboxPolicy`'s defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: SandboxMode | None = None
+    network: bool | None = None
+    env: tuple[str, ...] = ()
+    max_timeout: float | None = None
+
+    def policy(self, *, mode: str | None = None, network: bool | None = None) -> SandboxPolicy:
+        """The policy, with the command line's flags (`--sandbox`, `--network`) winning."""
+        default = SandboxPolicy()
+        chosen = self.network if network is None else network
+        return SandboxPolicy(
+            mode=cast(SandboxMode, mode or self.mode or default.mode),  # checked by the policy
+            network=default.network if chosen is None else chosen,
+            env=self.env,
+            max_timeout=self.max_timeout or default.max_timeout,
+        )
+
+
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -77,6 +106,7 @@ class Config(BaseModel):
     """The user's rules."""
     project_permissions: PermissionRules = PermissionRules()
     """The project's rules: they can only make a decision stricter."""
+    sandbox: SandboxConfig = SandboxConfig()
 
     def endpoint(self, name: str) -> Endpoint:
         return self.providers.get(name) or Endpoint()
@@ -104,6 +134,7 @@ def load_config(start: Path | None = None) -> Config:
     rules: dict[str, PermissionRules] = {}
     user = user_config_path()
     project = project_config_path(start)
+    sandbox = SandboxConfig()
     for path, is_project in ((user, False), (project, True)):
         if path is None or not path.exists():
             continue
@@ -114,6 +145,8 @@ def load_config(start: Path | None = None) -> Config:
         if (table := data.pop("permissions", None)) is not None:
             name = "project_permissions" if is_project else "permissions"
             rules[name] = _rules(path, table)
+        layer_sandbox = _sandbox(path, data.pop("sandbox", {}))
+        sandbox = _tightened(sandbox, layer_sandbox, path) if is_project else layer_sandbox
         layer = data.pop("providers", None)
         if isinstance(layer, dict):
             for name, endpoint in layer.items():
@@ -125,7 +158,9 @@ def load_config(start: Path | None = None) -> Config:
             merged["providers"] = layer  # not a table: the validation below says so
         merged.update(data)
     try:
-        return Config.model_validate({"providers": providers, **merged, **rules})
+        return Config.model_validate(
+            {"providers": providers, **merged, **rules, "sandbox": sandbox}
+        )
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
@@ -175,3 +210,38 @@ def _refuse_keys(path: Path, data: dict[str, object]) -> None:
                 "it must not hold a key; set api_key_env to the variable that holds it, or put "
                 f"the key in {user_config_path()}"
             )
+
+
+def _sandbox(path: Path, table: object) -> SandboxConfig:
+    try:
+        return SandboxConfig.model_validate(table)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in ("sandbox", *error["loc"]))
+        raise UsageError(f"config {path}: {where}: {error['msg']}") from None
+
+
+def _tightened(user: SandboxConfig, project: SandboxConfig, path: Path) -> SandboxConfig:
+    """The project's sandbox table over the user's: it may only make the sandbox stricter."""
+    mine = user.policy()
+    loosened = []
+    if project.mode and MODES.index(project.mode) > MODES.index(mine.mode):
+        loosened.append(f"mode = {project.mode!r} (yours: {mine.mode!r})")
+    if project.network and not mine.network:
+        loosened.append("network = true")
+    if set(project.env) - set(user.env):
+        loosened.append(f"env adds {sorted(set(project.env) - set(user.env))}")
+    if project.max_timeout and project.max_timeout > mine.max_timeout:
+        loosened.append(f"max_timeout = {project.max_timeout:g} (yours: {mine.max_timeout:g})")
+    if loosened:
+        raise UsageError(
+            f"{path}: [sandbox] {'; '.join(loosened)}: a project file may only tighten the "
+            f"sandbox; loosen it in your own config ({user_config_path()}) or on the command "
+            "line (--sandbox, --network)"
+        )
+    return SandboxConfig(
+        mode=project.mode or user.mode,
+        network=user.network if project.network is None else project.network,
+        env=project.env if "env" in project.model_fields_set else user.env,
+        max_timeout=project.max_timeout or user.max_timeout,
+    )

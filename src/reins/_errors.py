@@ -4,6 +4,7 @@ Every error reins raises derives from `ReinsError`, split by who must act::
 
     ReinsError
     ├── ToolError            retry-to-model: becomes an observation the model can act on
+    │   └── SandboxUnavailable  no OS sandbox here for commands (says how to get one)
     ├── RunError             stop-the-run: the run ends with stop reason `error`, resumable
     │   ├── ModelError       the model call failed
     │   │   ├── ModelHTTPError        the server answered with an error status
@@ -28,6 +29,10 @@ class ReinsError(Exception):
 
 class ToolError(ReinsError):
     """A tool failed in a way the model can fix; the message is its observation."""
+
+
+class SandboxUnavailable(ToolError):
+    """Commands are refused: this machine has no usable OS sandbox and the policy asks for one."""
 
 
 class RunError(ReinsError):

@@ -65,6 +65,19 @@ YesOpt = Annotated[
         help="Approve every call the permission rules ask about (the sandbox still holds).",
     ),
 ]
+SandboxOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sandbox",
+        metavar="MODE",
+        help="What commands may do: read-only, workspace-write (default) or danger-full-access "
+        "(no sandbox).",
+    ),
+]
+NetworkOpt = Annotated[
+    bool | None,
+    typer.Option("--network/--no-network", help="Let commands use the network (default: no)."),
+]
 DEFAULT_STORE = Path(".reins")
 
 
@@ -102,6 +115,8 @@ def run(
         typer.Option("--tools", help="Built-in tools to offer, comma-separated (default: all)."),
     ] = None,
     yes: YesOpt = False,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
@@ -121,6 +136,7 @@ def run(
             log=log,
             permissions=_permissions(config),
             approval=_approval(config, yes),
+            sandbox=config.sandbox.policy(mode=sandbox, network=network),
         )
         return await _drive(agent.iter(goal, session_id=session, cancel=cancel), json_lines)
 
@@ -146,6 +162,8 @@ def resume(
         typer.Option("--deny", metavar="CALL", help="Deny a call the run waits on (or `all`)."),
     ] = None,
     yes: YesOpt = False,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
@@ -172,6 +190,7 @@ def resume(
             log=log,
             permissions=_permissions(config),
             approval=_approval(config, yes),
+            sandbox=config.sandbox.policy(mode=sandbox, network=network),
         )
         stream = agent.resume_iter(
             info.run_id, max_steps=max_steps, approvals=answers, cancel=cancel

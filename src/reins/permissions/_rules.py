@@ -91,6 +91,12 @@ class Permissions:
         self._user_prefixes = self.user.prefixes()
         self._project_prefixes = self.project.prefixes()
 
+    def tiered(self, *, read_only: bool) -> Permissions:
+        """These rules under a sandbox tier: read-only denies every tool that writes."""
+        if read_only == self.read_only:
+            return self
+        return Permissions(user=self.user, project=self.project, read_only=read_only)
+
     def judge(self, tool: Tool, arguments: Mapping[str, Any], grants: Set[str]) -> Ruling | None:
         """The ruling on a call; None when a default allows it (nothing worth recording)."""
         if self.read_only and not tool.read_only:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import dataclasses
 import os
 import re
-import signal
 import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -15,7 +13,7 @@ from dataclasses import replace
 import pathspec
 
 from .._errors import ToolError, UsageError
-from ._executor import shorten
+from ..sandbox import SandboxPolicy
 from ._fs import READ, Opened, Target, kind, replace_file
 from ._lines import Lines, is_binary
 from ._stop import Stop
@@ -343,33 +341,50 @@ class _Search:
 
 @tool(timeout=None, command_arg="command")
 async def run_command(ctx: ToolContext, command: str, timeout: float = 60.0) -> str:  # noqa: ASYNC109
-    """Run a shell command in the workspace root; prints its exit code and output.
+    """Run a shell command in the workspace root; prints its exit code and output (the middle
+    of a long output is cut). It runs in a sandbox: it may write only inside the workspace (not
+    .git or the run log) and a private /tmp, discarded afterwards; it has no network; it sees a
+    reduced environment; processes it leaves in the background are killed when it ends.
 
     Args:
         command: The command line, run by /bin/sh.
         timeout: Seconds before the command is killed.
     """
-    process = await asyncio.create_subprocess_shell(
+    from ..sandbox import run_process  # loaded on first use, as the runner is
+
+    if not timeout > 0:
+        raise ToolError(f"timeout must be a positive number of seconds, not {timeout}")
+    result = await run_process(
         command,
-        cwd=ctx.workspace.root,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,  # its own process group, so a kill takes its children too
+        workspace=ctx.workspace.root,
+        policy=ctx.sandbox,
+        timeout=timeout,
+        protected=ctx.workspace.protected,
+        max_output=MAX_COMMAND_OUTPUT,
     )
-    try:
-        async with asyncio.timeout(timeout):
-            output, _ = await process.communicate()
-    except TimeoutError:
-        _kill_group(process.pid)
-        await process.wait()
-        raise ToolError(f"command timed out after {timeout:g} s and was killed") from None
-    except asyncio.CancelledError:
-        _kill_group(process.pid)
-        await process.wait()
-        raise
-    text = shorten(output.decode(errors="replace"), MAX_COMMAND_OUTPUT)
-    return f"exit code: {process.returncode}\n{text}"
+    if result.timed_out:
+        most = f" (the sandbox allows at most {result.timeout:g} s)" if result.clamped else ""
+        output = f"; its output:\n{result.output}" if result.output else ""
+        raise ToolError(
+            f"command timed out after {result.timeout:g} s and was killed{most}{output}"
+        )
+    return f"exit code: {result.exit_code}\n{result.output}"
+
+
+_RUN_COMMAND_HEAD = (
+    "Run a shell command in the workspace root; prints its exit code and output (the middle of "
+    "a long output is cut)."
+)
+
+
+def sandboxed(tools: Sequence[Tool], policy: SandboxPolicy) -> list[Tool]:
+    """`tools`, with run_command's description telling the model what `policy` allows."""
+    if policy.describe() == SandboxPolicy().describe():
+        return list(tools)
+    description = f"{_RUN_COMMAND_HEAD} {policy.describe()}"
+    return [
+        dataclasses.replace(t, description=description) if t is run_command else t for t in tools
+    ]
 
 
 @tool(read_only=True)
@@ -444,11 +459,6 @@ def _read_at_most(fd: int, limit: int) -> bytes:
         chunks.append(chunk)
         limit -= len(chunk)
     return b"".join(chunks)
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 def builtin_tools(names: Sequence[str] | None = None) -> list[Tool]:

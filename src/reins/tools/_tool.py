@@ -15,6 +15,7 @@ from pydantic_core import to_json
 
 from .._errors import ToolError, UsageError
 from .._messages import ToolSpec
+from ..sandbox import SandboxPolicy
 from ._stop import run_stoppable
 from ._workspace import Workspace
 
@@ -26,6 +27,8 @@ class ToolContext:
     workspace: Workspace
     session_id: str
     run_id: str
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    """What the subprocesses a tool starts (through `reins.sandbox.run_process`) may do."""
 
 
 @dataclass(kw_only=True, frozen=True, eq=False)

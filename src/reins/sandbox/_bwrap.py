@@ -1,0 +1,149 @@
+"""The bubblewrap command line for one command (Linux), and whether bubblewrap works here."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from .._errors import SandboxUnavailable
+from ._policy import SandboxPolicy
+
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install "
+    "bubblewrap`, Arch: `pacman -S bubblewrap`), or, to run commands unconfined, choose the "
+    "sandbox mode danger-full-access (`--sandbox danger-full-access`)"
+)
+PROTECTED_NAMES = (".git", ".reins")
+"""Read-only inside the workspace wherever they exist, besides the workspace's own protected
+paths (the event log's folder)."""
+HIDDEN_IN_HOME = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".config/reins",
+    ".pypirc",
+    ".npmrc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".password-store",
+    ".local/share/keyrings",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+)
+"""Credentials and histories: an empty read-only folder or an empty file takes their place."""
+HIDDEN = (
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/run/user",
+    "/run/dbus",
+    "/run/docker.sock",
+    "/run/containerd",
+    "/run/podman",
+    "/run/crio",
+    "/run/k3s",
+    "/run/libvirt",
+    "/run/snapd.socket",
+    "/run/snapd-snap.socket",
+    "/run/systemd/private",
+    "/var/lib/lxd/unix.socket",
+    "/var/snap/lxd/common/lxd/unix.socket",
+)
+"""Host secrets (root-owned files root may still read without capabilities) and the sockets of
+host daemons: a Unix socket on a read-only mount still connects, and the Docker socket is the
+host's root."""
+
+
+def bwrap_path() -> str:
+    """The bwrap binary, checked once to work here, or SandboxUnavailable saying what to do."""
+    found = shutil.which("bwrap")
+    if found is None:
+        raise SandboxUnavailable(
+            f"commands run in a sandbox, and bwrap is not installed: {INSTALL_HINT}"
+        )
+    problem = _probe(found)
+    if problem:
+        raise SandboxUnavailable(
+            f"commands run in a sandbox, and bubblewrap fails here ({problem}); user namespaces "
+            "may be disabled (sysctl kernel.unprivileged_userns_clone, or an AppArmor profile "
+            f"for bwrap); or {INSTALL_HINT.split(', or, ')[1]}"
+        )
+    return found
+
+
+@functools.cache
+def _probe(bwrap: str) -> str:
+    """ "" if bwrap can build our kind of sandbox, else its complaint."""
+    done = subprocess.run(
+        [bwrap, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--", "/bin/true"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return "" if done.returncode == 0 else done.stderr.strip() or f"exit code {done.returncode}"
+
+
+def bwrap_argv(
+    bwrap: str,
+    *,
+    root: Path,
+    policy: SandboxPolicy,
+    protected: Sequence[Path],
+    seccomp_fd: int,
+) -> list[str]:
+    """bwrap's options, up to and including `--`: the mounts first, later ones on top."""
+    argv = [
+        bwrap,
+        "--die-with-parent",  # the whole sandbox dies with the process we started
+        "--new-session",  # no terminal to push input into (TIOCSTI)
+        "--unshare-pid",  # sees only its own processes; when it exits, they all die
+        "--unshare-ipc",  # no System V shared memory of other processes
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",  # a minimal /dev: no disks to read raw
+        "--proc",
+        "/proc",  # this namespace's: no other process's environ
+        "--tmpfs",
+        "/tmp",
+    ]
+    if not policy.network:
+        argv.append("--unshare-net")  # only its own loopback
+    if policy.mode == "read-only":
+        argv += ["--ro-bind", str(root), str(root)]  # visible even under the private /tmp
+    else:
+        argv += ["--bind", str(root), str(root)]
+    # After the workspace, so that a workspace holding them (say, the home folder) hides them
+    # too; one that holds the workspace is left alone.
+    home = os.environ.get("HOME") or str(Path.home())
+    for hidden in (*(os.path.join(home, name) for name in HIDDEN_IN_HOME), *HIDDEN):
+        if not os.path.lexists(hidden):  # most are not there: one cheap check each
+            continue
+        real = os.path.realpath(hidden)
+        if root.is_relative_to(real):
+            continue
+        if os.path.isdir(real):
+            argv += ["--tmpfs", real, "--remount-ro", real]
+        elif os.path.exists(real):
+            argv += ["--ro-bind", "/dev/null", real]
+    if policy.mode == "workspace-write":
+        named = {Path(os.path.realpath(root / name)) for name in PROTECTED_NAMES}
+        for path in sorted({*named, *protected}):
+            if path != root and path.is_relative_to(root) and path.exists():
+                argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--chdir", str(root), "--seccomp", str(seccomp_fd), "--"]
+    return argv
