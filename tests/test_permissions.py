@@ -165,6 +165,7 @@ def test_the_read_only_tier_denies_every_tool_that_writes() -> None:
     assert ruling.decision == "deny"
     assert "read-only" in ruling.rule
     assert permissions.judge(read_file, {"path": "x"}, set()) is None
+    assert judge(permissions, "ls") == "ask"  # a command: the OS sandbox keeps it read-only
 
 
 def test_an_always_grant_allows_what_would_ask_but_never_what_is_denied() -> None:

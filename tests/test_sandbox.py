@@ -209,6 +209,7 @@ async def test_git_and_the_log_folder_are_read_only(workspace: Path, tmp_path: P
             ),
             workspace=workspace,
             log=log,
+            approval="allow",  # as --yes: approving never lifts the sandbox
         )
         result = await agent.run("try")
     finally:
@@ -501,7 +502,17 @@ def test_the_command_line_chooses_the_sandbox(tmp_path: Path) -> None:
 
     def reins(*flags: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [PY, "-m", "reins", "run", "go", "-m", f"script:{tmp_path / 's.json'}", *flags],
+            [
+                PY,
+                "-m",
+                "reins",
+                "run",
+                "go",
+                "-m",
+                f"script:{tmp_path / 's.json'}",
+                "--yes",
+                *flags,
+            ],
             cwd=tmp_path,
             capture_output=True,
             text=True,

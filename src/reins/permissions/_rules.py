@@ -1,9 +1,10 @@
 """Permission rules: allow, ask or deny a tool call, before it runs.
 
-A decision comes from, in order: the sandbox tier (read-only denies every tool that writes), the
-tool's default (read-only tools allow, writing tools allow inside the workspace, `run_command` and
-tools marked `needs_approval` ask), the user's rules (per tool, and per argv prefix for commands:
-the longest prefix that matches wins), then the project's rules, which can only make it stricter.
+A decision comes from, in order: the sandbox tier (read-only denies every tool that writes,
+commands aside: the OS sandbox confines those), the tool's default (read-only tools allow,
+writing tools allow inside the workspace, `run_command` and tools marked `needs_approval` ask),
+the user's rules (per tool, and per argv prefix for commands: the longest prefix that matches
+wins), then the project's rules, which can only make it stricter.
 An "ask" the user has answered "always" earlier in the session becomes an allow.
 """
 
@@ -99,7 +100,7 @@ class Permissions:
 
     def judge(self, tool: Tool, arguments: Mapping[str, Any], grants: Set[str]) -> Ruling | None:
         """The ruling on a call; None when a default allows it (nothing worth recording)."""
-        if self.read_only and not tool.read_only:
+        if self.read_only and not (tool.read_only or tool.command_arg):  # commands: the OS
             return Ruling("deny", "sandbox read-only: tools that write are denied", tool.name)
         vote = _Vote(*_default(tool), explicit=False)
         if (own := self.user.tools.get(tool.name)) is not None:
