@@ -91,6 +91,7 @@ class Permissions:
         """The sandbox tier is read-only: tools that write are denied."""
         self._user_prefixes = self.user.prefixes()
         self._project_prefixes = self.project.prefixes()
+        self._ruled = {*self.user.tools, *self.project.tools}
 
     def tiered(self, *, read_only: bool) -> Permissions:
         """These rules under a sandbox tier: read-only denies every tool that writes."""
@@ -100,6 +101,10 @@ class Permissions:
 
     def judge(self, tool: Tool, arguments: Mapping[str, Any], grants: Set[str]) -> Ruling | None:
         """The ruling on a call; None when a default allows it (nothing worth recording)."""
+        if not (tool.needs_approval or tool.command_arg or tool.name in self._ruled) and (
+            tool.read_only or not self.read_only
+        ):
+            return None  # the usual case, on every call: a default allows it
         if self.read_only and not (tool.read_only or tool.command_arg):  # commands: the OS
             return Ruling("deny", "sandbox read-only: tools that write are denied", tool.name)
         vote = _Vote(*_default(tool), explicit=False)
