@@ -239,19 +239,17 @@ class RunLoop:
                         continue
                     async for event in self._permit(call, ruling):
                         yield event
-                    decided = state.decisions.get(call.id)
                     if state.finished is not None:
                         return  # cancelled, or the approval handler failed
+                    decided = state.decisions.get(call.id)
                     if decided is None:
-                        waiting.append(call)
+                        waiting.append(call)  # until someone answers
                     elif decided.allowed:
                         runnable.append(call)
                     else:
-                        text = denial(call.name, by=decided.by, rule=decided.rule)
-                        result = ToolResultMessage(
-                            call_id=call.id, name=call.name, content=text, is_error=True
+                        yield await self._emit(
+                            ToolCallFinished, step=step, result=_denied(call, decided)
                         )
-                        yield await self._emit(ToolCallFinished, step=step, result=result)
                 case Answer(text) | Reject(text):
                     result = ToolResultMessage(
                         call_id=call.id,
@@ -428,6 +426,11 @@ def _overridden(kind: type[Policy]) -> tuple[str, ...]:
 @lru_cache(maxsize=64)
 def _capped(settings: ModelSettings, max_tokens: int) -> ModelSettings:
     return replace(settings, max_tokens=max_tokens)
+
+
+def _denied(call: ToolCall, decided: PermissionDecided) -> ToolResultMessage:
+    text = denial(call.name, by=decided.by, rule=decided.rule)
+    return ToolResultMessage(call_id=call.id, name=call.name, content=text, is_error=True)
 
 
 def _unique_call_ids(message: AssistantMessage, step: int) -> AssistantMessage:
