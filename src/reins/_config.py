@@ -162,10 +162,8 @@ def load_config(start: Path | None = None) -> Config:
             {"providers": providers, **merged, **rules, "sandbox": sandbox}
         )
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"])
         files = " and ".join(str(p) for p in (user, project) if p is not None and p.exists())
-        raise UsageError(f"config ({files}): {where}: {error['msg']}") from None
+        raise UsageError(f"config ({files}): {_first_error(exc)}") from None
 
 
 def _read(path: Path) -> dict[str, object]:
@@ -186,11 +184,8 @@ def _rules(path: Path, table: object) -> PermissionRules:
     try:
         return PermissionRules.from_table(table)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"]).removeprefix("tools.")
-        raise UsageError(
-            f'{path}: permissions.{where}: {error["msg"]} (a rule is "allow", "ask" or "deny")'
-        ) from None
+        where = _first_error(exc, "permissions").replace("permissions.tools.", "permissions.")
+        raise UsageError(f'{path}: {where} (a rule is "allow", "ask" or "deny")') from None
 
 
 def _refuse_looser_approval(path: Path, data: dict[str, object]) -> None:
@@ -216,9 +211,13 @@ def _sandbox(path: Path, table: object) -> SandboxConfig:
     try:
         return SandboxConfig.model_validate(table)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in ("sandbox", *error["loc"]))
-        raise UsageError(f"config {path}: {where}: {error['msg']}") from None
+        raise UsageError(f"config {path}: {_first_error(exc, 'sandbox')}") from None
+
+
+def _first_error(exc: ValidationError, *table: str) -> str:
+    """`where: what` of a validation's first error, `where` dotted from the file's top."""
+    error = exc.errors()[0]
+    return f"{'.'.join(str(part) for part in (*table, *error['loc']))}: {error['msg']}"
 
 
 def _tightened(user: SandboxConfig, project: SandboxConfig, path: Path) -> SandboxConfig:
