@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from .test_cli import REINS, _env, reins, script
+from .test_sandbox import needs_bwrap
 
 TOUCH = {"tool_calls": [{"name": "run_command", "arguments": {"command": "touch made.txt"}}]}
 TOUCH_AGAIN = {
@@ -128,3 +129,15 @@ def test_bad_permission_config_is_one_clear_line(project: Path, toml: str, messa
     assert done.returncode == 2
     assert message in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@needs_bwrap
+def test_resume_keeps_the_sandbox_the_run_had(project: Path) -> None:
+    (project / "reins.toml").write_text('approval = "pause"\n')
+    model = script(project / "s.json", [TOUCH, "FINAL_ANSWER: done"])
+    done = reins("run", "go", "-m", model, "-w", "ws", "--sandbox", "read-only", cwd=project)
+    assert done.returncode == 10, done.stderr
+    done = reins("resume", "last", "--approve", "all", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "Read-only file system" in done.stdout
+    assert not (project / "ws" / "made.txt").exists()

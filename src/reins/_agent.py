@@ -272,6 +272,8 @@ class Agent:
             tools=tuple(t.name for t in tools),
             read_only_tools=tuple(t.name for t in tools if t.read_only),
             max_parallel_tools=self.max_parallel_tools,
+            sandbox=self.sandbox.mode,
+            network=self.sandbox.network,
         )
         return RunStarted(
             session_id=session_id,

@@ -38,6 +38,10 @@ class RunConfig(BaseModel):
     """Those of `tools` that are read-only (None in logs older than this field: then every
     call that started is taken to have had effects)."""
     max_parallel_tools: int = 4
+    sandbox: str = "workspace-write"
+    """The sandbox tier its commands ran in; `reins resume` keeps it unless told otherwise."""
+    network: bool = False
+    """Whether its commands could use the network."""
 
 
 class _Event(BaseModel):

@@ -190,7 +190,11 @@ def resume(
             log=log,
             permissions=_permissions(config),
             approval=_approval(config, yes),
-            sandbox=config.sandbox.policy(mode=sandbox, network=network),
+            # As the run was, unless the command line says otherwise.
+            sandbox=config.sandbox.policy(
+                mode=sandbox or state.config.sandbox,
+                network=state.config.network if network is None else network,
+            ),
         )
         stream = agent.resume_iter(
             info.run_id, max_steps=max_steps, approvals=answers, cancel=cancel
