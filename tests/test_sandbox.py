@@ -30,6 +30,9 @@ needs_bwrap = pytest.mark.skipif(
     reason="bubblewrap is not installed (apt-get install bubblewrap); .ci/run installs it",
 )
 PY = sys.executable
+SANDBOX_PY = os.path.realpath(sys.executable)
+"""The interpreter itself (stdlib only) for commands in the sandbox: the venv may live under /tmp,
+which the sandbox replaces with a private one."""
 
 
 def needs_cgroup_when_unconfined(mode: str) -> None:
@@ -100,7 +103,8 @@ def server() -> Iterator[str]:
 
 
 def fetch(url: str) -> str:
-    return f"{PY} -c \"import urllib.request as u; print(u.urlopen('{url}', timeout=2).read())\""
+    code = f"import urllib.request as u; print(u.urlopen('{url}', timeout=2).read())"
+    return f'{SANDBOX_PY} -c "{code}"'
 
 
 @needs_bwrap
@@ -238,7 +242,7 @@ async def test_network_only_when_the_policy_allows_it(workspace: Path, server: s
 async def test_seccomp_refuses_new_namespaces_and_ptrace(workspace: Path) -> None:
     result = await run_process(
         "unshare -Ur true; echo $?; "
-        f"{PY} -c 'import ctypes; print(ctypes.CDLL(None).ptrace(16, 1, 0, 0))'",
+        f"{SANDBOX_PY} -c 'import ctypes; print(ctypes.CDLL(None).ptrace(16, 1, 0, 0))'",
         workspace=workspace,
     )
     assert "unshare failed: Operation not permitted\n1\n" in result.output
@@ -275,7 +279,9 @@ async def test_the_resource_limits_are_set_for_the_command(workspace: Path) -> N
         "ulimit -t; ulimit -v; ulimit -n", workspace=workspace, policy=policy
     )
     assert result.output == "7\n1048576\n64\n"
-    big = await run_process(f"{PY} -c 'bytearray(2 << 30)'", workspace=workspace, policy=policy)
+    big = await run_process(
+        f"{SANDBOX_PY} -c 'bytearray(2 << 30)'", workspace=workspace, policy=policy
+    )
     assert "MemoryError" in big.output
 
 
@@ -545,7 +551,7 @@ async def test_with_the_network_on_the_hosts_abstract_sockets_stay_out_of_reach(
         listener.bind("\0" + name)
         listener.listen(4)
         connect = (
-            f'{PY} -c "import socket; s = socket.socket(socket.AF_UNIX); '
+            f'{SANDBOX_PY} -c "import socket; s = socket.socket(socket.AF_UNIX); '
             f"s.connect('\\\\0{name}'); print('connected')\""
         )
         networked = await run_process(
