@@ -9,6 +9,7 @@ import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import lru_cache
 
 import pathspec
 
@@ -379,12 +380,17 @@ _RUN_COMMAND_HEAD = (
 
 def sandboxed(tools: Sequence[Tool], policy: SandboxPolicy) -> list[Tool]:
     """`tools`, with run_command's description telling the model what `policy` allows."""
-    if policy.describe() == SandboxPolicy().describe():
+    if (policy.mode, policy.network) == ("workspace-write", False):  # what the docstring says
         return list(tools)
-    description = f"{_RUN_COMMAND_HEAD} {policy.describe()}"
-    return [
+    return list(_described(tuple(tools), f"{_RUN_COMMAND_HEAD} {policy.describe()}"))
+
+
+@lru_cache(maxsize=16)
+def _described(tools: tuple[Tool, ...], description: str) -> tuple[Tool, ...]:
+    """Made once per tool set and policy: a new Tool would work out its schema again."""
+    return tuple(
         dataclasses.replace(t, description=description) if t is run_command else t for t in tools
-    ]
+    )
 
 
 @tool(read_only=True)
