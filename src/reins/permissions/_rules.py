@@ -99,12 +99,16 @@ class Permissions:
             return self
         return Permissions(user=self.user, project=self.project, read_only=read_only)
 
+    def allows(self, tool: Tool) -> bool:
+        """True if a default allows every call of `tool`: no rule names it, it does not ask."""
+        return not (tool.needs_approval or tool.command_arg or tool.name in self._ruled) and (
+            tool.read_only or not self.read_only
+        )
+
     def judge(self, tool: Tool, arguments: Mapping[str, Any], grants: Set[str]) -> Ruling | None:
         """The ruling on a call; None when a default allows it (nothing worth recording)."""
-        if not (tool.needs_approval or tool.command_arg or tool.name in self._ruled) and (
-            tool.read_only or not self.read_only
-        ):
-            return None  # the usual case, on every call: a default allows it
+        if self.allows(tool):
+            return None
         if self.read_only and not (tool.read_only or tool.command_arg):  # commands: the OS
             return Ruling("deny", "sandbox read-only: tools that write are denied", tool.name)
         vote = _Vote(*_default(tool), explicit=False)

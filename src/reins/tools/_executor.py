@@ -40,6 +40,10 @@ class ToolExecutor:
             raise UsageError(f"two tools share the name(s) {twice}; tool names must be unique")
         self.context = context
         self.permissions = permissions
+        self._judged = frozenset(
+            t.name for t in tools if permissions is not None and not permissions.allows(t)
+        )
+        """The tools whose calls the rules must look at: for the others a default allows."""
         self.max_output_chars = max_output_chars
         self.max_parallel = max(1, max_parallel)
         """How many calls of one response may run at once (the loop schedules them)."""
@@ -58,9 +62,10 @@ class ToolExecutor:
     def judge(self, call: ToolCall, grants: Set[str]) -> Ruling | None:
         """The permission ruling on a call before it runs; None when a default allows it.
         A call whose arguments are invalid is not judged: it fails on them, harmlessly."""
-        tool = self.tools.get(call.name)
-        if tool is None or self.permissions is None or call.raw_arguments is not None:
+        if call.name not in self._judged or call.raw_arguments is not None:
             return None
+        tool = self.tools[call.name]
+        assert self.permissions is not None
         ruling = self.permissions.judge(tool, call.arguments, grants)
         if ruling is not None and ruling.decision != "allow":
             try:
