@@ -195,6 +195,7 @@ async def test_policy_passes_named_variables_but_never_credentials(
 async def test_git_and_the_log_folder_are_read_only(workspace: Path, tmp_path: Path) -> None:
     (workspace / ".git" / "hooks").mkdir(parents=True)
     (workspace / ".git" / "config").write_text("[core]\n")
+    (workspace / "vendored" / ".git").mkdir(parents=True)  # a repository inside the workspace
     log = SQLiteLog(workspace / "logs")
     try:
         agent = Agent(
@@ -205,7 +206,8 @@ async def test_git_and_the_log_folder_are_read_only(workspace: Path, tmp_path: P
                         call(
                             "run_command",
                             command="echo evil > .git/hooks/pre-commit; echo x >> .git/config; "
-                            "rm -rf logs; touch logs/new; echo fine > ok.txt",
+                            "rm -rf logs; touch logs/new; touch vendored/.git/HEAD; "
+                            "echo fine > ok.txt",
                         ),
                     ),
                     "FINAL_ANSWER: done",
@@ -223,6 +225,7 @@ async def test_git_and_the_log_folder_are_read_only(workspace: Path, tmp_path: P
     assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
     assert (workspace / ".git" / "config").read_text() == "[core]\n"
     assert not (workspace / "logs" / "new").exists()
+    assert not (workspace / "vendored" / ".git" / "HEAD").exists()
     assert (workspace / "logs" / "reins.db").exists()
     assert (workspace / "ok.txt").read_text() == "fine\n"
 

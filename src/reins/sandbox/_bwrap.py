@@ -18,8 +18,9 @@ INSTALL_HINT = (
     "sandbox mode danger-full-access (`--sandbox danger-full-access`)"
 )
 PROTECTED_NAMES = (".git", ".reins")
-"""Read-only inside the workspace wherever they exist, besides the workspace's own protected
-paths (the event log's folder)."""
+"""Read-only in the workspace and in its folders one level down (a repository kept inside
+another), besides the workspace's own protected paths (the event log's folder). One made by
+the command itself is not: it did not exist when the sandbox was set up."""
 HIDDEN_IN_HOME = (
     ".ssh",
     ".gnupg",
@@ -141,9 +142,20 @@ def bwrap_argv(
         elif os.path.exists(real):
             argv += ["--ro-bind", "/dev/null", real]
     if policy.mode == "workspace-write":
-        named = {Path(os.path.realpath(root / name)) for name in PROTECTED_NAMES}
+        named = {Path(os.path.realpath(p)) for p in _named_paths(root)}
         for path in sorted({*named, *protected}):
             if path != root and path.is_relative_to(root) and path.exists():
                 argv += ["--ro-bind", str(path), str(path)]
     argv += ["--chdir", str(root), "--seccomp", str(seccomp_fd), "--"]
     return argv
+
+
+def _named_paths(root: Path) -> list[str]:
+    """PROTECTED_NAMES at the root and one folder down (a scandir: cheap beside a spawn)."""
+    folders = [str(root)]
+    try:
+        with os.scandir(root) as entries:
+            folders += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        pass
+    return [os.path.join(folder, name) for folder in folders for name in PROTECTED_NAMES]
