@@ -71,7 +71,11 @@ if TYPE_CHECKING:
         TextChunk,
         ThinkingChunk,
     )
-    from ._policies import (
+    from ._resolve import resolve_model
+    from ._state import RunState
+    from ._stop import StopReason
+    from .permissions import Approval, ApprovalRequest, PermissionRules, Permissions
+    from .policies import (
         AfterResponse,
         AfterTools,
         Answer,
@@ -89,10 +93,6 @@ if TYPE_CHECKING:
         StrictActions,
         Verdict,
     )
-    from ._resolve import resolve_model
-    from ._state import RunState
-    from ._stop import StopReason
-    from .permissions import Approval, ApprovalRequest, PermissionRules, Permissions
     from .store import EventLog, MemoryLog, RunInfo, SQLiteLog
     from .tools import Tool, ToolContext, Workspace, tool
 
@@ -156,22 +156,22 @@ _LAZY: dict[str, str] = {
     "StreamItem": "._model",
     "TextChunk": "._model",
     "ThinkingChunk": "._model",
-    "AfterResponse": "._policies",
-    "AfterTools": "._policies",
-    "Answer": "._policies",
-    "BeforeRound": "._policies",
-    "BeforeTool": "._policies",
-    "Continue": "._policies",
-    "Inject": "._policies",
-    "MaxSteps": "._policies",
-    "MaxTokensRecovery": "._policies",
-    "EmptyReply": "._policies",
-    "StrictActions": "._policies",
-    "OnFinal": "._policies",
-    "Policy": "._policies",
-    "Reject": "._policies",
-    "Stop": "._policies",
-    "Verdict": "._policies",
+    "AfterResponse": ".policies",
+    "AfterTools": ".policies",
+    "Answer": ".policies",
+    "BeforeRound": ".policies",
+    "BeforeTool": ".policies",
+    "Continue": ".policies",
+    "Inject": ".policies",
+    "MaxSteps": ".policies",
+    "MaxTokensRecovery": ".policies",
+    "EmptyReply": ".policies",
+    "StrictActions": ".policies",
+    "OnFinal": ".policies",
+    "Policy": ".policies",
+    "Reject": ".policies",
+    "Stop": ".policies",
+    "Verdict": ".policies",
     "resolve_model": "._resolve",
     "RunState": "._state",
     "EventLog": ".store",

@@ -39,12 +39,12 @@ from ._model import (
     ThinkingChunk,
     ensure_requests_allowed,
 )
-from ._policies import CONTINUE, Answer, Continue, Inject, Policy, Reject, Stop
 from ._state import RunState, interrupted
 from ._stop import StopReason
 from ._unicode import NOTE, escape_text, escaped_reply, escaped_result
 from .models._catalog import lookup
 from .permissions import ApprovalRequest, Approver, Ruling, denial
+from .policies import CONTINUE, Answer, Continue, Inject, Policy, Reject, Stop
 from .store import EventLog
 from .tools import ToolExecutor
 

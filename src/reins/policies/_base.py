@@ -1,0 +1,88 @@
+"""Policies: small objects the loop consults at fixed hook points.
+
+Each hook returns a verdict from a closed union, narrowed per hook:
+
+    before_round    Continue | Inject | Stop          stage 1, before the model is asked
+    after_response  Continue | Reject | Stop          stage 4, before the response is acted on
+    on_final        Continue | Reject                 stage 4, before a final answer is accepted
+    before_tool     Continue | Reject | Answer | Stop stage 5, before each tool call
+    after_tools     Continue | Inject | Stop          stage 7, after a step's tools ran
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .._messages import AssistantMessage, ToolCall, ToolResultMessage
+from .._state import RunState
+from .._stop import StopReason
+
+
+@dataclass(frozen=True)
+class Continue:
+    """Go on as planned."""
+
+
+@dataclass(frozen=True)
+class Inject:
+    """Tell the model something before it acts next."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Reject:
+    """Refuse the response, final answer or tool call; the model sees `observation`."""
+
+    observation: str
+
+
+@dataclass(frozen=True)
+class Stop:
+    """End the run with `reason`."""
+
+    reason: StopReason
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Do not run the tool call; use `observation` as its result (a cache hit)."""
+
+    observation: str
+
+
+CONTINUE = Continue()
+
+Verdict = Continue | Inject | Reject | Stop | Answer
+BeforeRound = Continue | Inject | Stop
+AfterResponse = Continue | Reject | Stop
+OnFinal = Continue | Reject
+BeforeTool = Continue | Reject | Answer | Stop
+AfterTools = Continue | Inject | Stop
+
+
+class Policy:
+    """Base class: every hook continues. Override the hooks a policy needs."""
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    async def before_round(self, state: RunState) -> BeforeRound:
+        return CONTINUE
+
+    async def after_response(self, state: RunState, response: AssistantMessage) -> AfterResponse:
+        return CONTINUE
+
+    async def on_final(self, state: RunState, answer: str) -> OnFinal:
+        return CONTINUE
+
+    async def before_tool(self, state: RunState, call: ToolCall) -> BeforeTool:
+        return CONTINUE
+
+    async def after_tools(
+        self, state: RunState, results: Sequence[ToolResultMessage]
+    ) -> AfterTools:
+        return CONTINUE

@@ -1,0 +1,57 @@
+"""Replies that cannot be acted on: not one valid action, or nothing at all."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._messages import AssistantMessage, ToolSpec
+from .._state import RunState
+from .._stop import StopReason
+from ._base import CONTINUE, AfterResponse, Policy, Reject, Stop
+
+
+class StrictActions(Policy):
+    """For models on the strict JSON action protocol: a reply that is not exactly one valid
+    action is rejected with one specific repair message; after `MAX_REPAIRS` rejections in a
+    row the run stops with `error`."""
+
+    def __init__(self, tools: Sequence[ToolSpec]) -> None:
+        self.tools = list(tools)
+
+    async def after_response(self, state: RunState, response: AssistantMessage) -> AfterResponse:
+        if response.tool_calls:
+            return CONTINUE
+        from .._actions import MAX_REPAIRS, ActionError, parse_action, repair_message
+
+        try:
+            parse_action(response.text, self.tools)
+        except ActionError as error:
+            if state.rejections >= MAX_REPAIRS:
+                return Stop(
+                    StopReason.ERROR,
+                    f"no valid action after {MAX_REPAIRS} repairs; last: {error.message}",
+                )
+            return Reject(repair_message(error, self.tools))
+        return CONTINUE  # it parses after all (the model kept it as text): let it through
+
+
+class EmptyReply(Policy):
+    """A reply with no text and no tool call is not a final answer (a model that fell silent,
+    a server that dropped the content): the model is told and asked to act, at most `repairs`
+    times in a row; then the run stops with `error`."""
+
+    def __init__(self, repairs: int = 2) -> None:
+        self.repairs = repairs
+
+    async def after_response(self, state: RunState, response: AssistantMessage) -> AfterResponse:
+        if response.tool_calls or response.text.strip():
+            return CONTINUE
+        if state.rejections >= self.repairs:
+            return Stop(
+                StopReason.ERROR,
+                f"the model replied with nothing {state.rejections + 1} times in a row",
+            )
+        return Reject(
+            "Your reply was empty: no text and no tool call. Act now: call a tool, or give "
+            "your final answer."
+        )
