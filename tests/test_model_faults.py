@@ -598,9 +598,17 @@ async def test_cancel_during_a_silent_prefill_closes_the_connection(
     cancel = Cancel()
     agent = Agent(model=model, workspace=workspace, settings=FAST)
     start = time.monotonic()
-    asyncio.get_running_loop().call_later(0.2, cancel.cancel)
+
+    async def cancel_while_silent() -> None:  # once the request is in: a loaded machine is slow
+        while not peer.requests:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        cancel.cancel()
+
+    canceller = asyncio.ensure_future(cancel_while_silent())
     result = await asyncio.wait_for(agent.run("go", cancel=cancel), 10)
     finished = time.monotonic()
+    await canceller
     assert (result.stop_reason, result.detail) == (
         StopReason.CANCELLED,
         "cancelled while the model answered",
