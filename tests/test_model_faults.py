@@ -600,7 +600,7 @@ async def test_cancel_during_a_silent_prefill_closes_the_connection(
     start = time.monotonic()
 
     async def cancel_while_silent() -> None:  # once the request is in: a loaded machine is slow
-        while not peer.requests:  # noqa: ASYNC110 (the peer records it from its own thread)
+        while not peer.requests:  # noqa: ASYNC110 (the peer has no event for it)
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.2)
         cancel.cancel()
