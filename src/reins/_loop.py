@@ -216,6 +216,8 @@ class RunLoop:
                         Notice, text=observation, source=policy.name, to_model=True
                     )
                     return
+                case Answer(text):
+                    answer = text
         yield await self._finish(StopReason.END_TURN, final_answer=answer)
 
     # 5-7: before each tool call, run them, after the tools

@@ -37,6 +37,7 @@ EXIT_CODES: dict[StopReason, int] = {
     StopReason.REFUSAL: 8,
     StopReason.MISSING_EVIDENCE: 9,
     StopReason.WAITING: 10,
+    StopReason.STALLED: 11,
     StopReason.CANCELLED: 130,
 }
 """Exit code per stop reason; 2 is bad input, as for any command line."""

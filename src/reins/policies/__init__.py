@@ -16,6 +16,16 @@ from ._base import (
     Verdict,
 )
 from ._caps import MaxSteps, MaxTokensRecovery
+from ._guards import (
+    FileActionGuard,
+    GoalAnchor,
+    Guards,
+    LeakedMarkup,
+    LoopGuard,
+    OneCallPerStep,
+    RepeatCache,
+    RunFacts,
+)
 from ._repair import EmptyReply, StrictActions
 
 __all__ = [
@@ -27,12 +37,20 @@ __all__ = [
     "BeforeTool",
     "Continue",
     "EmptyReply",
+    "FileActionGuard",
+    "GoalAnchor",
+    "Guards",
     "Inject",
+    "LeakedMarkup",
+    "LoopGuard",
     "MaxSteps",
     "MaxTokensRecovery",
     "OnFinal",
+    "OneCallPerStep",
     "Policy",
     "Reject",
+    "RepeatCache",
+    "RunFacts",
     "Stop",
     "StrictActions",
     "Verdict",
