@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
 
 from reins import (
     Agent,
@@ -16,9 +21,12 @@ from reins import (
     StopReason,
     ToolCallFinished,
     ToolResultMessage,
+    UsageError,
     UserMessage,
     tool,
 )
+from reins._config import load_config
+from reins.cli import app
 from reins.testing import ScriptedModel
 
 from .helpers import call, reply
@@ -331,3 +339,53 @@ async def test_one_call_per_step_runs_only_the_first(workspace: Path) -> None:
     result = await agent_for(replies, workspace, tools=[poke]).run("poke")
     results = [m for m in result.messages if isinstance(m, ToolResultMessage)]
     assert [r.content for r in results] == ["poked 1", "poked 2"]
+
+
+# the switches: command line and config file
+
+
+def _looping_script(tmp_path: Path) -> str:
+    replies: list[object] = [
+        {"tool_calls": [{"name": "list_files", "arguments": {}}]} for _ in range(5)
+    ]
+    replies.append("FINAL_ANSWER: listed")
+    path = tmp_path / "loop.json"
+    path.write_text(json.dumps(replies))
+    return f"script:{path}"
+
+
+def _reins_run(tmp_path: Path, *args: str) -> Result:
+    model = _looping_script(tmp_path)
+    store = str(tmp_path / "store")
+    command = ["run", "list", "-m", model, "-w", str(tmp_path), "--json", "--store", store]
+    return CliRunner().invoke(app, [*command, *args])
+
+
+def test_cli_stops_a_loop_with_exit_code_11_unless_the_guard_is_off(tmp_path: Path) -> None:
+    done = _reins_run(tmp_path)
+    assert done.exit_code == 11, done.output
+    assert '"stop_reason":"stalled"' in done.output
+    done = _reins_run(tmp_path, "--no-guard", "loop")
+    assert done.exit_code == 0, done.output
+    assert '"final_answer":"listed"' in done.output
+
+
+def test_cli_refuses_an_unknown_guard(tmp_path: Path) -> None:
+    done = _reins_run(tmp_path, "--no-guard", "nonsense")
+    assert done.exit_code == 2
+    assert "no guard 'nonsense'" in done.output
+
+
+def test_config_guards_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[guards]\nloop = false\ngoal_anchor = 2\n")
+    monkeypatch.setenv("REINS_CONFIG", str(config))
+    assert load_config().guards.guards() == Guards(loop=False, goal_anchor=2)
+    assert load_config().guards.guards(on=["loop", "one-call"], off=["markup"]) == Guards(
+        goal_anchor=2, markup=False, one_call=True
+    )
+    done = _reins_run(tmp_path)
+    assert done.exit_code == 0, done.output
+    config.write_text("[guards]\nloop_threshold = 1\n")
+    with pytest.raises(UsageError, match=r"guards\.loop_threshold"):
+        load_config()

@@ -75,6 +75,19 @@ SandboxOpt = Annotated[
         "(no sandbox).",
     ),
 ]
+GuardOffOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--no-guard",
+        metavar="NAME",
+        help="Switch a guard off: file-action, repeat-cache, loop, markup, goal-anchor "
+        "(repeatable).",
+    ),
+]
+GuardOnOpt = Annotated[
+    list[str] | None,
+    typer.Option("--guard", metavar="NAME", help="Switch a guard on, e.g. one-call (repeatable)."),
+]
 NetworkOpt = Annotated[
     bool | None,
     typer.Option("--network/--no-network", help="Let commands use the network (default: no)."),
@@ -118,6 +131,8 @@ def run(
     yes: YesOpt = False,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
+    no_guard: GuardOffOpt = None,
+    guard: GuardOnOpt = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
@@ -138,6 +153,7 @@ def run(
             permissions=_permissions(config),
             approval=_approval(config, yes),
             sandbox=config.sandbox.policy(mode=sandbox, network=network),
+            guards=config.guards.guards(off=no_guard or (), on=guard or ()),
         )
         return await _drive(agent.iter(goal, session_id=session, cancel=cancel), json_lines)
 
@@ -196,6 +212,7 @@ def resume(
                 mode=sandbox or state.config.sandbox,
                 network=state.config.network if network is None else network,
             ),
+            guards=config.guards.guards(),
         )
         stream = agent.resume_iter(
             info.run_id, max_steps=max_steps, approvals=answers, cancel=cancel

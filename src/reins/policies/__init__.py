@@ -17,6 +17,7 @@ from ._base import (
 )
 from ._caps import MaxSteps, MaxTokensRecovery
 from ._guards import (
+    GUARD_NAMES,
     FileActionGuard,
     GoalAnchor,
     Guards,
@@ -30,6 +31,7 @@ from ._repair import EmptyReply, StrictActions
 
 __all__ = [
     "CONTINUE",
+    "GUARD_NAMES",
     "AfterResponse",
     "AfterTools",
     "Answer",
