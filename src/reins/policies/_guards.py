@@ -313,8 +313,10 @@ class RepeatCache(Policy):
         self.facts = facts
 
     async def before_tool(self, state: RunState, call: ToolCall) -> BeforeTool:
+        if call.name not in self.facts.read_only:
+            return CONTINUE  # the usual case, with no fold needed
         facts = self.facts.update(state)
-        if call.name not in facts.read_only or not facts.cache:
+        if not facts.cache:
             return CONTINUE
         cached = facts.cache.get(call_key(call))
         if cached is None:
