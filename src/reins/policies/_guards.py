@@ -16,7 +16,6 @@ said (a warning, a refusal) is part of the fold too.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -116,12 +115,9 @@ class Guards:
 
 
 def call_key(call: ToolCall) -> tuple[str, str]:
-    """What makes two calls the same: the tool and its arguments."""
-    try:
-        text = json.dumps(call.arguments, sort_keys=True, default=str)
-    except (TypeError, ValueError):  # pragma: no cover - arguments come from JSON
-        text = repr(call.arguments)
-    return call.name, call.raw_arguments or text
+    """What makes two calls the same: the tool and its arguments (as the model ordered them:
+    `repr` is many times cheaper than a sorted JSON dump, and this runs for every call)."""
+    return call.name, call.raw_arguments or repr(call.arguments)
 
 
 _WRITE_COMMAND = re.compile(r">|\btee\b|\bcp\b|\bmv\b|\btouch\b|\bsed\s+-i|\bmkdir\b|\bdd\b")
@@ -180,10 +176,14 @@ class RunFacts:
                 case AssistantMessage():
                     self._close_round()
                     self.open = True
-                    self._calls = {c.id: call_key(c) for c in message.tool_calls}
-                    self._call_args = {c.id: c for c in message.tool_calls}
-                    if self._calls:
+                    calls = message.tool_calls
+                    self._calls = {c.id: call_key(c) for c in calls}
+                    self._call_args = {c.id: c for c in calls}
+                    if len(calls) == 1:
+                        self.rounds.append((self._calls[calls[0].id],))
+                    elif calls:
                         self.rounds.append(tuple(sorted(self._calls.values())))
+                    if len(self.rounds) > 24:
                         del self.rounds[:-12]
                     self.since_anchor += 1
                     if self.warned:
@@ -213,9 +213,9 @@ class RunFacts:
             return
         # A change (or an attempt at one): the reads it may have made stale are forgotten.
         paths = self._paths(call)
-        if paths:
+        if paths and self.cache:
             self.cache = {k: v for k, v in self.cache.items() if not _touches(v[1], k[1], paths)}
-        else:
+        elif self.cache:
             self.cache = {}
         if result.is_error:
             return
@@ -230,7 +230,9 @@ class RunFacts:
 
     def _paths(self, call: ToolCall) -> tuple[str, ...]:
         # A path argument left out is taken as the workspace (a listing's default).
-        names = self.path_args.get(call.name, ())
+        names = self.path_args.get(call.name)
+        if not names:
+            return ()
         return tuple(_norm(str(call.arguments.get(name, "."))) for name in names)
 
     def _note(self, text: str) -> None:
@@ -245,7 +247,7 @@ class RunFacts:
     def _close_round(self) -> None:
         if self.open:
             self.idle = 0 if self.progress else self.idle + 1
-            if self.progress and self.loop(self.loop_threshold) is None:
+            if self.warned and self.progress and self.loop(self.loop_threshold) is None:
                 self.warned = False  # recovered: a later loop is warned about afresh
         self.progress = False
 
@@ -257,6 +259,8 @@ class RunFacts:
         """What the run repeats, if it does: one round's calls `times` times in a row, or two
         rounds' alternating `times` times over."""
         rounds = self.rounds
+        if len(rounds) < 2 or (rounds[-1] != rounds[-2] and rounds[-1] != rounds[-3:][0]):
+            return None  # the usual case: the last round repeats neither of the two before
         if len(rounds) >= times and len(set(rounds[-times:])) == 1:
             count = times
             while count < len(rounds) and rounds[-count - 1] == rounds[-1]:
