@@ -389,3 +389,29 @@ def test_config_guards_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     config.write_text("[guards]\nloop_threshold = 1\n")
     with pytest.raises(UsageError, match=r"guards\.loop_threshold"):
         load_config()
+
+
+async def test_strict_json_replies_are_left_to_strict_actions(workspace: Path) -> None:
+    model = ScriptedModel(['{"name": "poke", "arguments": {}}', "FINAL_ANSWER: ok"])
+    model.actions = "json"  # type: ignore[attr-defined]
+    agent = Agent(model=model, workspace=workspace, tools=[poke])
+    events = await events_of(agent, "poke")
+    assert [e.source for e in events if isinstance(e, ResponseRejected)] == []
+
+
+async def test_a_loop_warning_survives_a_resume(workspace: Path) -> None:
+    log = MemoryLog()
+    replies = [reply("", call("poke", f"p{i}")) for i in range(8)]
+    agent = agent_for(replies, workspace, tools=[poke], log=log, max_steps=4)
+    first = await agent.run("poke")  # warned before round 4, capped before round 5
+    assert first.stop_reason is StopReason.MAX_STEPS
+    warned = [m for m in first.messages if isinstance(m, UserMessage) and "circles" in m.content]
+    assert len(warned) == 1
+    resumed = agent_for(replies, workspace, tools=[poke], log=log)
+    events = [e async for e in resumed.resume_iter(first.run_id, max_steps=8)]
+    assert notices(events, "LoopGuard") == []  # not warned again: stopped at once
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)
+    assert finished.stop_reason is StopReason.STALLED
+    state = await resumed.state(first.run_id)
+    assert state.step == 4
