@@ -110,7 +110,10 @@ class RunLoop:
                 case Continue():
                     pass
                 case Inject(text):
-                    yield await self._emit(Notice, text=text, source=policy.name, to_model=True)
+                    # Committed with the model request that follows (or the finish).
+                    yield await self._emit(
+                        Notice, commit=False, text=text, source=policy.name, to_model=True
+                    )
                 case Stop(reason, detail):
                     yield await self._finish(reason, detail=detail)
                     return

@@ -160,8 +160,7 @@ class RunFacts:
         """A loop warning was given, and the run has not recovered since."""
         self.since_warning = 0
         self.since_anchor = 0
-        self._calls: dict[str, tuple[str, str]] = {}
-        self._call_args: dict[str, ToolCall] = {}
+        self._calls: tuple[ToolCall, ...] = ()
         self._results: set[int] = set()
 
     def update(self, state: RunState) -> RunFacts:
@@ -171,41 +170,43 @@ class RunFacts:
             self._reset(_goal_index(state) + 1)
         if self.seen == len(messages):
             return self  # the usual case: nothing new
+        # Dispatch on the exact type (a pydantic class's isinstance check is slow): this runs
+        # every round.
         for message in messages[self.seen :]:
-            match message:
-                case AssistantMessage():
-                    self._close_round()
-                    self.open = True
-                    calls = message.tool_calls
-                    self._calls = {c.id: call_key(c) for c in calls}
-                    self._call_args = {c.id: c for c in calls}
-                    if len(calls) == 1:
-                        self.rounds.append((self._calls[calls[0].id],))
-                    elif calls:
-                        self.rounds.append(tuple(sorted(self._calls.values())))
-                    if len(self.rounds) > 24:
-                        del self.rounds[:-12]
-                    self.since_anchor += 1
-                    if self.warned:
-                        self.since_warning += 1
-                case ToolResultMessage():
-                    self._result(message)
-                case UserMessage():
-                    self._note(message.content)
-                case _:
-                    pass
+            kind = type(message)
+            if kind is ToolResultMessage:
+                self._result(message)  # type: ignore[arg-type]
+            elif kind is AssistantMessage:
+                self._round(message)  # type: ignore[arg-type]
+            elif kind is UserMessage:
+                self._note(message.content)  # type: ignore[union-attr]
         self.seen = len(messages)
         return self
 
+    def _round(self, message: AssistantMessage) -> None:
+        self._close_round()
+        self.open = True
+        calls = self._calls = message.tool_calls
+        if len(calls) == 1:
+            self.rounds.append((call_key(calls[0]),))
+        elif calls:
+            self.rounds.append(tuple(sorted(map(call_key, calls))))
+        if len(self.rounds) > 24:
+            del self.rounds[:-12]
+        self.since_anchor += 1
+        if self.warned:
+            self.since_warning += 1
+
     def _result(self, result: ToolResultMessage) -> None:
-        key = self._calls.get(result.call_id)
-        call = self._call_args.get(result.call_id)
-        if key is None or call is None:
+        for call in self._calls:
+            if call.id == result.call_id:
+                break
+        else:
             return
         if result.name in self.read_only:
             if result.is_error or result.content.startswith(CACHED):
                 return
-            self.cache[key] = (result.content, self._paths(call))
+            self.cache[call_key(call)] = (result.content, self._paths(call))
             fingerprint = hash((result.name, result.content))
             if fingerprint not in self._results:
                 self._results.add(fingerprint)
@@ -220,7 +221,7 @@ class RunFacts:
         if result.is_error:
             return
         self.progress = True
-        if paths or self._writes(call):
+        if not self.written and (paths or self._writes(call)):
             self.written = True
 
     def _writes(self, call: ToolCall) -> bool:
