@@ -415,3 +415,15 @@ async def test_a_loop_warning_survives_a_resume(workspace: Path) -> None:
     assert finished.stop_reason is StopReason.STALLED
     state = await resumed.state(first.run_id)
     assert state.step == 4
+
+
+async def test_a_repeated_final_answer_call_is_not_answered_from_cache(workspace: Path) -> None:
+    replies = [reply("", call("final_answer", f"f{i}", answer="done")) for i in range(3)]
+    result = await agent_for(replies, workspace).run("Write notes.txt")
+    assert (result.stop_reason, result.final_answer, result.steps) == (
+        StopReason.END_TURN,
+        "done",
+        3,
+    )
+    contents = [m.content for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert contents == ["Final answer recorded."] * 3

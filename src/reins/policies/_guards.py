@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
-from .._state import RunState
+from .._state import FINAL_ANSWER_TOOL, RunState
 from .._stop import StopReason
 from ._base import (
     CONTINUE,
@@ -92,8 +92,10 @@ class Guards:
         strict_actions: bool = False,
     ) -> list[Policy]:
         """One run's guard policies, sharing one fold of its messages."""
+        # `final_answer` changes nothing, but it is not a read: it is never answered from cache.
+        reads = [name for name in read_only if name != FINAL_ANSWER_TOOL]
         facts = RunFacts(
-            read_only=read_only,
+            read_only=reads,
             path_args=path_args,
             command_args=command_args,
             loop_threshold=self.loop_threshold,
@@ -101,7 +103,7 @@ class Guards:
         guards: list[Policy] = []
         if self.one_call:
             guards.append(OneCallPerStep())
-        if self.repeat_cache:
+        if self.repeat_cache and reads:
             guards.append(RepeatCache(facts))
         if self.loop:
             guards.append(LoopGuard(facts, self.loop_threshold, self.anti_stall_threshold))
@@ -120,7 +122,10 @@ def call_key(call: ToolCall) -> tuple[str, str]:
     return call.name, call.raw_arguments or repr(call.arguments)
 
 
-_WRITE_COMMAND = re.compile(r">|\btee\b|\bcp\b|\bmv\b|\btouch\b|\bsed\s+-i|\bmkdir\b|\bdd\b")
+_WRITE_COMMAND = re.compile(
+    r"(?<![\d&])>>?\s*(?!&|/dev/null)\S"  # a redirect to a file, not 2>&1 or >/dev/null
+    r"|\b(?:tee|cp|mv|touch|mkdir|dd|install)\b|\bsed\s+-i"
+)
 
 
 class RunFacts:
