@@ -427,3 +427,10 @@ async def test_a_repeated_final_answer_call_is_not_answered_from_cache(workspace
     )
     contents = [m.content for m in result.messages if isinstance(m, ToolResultMessage)]
     assert contents == ["Final answer recorded."] * 3
+
+
+def test_guard_settings_are_checked() -> None:
+    with pytest.raises(UsageError, match="loop_threshold must be at least 2"):
+        Guards(loop_threshold=1)
+    with pytest.raises(UsageError, match="no guard 'loops'"):
+        Guards().without("loops")

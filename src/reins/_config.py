@@ -112,17 +112,14 @@ class GuardsConfig(BaseModel):
     def guards(self, *, off: Sequence[str] = (), on: Sequence[str] = ()) -> Guards:
         """The guards, with the command line's `--no-guard` and `--guard` winning."""
         chosen = Guards(**{k: v for k, v in self.model_dump().items() if v is not None})
-        try:
-            chosen = chosen.without(*off)
-            for name in on:
-                if name not in GUARD_NAMES:
-                    chosen.without(name)  # raises: no such guard
-                field = name.replace("-", "_")
-                if not getattr(chosen, field):
-                    default: dict[str, Any] = {field: 5 if field == "goal_anchor" else True}
-                    chosen = replace(chosen, **default)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+        chosen = chosen.without(*off)
+        for name in on:
+            if name not in GUARD_NAMES:
+                chosen.without(name)  # raises UsageError: no such guard
+            field = name.replace("-", "_")
+            if not getattr(chosen, field):
+                default: dict[str, Any] = {field: 5 if field == "goal_anchor" else True}
+                chosen = replace(chosen, **default)
         return chosen
 
 

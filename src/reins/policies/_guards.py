@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._errors import UsageError
 from .._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
 from .._state import FINAL_ANSWER_TOOL, RunState
 from .._stop import StopReason
@@ -70,6 +71,13 @@ class Guards:
     one_call: bool = False
     """Run only the first tool call of a response (for small models); off by default."""
 
+    def __post_init__(self) -> None:
+        if self.loop_threshold < 2 or self.anti_stall_threshold < 1 or self.goal_anchor < 0:
+            raise UsageError(
+                "guards: loop_threshold must be at least 2, anti_stall_threshold at least 1, "
+                "goal_anchor at least 0"
+            )
+
     def without(self, *names: str) -> Guards:
         """These guards switched off (names as in `GUARD_NAMES`)."""
         from dataclasses import replace
@@ -77,7 +85,7 @@ class Guards:
         off: dict[str, Any] = {}
         for name in names:
             if name not in GUARD_NAMES:
-                raise ValueError(f"no guard {name!r}; the guards: {', '.join(GUARD_NAMES)}")
+                raise UsageError(f"no guard {name!r}; the guards: {', '.join(GUARD_NAMES)}")
             field = name.replace("-", "_")
             off[field] = 0 if field == "goal_anchor" else False
         return replace(self, **off)
