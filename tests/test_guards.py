@@ -434,3 +434,15 @@ def test_guard_settings_are_checked() -> None:
         Guards(loop_threshold=1)
     with pytest.raises(UsageError, match="no guard 'loops'"):
         Guards().without("loops")
+
+
+def test_cli_resume_takes_the_guard_flags(tmp_path: Path) -> None:
+    done = _reins_run(tmp_path, "--max-steps", "4", "--no-guard", "loop")
+    assert done.exit_code == 3, done.output
+    store = str(tmp_path / "store")
+    resumed = CliRunner().invoke(app, ["resume", "last", "--json", "--store", store])
+    assert resumed.exit_code == 11, resumed.output  # the loop guard is back: warned, then stopped
+    resumed = CliRunner().invoke(
+        app, ["resume", "last", "--no-guard", "loop", "--json", "--store", store]
+    )
+    assert resumed.exit_code == 0, resumed.output

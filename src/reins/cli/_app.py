@@ -181,6 +181,8 @@ def resume(
     yes: YesOpt = False,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
+    no_guard: GuardOffOpt = None,
+    guard: GuardOnOpt = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
@@ -212,7 +214,7 @@ def resume(
                 mode=sandbox or state.config.sandbox,
                 network=state.config.network if network is None else network,
             ),
-            guards=config.guards.guards(),
+            guards=config.guards.guards(off=no_guard or (), on=guard or ()),
         )
         stream = agent.resume_iter(
             info.run_id, max_steps=max_steps, approvals=answers, cancel=cancel
