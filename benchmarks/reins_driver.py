@@ -23,12 +23,14 @@ async def measure(runs: int, store: str, read_only: bool = False) -> list[float]
     from reins.testing import ScriptedModel
 
     @tool(read_only=read_only)
-    async def noop() -> str:
+    async def noop(i: int = 0) -> str:
         """Do nothing."""
         return "ok"
 
+    # Distinct arguments: nine identical calls would be a loop, and the guards would stop it.
     script = [
-        AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="noop"),)) for i in range(ROUNDS - 1)
+        AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="noop", arguments={"i": i}),))
+        for i in range(ROUNDS - 1)
     ]
     script.append(AssistantMessage(text="FINAL_ANSWER: done"))
     log = SQLiteLog(store)

@@ -41,8 +41,12 @@ from .helpers import call, reply
 
 
 @tool
-async def pause() -> str:
-    """Yield to other runs."""
+async def pause(step: int = 0) -> str:
+    """Yield to other runs.
+
+    Args:
+        step: Which step calls it (distinct calls: the same call again and again is a loop).
+    """
     await asyncio.sleep(0)
     return "ok"
 
@@ -51,15 +55,20 @@ def per_turn(n_tools: int) -> FunctionModel:
     """Calls `pause` n times in every turn, then answers: usable for any turn of a session."""
 
     def answer(messages: list[Message], tools: list[ToolSpec]) -> AssistantMessage | str:
-        last_goal = max(i for i, m in enumerate(messages) if isinstance(m, UserMessage))
+        last_goal = max(  # the goal anchor's reminders are user messages too
+            i
+            for i, m in enumerate(messages)
+            if isinstance(m, UserMessage) and not m.content.startswith("Reminder of your goal")
+        )
         done = sum(isinstance(m, AssistantMessage) for m in messages[last_goal:])
-        return reply("", call("pause", f"c{done}")) if done < n_tools else "done"
+        return reply("", call("pause", f"c{done}", step=done)) if done < n_tools else "done"
 
     return FunctionModel(answer)
 
 
 def scripted(n_tools: int) -> ScriptedModel:
-    return ScriptedModel([*(reply("", call("pause", f"c{i}")) for i in range(n_tools)), "done"])
+    calls = (reply("", call("pause", f"c{i}", step=i)) for i in range(n_tools))
+    return ScriptedModel([*calls, "done"])
 
 
 async def test_a_run_survives_closing_and_reopening(tmp_path: Path, workspace: Path) -> None:
@@ -151,7 +160,10 @@ async def test_two_new_turns_of_one_session_at_once_one_runs_the_other_is_refuse
         done.run_id,
     ]
     later = await agent.run("after", session_id=first.session_id)  # one at a time is fine
-    assert [m for m in later.messages if isinstance(m, UserMessage)][-3:] == [
+    goals = [
+        m for m in later.messages if isinstance(m, UserMessage) and "Reminder" not in m.content
+    ]
+    assert goals[-3:] == [
         UserMessage(content="seed"),
         UserMessage(content=next(g for g in ("turn 0", "turn 1") if g in str(done.messages))),
         UserMessage(content="after"),

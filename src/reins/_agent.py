@@ -30,7 +30,7 @@ from ._stop import StopReason
 from ._unicode import escape_text
 from .models._catalog import UNKNOWN, lookup
 from .permissions import Approval, ApprovalHandler, ApprovalMode, Permissions, approver
-from .policies import EmptyReply, MaxSteps, MaxTokensRecovery, Policy, StrictActions
+from .policies import EmptyReply, Guards, MaxSteps, MaxTokensRecovery, Policy, StrictActions
 from .sandbox import SandboxPolicy
 from .store import EventLog, MemoryLog
 from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
@@ -164,6 +164,9 @@ class Agent:
     answers); `"allow"` (approve everything: approvals off); `"deny"` (nobody to ask)."""
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     """What the commands tools start may do; the log's folder and `.git` stay read-only."""
+    guards: Guards = field(default_factory=Guards)
+    """The guards against a model's usual failures (an unwritten file, repeated calls, loops,
+    leaked markup, a lost goal), each on or off and tuned; `Guards(loop=False)`, say."""
     _resolved: tuple[tuple[object, ...], Workspace] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -393,6 +396,7 @@ class Agent:
                 MaxTokensRecovery(),
                 *self._protocol_policies(executor),
                 EmptyReply(),
+                *self._guard_policies(executor),
                 *self.policies,
             ],
             settings=self.settings,
@@ -405,6 +409,16 @@ class Agent:
         if getattr(self.model, "actions", "native") == "json":
             return [StrictActions(executor.specs)]
         return []
+
+    def _guard_policies(self, executor: ToolExecutor) -> list[Policy]:
+        tools = executor.tools.values()
+        return self.guards.policies(
+            read_only=[t.name for t in tools if t.read_only],
+            path_args={t.name: t.path_args for t in tools},
+            command_args={t.name: t.command_arg for t in tools if t.command_arg},
+            tool_names=list(executor.tools),
+            strict_actions=getattr(self.model, "actions", "native") == "json",
+        )
 
     def _may_ask(self) -> bool:
         """Whether a call of this agent may be put to a person, or denied for want of one."""

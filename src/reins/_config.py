@@ -34,13 +34,16 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._errors import UsageError
 from .permissions import PermissionRules
+from .policies import GUARD_NAMES, Guards
 from .sandbox import MODES, SandboxMode, SandboxPolicy
 
 PROJECT_FILE = "reins.toml"
@@ -92,6 +95,34 @@ class SandboxConfig(BaseModel):
         )
 
 
+class GuardsConfig(BaseModel):
+    """The `[guards]` table: each guard on or off, and its settings (see `Guards`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    file_action: bool | None = None
+    repeat_cache: bool | None = None
+    loop: bool | None = None
+    loop_threshold: int | None = Field(default=None, ge=2)
+    anti_stall_threshold: int | None = Field(default=None, ge=1)
+    markup: bool | None = None
+    goal_anchor: int | None = Field(default=None, ge=0)
+    one_call: bool | None = None
+
+    def guards(self, *, off: Sequence[str] = (), on: Sequence[str] = ()) -> Guards:
+        """The guards, with the command line's `--no-guard` and `--guard` winning."""
+        chosen = Guards(**{k: v for k, v in self.model_dump().items() if v is not None})
+        chosen = chosen.without(*off)
+        for name in on:
+            if name not in GUARD_NAMES:
+                chosen.without(name)  # raises UsageError: no such guard
+            field = name.replace("-", "_")
+            if not getattr(chosen, field):
+                default: dict[str, Any] = {field: 5 if field == "goal_anchor" else True}
+                chosen = replace(chosen, **default)
+        return chosen
+
+
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -107,6 +138,7 @@ class Config(BaseModel):
     project_permissions: PermissionRules = PermissionRules()
     """The project's rules: they can only make a decision stricter."""
     sandbox: SandboxConfig = SandboxConfig()
+    guards: GuardsConfig = GuardsConfig()
 
     def endpoint(self, name: str) -> Endpoint:
         return self.providers.get(name) or Endpoint()
@@ -135,6 +167,7 @@ def load_config(start: Path | None = None) -> Config:
     user = user_config_path()
     project = project_config_path(start)
     sandbox = SandboxConfig()
+    guards: dict[str, object] = {}
     for path, is_project in ((user, False), (project, True)):
         if path is None or not path.exists():
             continue
@@ -145,6 +178,11 @@ def load_config(start: Path | None = None) -> Config:
         if (table := data.pop("permissions", None)) is not None:
             name = "project_permissions" if is_project else "permissions"
             rules[name] = _rules(path, table)
+        layer_guards = data.pop("guards", {})
+        if isinstance(layer_guards, dict):
+            guards.update(layer_guards)  # key by key: the project's win
+        else:
+            merged["guards"] = layer_guards  # not a table: the validation below says so
         layer_sandbox = _sandbox(path, data.pop("sandbox", {}))
         sandbox = _tightened(sandbox, layer_sandbox, path) if is_project else layer_sandbox
         layer = data.pop("providers", None)
@@ -159,7 +197,7 @@ def load_config(start: Path | None = None) -> Config:
         merged.update(data)
     try:
         return Config.model_validate(
-            {"providers": providers, **merged, **rules, "sandbox": sandbox}
+            {"providers": providers, "guards": guards, **merged, **rules, "sandbox": sandbox}
         )
     except ValidationError as exc:
         files = " and ".join(str(p) for p in (user, project) if p is not None and p.exists())

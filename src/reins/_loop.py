@@ -110,7 +110,10 @@ class RunLoop:
                 case Continue():
                     pass
                 case Inject(text):
-                    yield await self._emit(Notice, text=text, source=policy.name, to_model=True)
+                    # Committed with the model request that follows (or the finish).
+                    yield await self._emit(
+                        Notice, commit=False, text=text, source=policy.name, to_model=True
+                    )
                 case Stop(reason, detail):
                     yield await self._finish(reason, detail=detail)
                     return
@@ -216,6 +219,8 @@ class RunLoop:
                         Notice, text=observation, source=policy.name, to_model=True
                     )
                     return
+                case Answer(text):
+                    answer = text
         yield await self._finish(StopReason.END_TURN, final_answer=answer)
 
     # 5-7: before each tool call, run them, after the tools

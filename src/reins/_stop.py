@@ -17,6 +17,8 @@ class StopReason(StrEnum):
     COST_BUDGET = "cost_budget"
     REFUSAL = "refusal"
     MISSING_EVIDENCE = "missing_evidence"
+    STALLED = "stalled"
+    """Went in circles or made no progress, and went on after a warning (`LoopGuard`)."""
     ERROR = "error"
     WAITING = "waiting"
     """Paused until a person answers its approval requests; resume it with the answers."""

@@ -37,6 +37,7 @@ EXIT_CODES: dict[StopReason, int] = {
     StopReason.REFUSAL: 8,
     StopReason.MISSING_EVIDENCE: 9,
     StopReason.WAITING: 10,
+    StopReason.STALLED: 11,
     StopReason.CANCELLED: 130,
 }
 """Exit code per stop reason; 2 is bad input, as for any command line."""
@@ -73,6 +74,19 @@ SandboxOpt = Annotated[
         help="What commands may do: read-only, workspace-write (default) or danger-full-access "
         "(no sandbox).",
     ),
+]
+GuardOffOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--no-guard",
+        metavar="NAME",
+        help="Switch a guard off: file-action, repeat-cache, loop, markup, goal-anchor "
+        "(repeatable).",
+    ),
+]
+GuardOnOpt = Annotated[
+    list[str] | None,
+    typer.Option("--guard", metavar="NAME", help="Switch a guard on, e.g. one-call (repeatable)."),
 ]
 NetworkOpt = Annotated[
     bool | None,
@@ -117,6 +131,8 @@ def run(
     yes: YesOpt = False,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
+    no_guard: GuardOffOpt = None,
+    guard: GuardOnOpt = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
@@ -137,6 +153,7 @@ def run(
             permissions=_permissions(config),
             approval=_approval(config, yes),
             sandbox=config.sandbox.policy(mode=sandbox, network=network),
+            guards=config.guards.guards(off=no_guard or (), on=guard or ()),
         )
         return await _drive(agent.iter(goal, session_id=session, cancel=cancel), json_lines)
 
@@ -164,6 +181,8 @@ def resume(
     yes: YesOpt = False,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
+    no_guard: GuardOffOpt = None,
+    guard: GuardOnOpt = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
@@ -195,6 +214,7 @@ def resume(
                 mode=sandbox or state.config.sandbox,
                 network=state.config.network if network is None else network,
             ),
+            guards=config.guards.guards(off=no_guard or (), on=guard or ()),
         )
         stream = agent.resume_iter(
             info.run_id, max_steps=max_steps, approvals=answers, cancel=cancel

@@ -16,10 +16,22 @@ from ._base import (
     Verdict,
 )
 from ._caps import MaxSteps, MaxTokensRecovery
+from ._guards import (
+    GUARD_NAMES,
+    FileActionGuard,
+    GoalAnchor,
+    Guards,
+    LeakedMarkup,
+    LoopGuard,
+    OneCallPerStep,
+    RepeatCache,
+    RunFacts,
+)
 from ._repair import EmptyReply, StrictActions
 
 __all__ = [
     "CONTINUE",
+    "GUARD_NAMES",
     "AfterResponse",
     "AfterTools",
     "Answer",
@@ -27,12 +39,20 @@ __all__ = [
     "BeforeTool",
     "Continue",
     "EmptyReply",
+    "FileActionGuard",
+    "GoalAnchor",
+    "Guards",
     "Inject",
+    "LeakedMarkup",
+    "LoopGuard",
     "MaxSteps",
     "MaxTokensRecovery",
     "OnFinal",
+    "OneCallPerStep",
     "Policy",
     "Reject",
+    "RepeatCache",
+    "RunFacts",
     "Stop",
     "StrictActions",
     "Verdict",

@@ -4,7 +4,8 @@ Each hook returns a verdict from a closed union, narrowed per hook:
 
     before_round    Continue | Inject | Stop          stage 1, before the model is asked
     after_response  Continue | Reject | Stop          stage 4, before the response is acted on
-    on_final        Continue | Reject                 stage 4, before a final answer is accepted
+    on_final        Continue | Reject | Answer        stage 4, before a final answer is accepted
+                                                      (Answer: accepted, as this text)
     before_tool     Continue | Reject | Answer | Stop stage 5, before each tool call
     after_tools     Continue | Inject | Stop          stage 7, after a step's tools ran
 """
@@ -48,7 +49,8 @@ class Stop:
 
 @dataclass(frozen=True)
 class Answer:
-    """Do not run the tool call; use `observation` as its result (a cache hit)."""
+    """Do not run the tool call; use `observation` as its result (a cache hit). From
+    `on_final`: accept the final answer as `observation` (a cleaned-up answer)."""
 
     observation: str
 
@@ -58,7 +60,7 @@ CONTINUE = Continue()
 Verdict = Continue | Inject | Reject | Stop | Answer
 BeforeRound = Continue | Inject | Stop
 AfterResponse = Continue | Reject | Stop
-OnFinal = Continue | Reject
+OnFinal = Continue | Reject | Answer
 BeforeTool = Continue | Reject | Answer | Stop
 AfterTools = Continue | Inject | Stop
 

@@ -1,0 +1,527 @@
+"""Guards: policies that keep a model honest and moving.
+
+    FileActionGuard   a final answer is refused while a file the goal asks for is not written
+    RepeatCache       an exact repeat of a read-only call is answered with its earlier result
+    LoopGuard         the same call, an A-B-A-B oscillation, or no progress: warned, then stopped
+    LeakedMarkup      tool-call markup written as text: a nudge to re-issue it; stripped from
+                      a final answer
+    GoalAnchor        the goal restated every few rounds
+    OneCallPerStep    only the first call of a response runs (for small models)
+
+What they know of the run is `RunFacts`, an incremental fold of the run's messages shared by the
+guards of one loop: it reads each message once, and a resumed run rebuilds it from its log. A
+guard's own notices are recognized in the messages by their first words, so that what it has
+said (a warning, a refusal) is part of the fold too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._errors import UsageError
+from .._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
+from .._state import FINAL_ANSWER_TOOL, RunState
+from .._stop import StopReason
+from ._base import (
+    CONTINUE,
+    AfterResponse,
+    Answer,
+    BeforeRound,
+    BeforeTool,
+    Inject,
+    OnFinal,
+    Policy,
+    Reject,
+    Stop,
+)
+
+CACHED = "Cached: "
+FILE_NOTE = "You have not written the file yet"
+LOOP_NOTE = "Warning: you are going in circles"
+ANCHOR_NOTE = "Reminder of your goal"
+MARKUP_NOTE = "Your reply contains tool-call markup as text"
+CACHED_CHARS = 500
+
+GUARD_NAMES = ("file-action", "repeat-cache", "loop", "markup", "goal-anchor", "one-call")
+"""The guards' names, as `--no-guard NAME` and the config's `[guards]` table spell them."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Guards:
+    """Which guards a run has, and their settings (`Agent(guards=...)`, `[guards]`)."""
+
+    file_action: bool = True
+    """Refuse a final answer while a file the goal asks for is not written (twice at most)."""
+    repeat_cache: bool = True
+    """Answer an exact repeat of a successful read-only call with its earlier result."""
+    loop: bool = True
+    """Warn, then stop (`stalled`), a run that repeats itself or makes no progress."""
+    loop_threshold: int = 3
+    """The same call this many rounds in a row, or an A-B oscillation this many times over."""
+    anti_stall_threshold: int = 8
+    """Rounds in a row with no successful change and no new result."""
+    markup: bool = True
+    """Nudge a reply that writes tool-call markup as text (twice at most); strip it from a
+    final answer."""
+    goal_anchor: int = 5
+    """Restate the goal every this many rounds; 0: never."""
+    one_call: bool = False
+    """Run only the first tool call of a response (for small models); off by default."""
+
+    def __post_init__(self) -> None:
+        if self.loop_threshold < 2 or self.anti_stall_threshold < 1 or self.goal_anchor < 0:
+            raise UsageError(
+                "guards: loop_threshold must be at least 2, anti_stall_threshold at least 1, "
+                "goal_anchor at least 0"
+            )
+
+    def without(self, *names: str) -> Guards:
+        """These guards switched off (names as in `GUARD_NAMES`)."""
+        from dataclasses import replace
+
+        off: dict[str, Any] = {}
+        for name in names:
+            if name not in GUARD_NAMES:
+                raise UsageError(f"no guard {name!r}; the guards: {', '.join(GUARD_NAMES)}")
+            field = name.replace("-", "_")
+            off[field] = 0 if field == "goal_anchor" else False
+        return replace(self, **off)
+
+    def policies(
+        self,
+        *,
+        read_only: Sequence[str],
+        path_args: Mapping[str, Sequence[str]],
+        command_args: Mapping[str, str],
+        tool_names: Sequence[str],
+        strict_actions: bool = False,
+    ) -> list[Policy]:
+        """One run's guard policies, sharing one fold of its messages."""
+        # `final_answer` changes nothing, but it is not a read: it is never answered from cache.
+        reads = [name for name in read_only if name != FINAL_ANSWER_TOOL]
+        facts = RunFacts(
+            read_only=reads,
+            path_args=path_args,
+            command_args=command_args,
+            loop_threshold=self.loop_threshold,
+        )
+        guards: list[Policy] = []
+        if self.one_call:
+            guards.append(OneCallPerStep())
+        if self.repeat_cache and reads:
+            guards.append(RepeatCache(facts))
+        if self.loop:
+            guards.append(LoopGuard(facts, self.loop_threshold, self.anti_stall_threshold))
+        if self.goal_anchor > 0:
+            guards.append(GoalAnchor(facts, self.goal_anchor))
+        if self.markup:
+            guards.append(LeakedMarkup(tool_names, strict_actions=strict_actions))
+        if self.file_action:
+            guards.append(FileActionGuard(facts))
+        return guards
+
+
+def call_key(call: ToolCall) -> tuple[str, str]:
+    """What makes two calls the same: the tool and its arguments (as the model ordered them:
+    `repr` is many times cheaper than a sorted JSON dump, and this runs for every call)."""
+    return call.name, call.raw_arguments or repr(call.arguments)
+
+
+_WRITE_COMMAND = re.compile(
+    r"(?<![\d&])>>?\s*(?!&|/dev/null)\S"  # a redirect to a file, not 2>&1 or >/dev/null
+    r"|\b(?:tee|cp|mv|touch|mkdir|dd|install)\b|\bsed\s+-i"
+)
+
+
+class RunFacts:
+    """What the guards know of a run: an incremental fold of its messages (this run's only,
+    from its goal on). `update` reads the messages appended since the last call."""
+
+    def __init__(
+        self,
+        *,
+        read_only: Sequence[str],
+        path_args: Mapping[str, Sequence[str]],
+        command_args: Mapping[str, str],
+        loop_threshold: int = 3,
+    ) -> None:
+        self.read_only = frozenset(read_only)
+        self.path_args = {name: tuple(args) for name, args in path_args.items() if args}
+        self.command_args = dict(command_args)
+        self.loop_threshold = loop_threshold
+        self._messages: list[Message] | None = None
+        self._reset(0)
+
+    def _reset(self, seen: int) -> None:
+        self.seen = seen
+        self.cache: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
+        """Successful read-only results by call key, with the paths the call named."""
+        self.written = False
+        """A write (a file tool's, or a command that writes) succeeded this run."""
+        self.file_refusals = 0
+        self.rounds: list[tuple[tuple[str, str], ...]] = []
+        """The calls of each round (the last few), for loop detection."""
+        self.idle = 0
+        """Closed rounds in a row with no successful change and no new result."""
+        self.progress = False
+        """The open round (the last response) made progress."""
+        self.open = False
+        self.warned = False
+        """A loop warning was given, and the run has not recovered since."""
+        self.since_warning = 0
+        self.since_anchor = 0
+        self._calls: tuple[ToolCall, ...] = ()
+        self._results: set[int] = set()
+
+    def update(self, state: RunState) -> RunFacts:
+        messages = state.messages
+        if messages is not self._messages or len(messages) < self.seen:
+            self._messages = messages
+            self._reset(_goal_index(state) + 1)
+        if self.seen == len(messages):
+            return self  # the usual case: nothing new
+        # Dispatch on the exact type (a pydantic class's isinstance check is slow): this runs
+        # every round.
+        for message in messages[self.seen :]:
+            kind = type(message)
+            if kind is ToolResultMessage:
+                self._result(message)  # type: ignore[arg-type]
+            elif kind is AssistantMessage:
+                self._round(message)  # type: ignore[arg-type]
+            elif kind is UserMessage:
+                self._note(message.content)  # type: ignore[union-attr]
+        self.seen = len(messages)
+        return self
+
+    def _round(self, message: AssistantMessage) -> None:
+        self._close_round()
+        self.open = True
+        calls = self._calls = message.tool_calls
+        if len(calls) == 1:
+            self.rounds.append((call_key(calls[0]),))
+        elif calls:
+            self.rounds.append(tuple(sorted(map(call_key, calls))))
+        if len(self.rounds) > 24:
+            del self.rounds[:-12]
+        self.since_anchor += 1
+        if self.warned:
+            self.since_warning += 1
+
+    def _result(self, result: ToolResultMessage) -> None:
+        for call in self._calls:
+            if call.id == result.call_id:
+                break
+        else:
+            return
+        if result.name in self.read_only:
+            if result.is_error or result.content.startswith(CACHED):
+                return
+            self.cache[call_key(call)] = (result.content, self._paths(call))
+            fingerprint = hash((result.name, result.content))
+            if fingerprint not in self._results:
+                self._results.add(fingerprint)
+                self.progress = True
+            return
+        # A change (or an attempt at one): the reads it may have made stale are forgotten.
+        paths = self._paths(call)
+        if paths and self.cache:
+            self.cache = {k: v for k, v in self.cache.items() if not _touches(v[1], k[1], paths)}
+        elif self.cache:
+            self.cache = {}
+        if result.is_error:
+            return
+        self.progress = True
+        if not self.written and (paths or self._writes(call)):
+            self.written = True
+
+    def _writes(self, call: ToolCall) -> bool:
+        arg = self.command_args.get(call.name)
+        command = call.arguments.get(arg) if arg else None
+        return isinstance(command, str) and _WRITE_COMMAND.search(command) is not None
+
+    def _paths(self, call: ToolCall) -> tuple[str, ...]:
+        # A path argument left out is taken as the workspace (a listing's default).
+        names = self.path_args.get(call.name)
+        if not names:
+            return ()
+        return tuple(_norm(str(call.arguments.get(name, "."))) for name in names)
+
+    def _note(self, text: str) -> None:
+        if text.startswith(FILE_NOTE):
+            self.file_refusals += 1
+        elif text.startswith(LOOP_NOTE):
+            self.warned = True
+            self.since_warning = 0
+        elif text.startswith(ANCHOR_NOTE):
+            self.since_anchor = 0
+
+    def _close_round(self) -> None:
+        if self.open:
+            self.idle = 0 if self.progress else self.idle + 1
+            if self.warned and self.progress and self.loop(self.loop_threshold) is None:
+                self.warned = False  # recovered: a later loop is warned about afresh
+        self.progress = False
+
+    def idle_rounds(self) -> int:
+        """Rounds in a row without progress, counting the last response's (its tools ran)."""
+        return self.idle + (1 if self.open and not self.progress else 0)
+
+    def loop(self, times: int) -> str | None:
+        """What the run repeats, if it does: one round's calls `times` times in a row, or two
+        rounds' alternating `times` times over."""
+        rounds = self.rounds
+        if len(rounds) < 2 or (rounds[-1] != rounds[-2] and rounds[-1] != rounds[-3:][0]):
+            return None  # the usual case: the last round repeats neither of the two before
+        if len(rounds) >= times and len(set(rounds[-times:])) == 1:
+            count = times
+            while count < len(rounds) and rounds[-count - 1] == rounds[-1]:
+                count += 1
+            names = ", ".join(name for name, _ in rounds[-1])
+            return f"the same call ({names}) {count} times in a row"
+        span = 2 * times
+        if len(rounds) >= span:
+            tail = rounds[-span:]
+            a, b = tail[0], tail[1]
+            if a != b and all(r == (a if i % 2 == 0 else b) for i, r in enumerate(tail)):
+                first = ", ".join(n for n, _ in a)
+                second = ", ".join(n for n, _ in b)
+                return f"the same two calls ({first}; {second}) alternating {times} times"
+        return None
+
+
+def _goal_index(state: RunState) -> int:
+    """Where this run's messages begin: its goal (the last user message that is it)."""
+    messages = state.messages
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, UserMessage) and message.content == state.goal:
+            return index
+    return len(messages) - 1
+
+
+def _norm(path: str) -> str:
+    path = path.strip().replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    return path.rstrip("/") or "."
+
+
+def _touches(read_paths: tuple[str, ...], read_args: str, changed: tuple[str, ...]) -> bool:
+    """Whether a change to `changed` may make a read stale: the read named the path or a
+    folder above it (a listing, a search), or its arguments mention the path."""
+    for path in changed:
+        for read in read_paths:
+            if read in (".", "") or path == read or path.startswith(read + "/"):
+                return True
+        if not read_paths and path in read_args:
+            return True
+    return False
+
+
+class RepeatCache(Policy):
+    """An exact repeat (same tool, same arguments) of a read-only call that succeeded is not
+    run again: the model gets the earlier result (its first 500 characters) and is told to use
+    it. A change invalidates the cached reads that name its path (all of them when it names
+    none); failures are never cached, so a failed call may be retried."""
+
+    def __init__(self, facts: RunFacts) -> None:
+        self.facts = facts
+
+    async def before_tool(self, state: RunState, call: ToolCall) -> BeforeTool:
+        if call.name not in self.facts.read_only:
+            return CONTINUE  # the usual case, with no fold needed
+        facts = self.facts.update(state)
+        if not facts.cache:
+            return CONTINUE
+        cached = facts.cache.get(call_key(call))
+        if cached is None:
+            return CONTINUE
+        content = cached[0]
+        if len(content) > CACHED_CHARS:
+            content = content[:CACHED_CHARS] + f"… [{len(cached[0]) - CACHED_CHARS} more chars]"
+        return Answer(
+            f"{CACHED}you made this exact call before and nothing has changed since; it was not "
+            f"run again. Its earlier result:\n{content}\n\nUse that result, or give your "
+            "final answer; do not repeat the call."
+        )
+
+
+class LoopGuard(Policy):
+    """The same call `times` rounds in a row, two calls alternating `times` times over, or
+    `idle` rounds with no progress (no successful change, no new result): the model is warned
+    first; if the next round goes on the same way, the run stops with `stalled`."""
+
+    def __init__(self, facts: RunFacts, times: int = 3, idle: int = 8) -> None:
+        self.facts = facts
+        self.times = times
+        self.idle = idle
+
+    async def before_round(self, state: RunState) -> BeforeRound:
+        facts = self.facts.update(state)
+        if not facts.open:
+            return CONTINUE
+        why = facts.loop(self.times)
+        idle = facts.idle_rounds()
+        if why is None and idle >= self.idle:
+            why = f"{idle} rounds with no change and no new result"
+        if why is None:
+            return CONTINUE
+        if facts.warned and facts.since_warning >= 1:
+            return Stop(StopReason.STALLED, f"no progress after a warning: {why}")
+        if facts.warned:
+            return CONTINUE
+        return Inject(
+            f"{LOOP_NOTE}: {why}. Repeating it will not give a different result. Change "
+            "your approach: use what you have learned, try something different, or give your "
+            "final answer now. If this goes on, the run will be stopped."
+        )
+
+
+class GoalAnchor(Policy):
+    """Every `every` rounds the original goal is restated to the model."""
+
+    def __init__(self, facts: RunFacts, every: int = 5) -> None:
+        self.facts = facts
+        self.every = every
+
+    async def before_round(self, state: RunState) -> BeforeRound:
+        if state.step < self.every:
+            return CONTINUE  # cheap: no fold needed in a short run
+        if self.facts.update(state).since_anchor < self.every:
+            return CONTINUE
+        return Inject(f"{ANCHOR_NOTE} (keep working toward it):\n{state.goal}")
+
+
+_WANTS_FILE = re.compile(
+    r"\b(?:create|write|save|generate|produce|store|dump|export)\b"
+    r"(?:(?:\s+\S+){0,3}?\s+files?\b"  # "write a new Python file"
+    r"|[^.\n]{0,60}?\b(?:to|into|in|as|at|named|called)\s+[`'\"]?[\w./-]+\.[A-Za-z0-9]{1,8}\b"
+    r"|\s+[`'\"]?[\w./-]+\.[A-Za-z0-9]{1,8}\b)",  # "create hello.py"
+    re.IGNORECASE,
+)
+
+
+def wants_file(goal: str) -> bool:
+    """Whether a goal asks for a file to be created, written or saved."""
+    return _WANTS_FILE.search(goal) is not None
+
+
+class FileActionGuard(Policy):
+    """A final answer (by any route) is refused when the goal asks for a file to be written
+    and no write succeeded in this run; `refusals` times at most, then it is let through."""
+
+    def __init__(self, facts: RunFacts, refusals: int = 2) -> None:
+        self.facts = facts
+        self.refusals = refusals
+        self._goal: tuple[str, bool] = ("", False)
+
+    async def on_final(self, state: RunState, answer: str) -> OnFinal:
+        if self._goal[0] != state.goal:
+            self._goal = (state.goal, wants_file(state.goal))
+        if not self._goal[1]:
+            return CONTINUE
+        facts = self.facts.update(state)
+        if facts.written or facts.file_refusals >= self.refusals:
+            return CONTINUE
+        return Reject(
+            f"{FILE_NOTE}: the goal asks for a file, and no write succeeded in this run. "
+            "Printing the content in your reply does not create the file. Gather what you "
+            "need first, then call the write tool (write_file) to create it, and only then "
+            "give your final answer."
+        )
+
+
+_BLOCKS = re.compile(
+    r"<tool_call>.*?(?:</tool_call>|\Z)"
+    r"|<function_calls>.*?(?:</function_calls>|\Z)"
+    r"|<invoke\b.*?(?:</invoke>|\Z)"
+    r"|<｜tool▁calls▁begin｜>.*?(?:<｜tool▁calls▁end｜>|\Z)"
+    r"|<｜tool▁call▁begin｜>.*?(?:<｜tool▁call▁end｜>|\Z)"
+    r"|<｜DSML｜function_calls>.*?(?:</｜DSML｜function_calls>|\Z)"
+    r"|<thought>.*?(?:</thought>|\Z)",
+    re.DOTALL,
+)
+_TAGS = re.compile(
+    r"</?(?:tool_call|function_calls|invoke|parameter|thought)\b[^>]*>|</?｜[^｜<>]{1,40}｜>?"
+    r"|<\|tool[\w▁]*\|>"
+)
+_CALL_MARKUP = re.compile(
+    r"</?tool_call>|<invoke\b|<function_calls>|<｜(?:tool▁|DSML)|<\|tool[\w▁]*\|>"
+)
+_JSON_ACTION = re.compile(r'\{\s*"(?:name|tool)"\s*:\s*"([^"]+)"\s*,\s*"(?:arguments|parameters)"')
+
+
+def strip_markup(text: str) -> str:
+    """`text` without tool-call markup and thought tags."""
+    stripped = _TAGS.sub("", _BLOCKS.sub("", text))
+    return re.sub(r"\n{3,}", "\n\n", stripped).strip()
+
+
+class LeakedMarkup(Policy):
+    """A reply with no tool call that writes one as text (`<tool_call>`, `<invoke`, DeepSeek's
+    `<｜tool▁call▁begin｜>`, a JSON action in prose or a fence) is rejected with a nudge to make
+    a proper call, `nudges` times at most; markup and `<thought>` tags are stripped from a
+    final answer. On the strict JSON action protocol the reply is `StrictActions`' to judge,
+    so only the stripping is done."""
+
+    def __init__(
+        self, tool_names: Sequence[str], *, strict_actions: bool = False, nudges: int = 2
+    ) -> None:
+        self.tools = frozenset(tool_names)
+        self.strict = strict_actions
+        self.nudges = nudges
+
+    def leaked(self, text: str) -> bool:
+        if "<" in text and _CALL_MARKUP.search(text):
+            return True
+        if '"' in text:
+            for match in _JSON_ACTION.finditer(text):
+                if match.group(1) in self.tools:
+                    return True
+        return False
+
+    async def after_response(self, state: RunState, response: AssistantMessage) -> AfterResponse:
+        if self.strict or response.tool_calls or not self.leaked(response.text):
+            return CONTINUE
+        if _nudges(state) >= self.nudges:
+            return CONTINUE
+        return Reject(
+            f"{MARKUP_NOTE}, not as a tool call, so nothing was run. To use a tool, re-issue "
+            "the call through the tool-calling interface (not as text, tags or JSON in your "
+            "reply); if you are done, give your final answer as plain text."
+        )
+
+    async def on_final(self, state: RunState, answer: str) -> OnFinal:
+        if "<" not in answer:
+            return CONTINUE
+        stripped = strip_markup(answer)
+        return CONTINUE if stripped == answer else Answer(stripped)
+
+
+def _nudges(state: RunState) -> int:
+    """This policy's nudges in a row: the user messages that are one, back to the last tool
+    result (a short walk back, not a scan of the history)."""
+    count = 0
+    for message in reversed(state.messages):
+        if isinstance(message, UserMessage):
+            if message.content.startswith(MARKUP_NOTE):
+                count += 1
+        elif isinstance(message, ToolResultMessage):
+            break
+    return count
+
+
+class OneCallPerStep(Policy):
+    """Only the first tool call of a response runs; the others are answered "not run"."""
+
+    async def before_tool(self, state: RunState, call: ToolCall) -> BeforeTool:
+        pending = state.pending
+        if len(pending) < 2 or pending[0].id == call.id:
+            return CONTINUE
+        return Reject(
+            f"Not run: one call per step. Only the first call ({pending[0].name}) ran; make "
+            "this call again in your next step if you still need it."
+        )
