@@ -44,7 +44,8 @@ from ._stop import StopReason
 from ._unicode import NOTE, escape_text, escaped_reply, escaped_result
 from .models._catalog import lookup
 from .permissions import ApprovalRequest, Approver, Ruling, denial
-from .policies import CONTINUE, Answer, Continue, Inject, Policy, Reject, Stop
+from .policies import CAP_REASONS, CONTINUE, Answer, Continue, Inject, Policy, Reject, Stop
+from .policies._budgets import SUMMARY_REQUEST
 from .store import EventLog
 from .tools import ToolExecutor
 
@@ -109,9 +110,15 @@ class RunLoop:
             match await policy.before_round(state):
                 case Continue():
                     pass
-                case Inject(text):
-                    yield await self._emit(Notice, text=text, source=policy.name, to_model=True)
+                case Inject(text, mark):
+                    yield await self._emit(
+                        Notice, text=text, source=policy.name, to_model=True, mark=mark
+                    )
                 case Stop(reason, detail):
+                    if reason in CAP_REASONS and state.config.at_cap == "summarize":
+                        async for event in self._summarize(policy.name, reason, detail):
+                            yield event
+                        return
                     yield await self._finish(reason, detail=detail)
                     return
         if self.cancel.is_set:
@@ -180,6 +187,46 @@ class RunLoop:
             finish=response.finish,
             model=response.model_name,
             cost=self._price(response),
+        )
+
+    async def _summarize(
+        self, source: str, reason: StopReason, detail: str
+    ) -> AsyncIterator[Event]:
+        """At a cap, with `at_cap = "summarize"`: one last model call, without tools, whose
+        reply ends the run as its partial answer (the stop reason stays the cap's)."""
+        state = self.state
+        request = SUMMARY_REQUEST.format(detail=detail)
+        yield await self._emit(Notice, text=request, source=source, level="warning", to_model=True)
+        ensure_requests_allowed(self.model)
+        step = state.step + 1
+        yield await self._emit(ModelRequested, step=step)
+        try:
+            response = await self.cancel.race(self.model.request(state.messages, [], self.settings))
+        except StoreError:
+            raise
+        except Exception as exc:  # no summary: the run still stops at its cap
+            detail = f"{detail}; the summary call failed: {type(exc).__name__}: {exc}"
+            response = None
+        if response is None:
+            yield await self._finish(reason, detail=detail)
+            return
+        message = response.message.model_copy(update={"tool_calls": ()})  # offered none
+        message = escaped_reply(message) or message
+        yield await self._emit(
+            ModelResponded,
+            step=step,
+            message=message,
+            usage=response.usage,
+            finish=response.finish,
+            model=response.model_name,
+            cost=self._price(response),
+        )
+        yield await self._emit(
+            RunFinished,
+            stop_reason=reason,
+            final_answer=message.text,
+            detail=f"{detail}; the answer summarizes the partial work",
+            partial=True,
         )
 
     # 4: after the response; an accepted one goes on to its tools or its final answer
@@ -280,8 +327,10 @@ class RunLoop:
             match await policy.after_tools(state, state.step_results()):
                 case Continue():
                     pass
-                case Inject(text):
-                    yield await self._emit(Notice, text=text, source=policy.name, to_model=True)
+                case Inject(text, mark):
+                    yield await self._emit(
+                        Notice, text=text, source=policy.name, to_model=True, mark=mark
+                    )
                 case Stop(reason, detail):
                     yield await self._finish(reason, detail=detail)
                     return

@@ -15,17 +15,28 @@ from ._base import (
     Stop,
     Verdict,
 )
+from ._budgets import (
+    CAP_REASONS,
+    BudgetNotices,
+    CostBudget,
+    TimeBudget,
+    TokenBudget,
+    budget_policies,
+)
 from ._caps import MaxSteps, MaxTokensRecovery
 from ._repair import EmptyReply, StrictActions
 
 __all__ = [
+    "CAP_REASONS",
     "CONTINUE",
     "AfterResponse",
     "AfterTools",
     "Answer",
     "BeforeRound",
     "BeforeTool",
+    "BudgetNotices",
     "Continue",
+    "CostBudget",
     "EmptyReply",
     "Inject",
     "MaxSteps",
@@ -35,5 +46,8 @@ __all__ = [
     "Reject",
     "Stop",
     "StrictActions",
+    "TimeBudget",
+    "TokenBudget",
     "Verdict",
+    "budget_policies",
 ]
