@@ -125,6 +125,8 @@ def render_finish(out: Console, reason: StopReason, answer: str | None, detail: 
     if reason is StopReason.END_TURN:
         out.print(Panel(escape(answer or ""), title="final answer", border_style="green"))
     else:
+        if answer is not None:  # summarized at a cap
+            out.print(Panel(escape(answer), title="partial answer", border_style="yellow"))
         style = "red" if reason is StopReason.ERROR else "yellow"
         out.print(
             f"[{style}]stopped: {reason.value}[/]" + (f" — {escape(detail)}" if detail else "")
