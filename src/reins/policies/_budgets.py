@@ -94,6 +94,8 @@ class BudgetNotices(Policy):
     async def before_round(self, state: RunState) -> BeforeRound:
         config = state.config
         status = config.token_budget or config.time_budget or config.cost_budget
+        if not status and state.step * 2 < config.max_steps:
+            return CONTINUE  # the usual round: nothing to say (no step mark below 50 %)
         mark = self._mark(state)
         if mark is None:
             return Inject(self._status(state)) if status else CONTINUE
