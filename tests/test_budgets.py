@@ -11,6 +11,8 @@ from reins import (
     EVENT,
     Agent,
     AssistantMessage,
+    BudgetExtended,
+    CapOffer,
     Message,
     ModelRequested,
     Notice,
@@ -301,3 +303,78 @@ def test_old_events_without_budgets_still_read() -> None:
     assert (resumed.max_steps, resumed.token_budget, resumed.time_budget) == (7, None, None)
     config = RunConfig.model_validate_json('{"model":"m","workspace":"/w","max_steps":3}')
     assert (config.token_budget, config.cost_budget, config.at_cap) == (None, None, "stop")
+
+
+async def test_at_a_cap_the_handler_may_choose_to_go_on(workspace: Path) -> None:
+    offers: list[CapOffer] = []
+
+    def choose(offer: CapOffer) -> str | None:
+        offers.append(offer)
+        return "+20 steps" if len(offers) == 1 else None
+
+    agent = busy_agent(workspace, max_steps=10, on_cap=choose)
+    result = await agent.run("loop")
+    assert result.stop_reason is StopReason.MAX_STEPS
+    assert result.steps == 30
+    assert result.detail == "reached the cap of 30 steps"
+    assert [o.choices for o in offers] == [("+20 steps", "+60 steps")] * 2
+    assert offers[0].detail == "reached the cap of 10 steps"
+    events = await agent.log.events(result.run_id)
+    [extended] = [e for e in events if isinstance(e, BudgetExtended)]
+    assert (extended.source, extended.choice, extended.max_steps) == ("MaxSteps", "+20 steps", 30)
+    marks = [e.mark for e in events if isinstance(e, Notice) and e.mark]
+    # re-armed by the new cap: 50 % of 30 is step 15, past the 10 of the first cap
+    assert marks == ["steps 50% of 10", "steps 50% of 30", "steps 70% of 30", "steps 90% of 30"]
+    offered = [e.text for e in events if isinstance(e, Notice) and "offered" in e.text]
+    assert offered[0] == "reached the cap of 10 steps; offered to continue: +20 steps or +60 steps"
+    state = await agent.state(result.run_id)
+    assert state.config.max_steps == 30  # folded from the log
+
+
+async def test_an_async_handler_extends_a_token_budget(workspace: Path) -> None:
+    async def more(offer: CapOffer) -> str | None:
+        return "+20000 tokens" if offer.reason is StopReason.TOKEN_BUDGET else None
+
+    agent = busy_agent(workspace, token_budget=250, max_steps=5, on_cap=more)
+    result = await agent.run("loop")
+    assert result.stop_reason is StopReason.MAX_STEPS  # the tokens went on; the steps did not
+    state = await agent.state(result.run_id)
+    assert state.config.token_budget == 20_250
+
+
+async def test_headless_or_no_choice_stops_at_the_cap(workspace: Path) -> None:
+    agent = busy_agent(workspace, max_steps=2, on_cap=lambda offer: "+1000 steps")
+    result = await agent.run("loop")  # not one of the choices: stop
+    assert (result.stop_reason, result.steps) == (StopReason.MAX_STEPS, 2)
+    events = await agent.log.events(result.run_id)
+    assert not any(isinstance(e, BudgetExtended) for e in events)
+    headless = busy_agent(workspace, max_steps=2)
+    result = await headless.run("loop")
+    assert (result.stop_reason, result.steps) == (StopReason.MAX_STEPS, 2)
+    assert await notices_of(headless, result.run_id) == []  # nothing offered
+
+
+async def test_a_failing_handler_stops_and_says_why(workspace: Path) -> None:
+    def broken(offer: CapOffer) -> str | None:
+        raise RuntimeError("boom")
+
+    agent = busy_agent(workspace, max_steps=2, on_cap=broken)
+    result = await agent.run("loop")
+    assert result.stop_reason is StopReason.MAX_STEPS
+    assert result.detail.endswith("the offer to continue failed: RuntimeError: boom")
+
+
+async def test_no_offer_at_the_cost_cap(workspace: Path) -> None:
+    usage = Usage(input_tokens=100_000, output_tokens=10_000, requests=1)
+    model = FunctionModel(busy, name="gpt-4o", usage=usage)
+    asked: list[CapOffer] = []
+    agent = Agent(
+        model=model,
+        tools=[noop],
+        workspace=workspace,
+        cost_budget=0.5,
+        on_cap=lambda offer: asked.append(offer) or "+20 steps",  # type: ignore[func-returns-value]
+    )
+    result = await agent.run("loop")
+    assert result.stop_reason is StopReason.COST_BUDGET
+    assert asked == []

@@ -33,6 +33,7 @@ from .models._catalog import UNKNOWN, lookup
 from .permissions import Approval, ApprovalHandler, ApprovalMode, Permissions, approver
 from .policies import (
     CAP_REASONS,
+    CapHandler,
     EmptyReply,
     MaxSteps,
     MaxTokensRecovery,
@@ -169,6 +170,9 @@ class Agent:
     at_cap: Literal["stop", "summarize"] = "stop"
     """At any cap: stop, or make one last call without tools whose reply is the answer,
     marked partial (`RunResult.partial`)."""
+    on_cap: CapHandler | None = None
+    """Asked at a step, token or time cap whether to go on (`CapOffer.choices`: +20/+60
+    steps, +20000/+60000 tokens, +120/+300 s); None (headless): the run stops."""
     max_parallel_tools: int = 4
     policies: Sequence[Policy] = ()
     """Consulted in order after the built-in step cap."""
@@ -450,6 +454,7 @@ class Agent:
             settings=self.settings,
             cancel=cancel or Cancel(),
             approver=approver(self.approval),
+            on_cap=self.on_cap,
         )
 
     def _protocol_policies(self, executor: ToolExecutor) -> list[Policy]:

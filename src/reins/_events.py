@@ -84,6 +84,20 @@ class RunResumed(_Event):
     cost_budget: float | None = None
 
 
+class BudgetExtended(_Event):
+    """At a cap, whoever was offered to continue chose more: the caps in force from here on."""
+
+    kind: Literal["budget_extended"] = "budget_extended"
+    source: str
+    """The policy whose cap was reached."""
+    choice: str
+    """What was chosen, e.g. `+20 steps`."""
+    max_steps: int
+    token_budget: int | None = None
+    time_budget: float | None = None
+    cost_budget: float | None = None
+
+
 class ModelRequested(_Event):
     kind: Literal["model_request"] = "model_request"
     step: int
@@ -187,6 +201,7 @@ class RunFinished(_Event):
 Event = Annotated[
     RunStarted
     | RunResumed
+    | BudgetExtended
     | ModelRequested
     | TextDelta
     | ThinkingDelta

@@ -17,6 +17,7 @@ from ._cancel import Cancel
 from ._errors import ReinsError, StoreError
 from ._events import (
     ApprovalRequested,
+    BudgetExtended,
     Event,
     ModelRequested,
     ModelResponded,
@@ -45,7 +46,14 @@ from ._unicode import NOTE, escape_text, escaped_reply, escaped_result
 from .models._catalog import lookup
 from .permissions import ApprovalRequest, Approver, Ruling, denial
 from .policies import CAP_REASONS, CONTINUE, Answer, Continue, Inject, Policy, Reject, Stop
-from .policies._budgets import SUMMARY_REQUEST
+from .policies._budgets import (
+    SUMMARY_REQUEST,
+    CapHandler,
+    CapOffer,
+    ask_cap,
+    cap_choices,
+    extended,
+)
 from .store import EventLog
 from .tools import ToolExecutor
 
@@ -64,6 +72,7 @@ class RunLoop:
         settings: ModelSettings,
         cancel: Cancel,
         approver: Approver,
+        on_cap: CapHandler | None = None,
     ) -> None:
         self.state = state
         self.log = log
@@ -78,6 +87,7 @@ class RunLoop:
         )
         self.cancel = cancel
         self.approver = approver
+        self.on_cap = on_cap
         self._uncommitted = False
         # Each hook is called only on the policies that implement it: the loop's hot path.
         self._hooks: dict[str, list[Policy]] = {hook: [] for hook in HOOKS}
@@ -115,8 +125,8 @@ class RunLoop:
                         Notice, text=text, source=policy.name, to_model=True, mark=mark
                     )
                 case Stop(reason, detail):
-                    if reason in CAP_REASONS and state.config.at_cap == "summarize":
-                        async for event in self._summarize(policy.name, reason, detail):
+                    if reason in CAP_REASONS:
+                        async for event in self._at_cap(policy.name, reason, detail):
                             yield event
                         return
                     yield await self._finish(reason, detail=detail)
@@ -188,6 +198,35 @@ class RunLoop:
             model=response.model_name,
             cost=self._price(response),
         )
+
+    async def _at_cap(self, source: str, reason: StopReason, detail: str) -> AsyncIterator[Event]:
+        """A cap: with someone to ask (`on_cap`), offer to go on; else stop, or summarize."""
+        state = self.state
+        choices = cap_choices(reason)
+        if self.on_cap is not None and choices:
+            offered = f"{detail}; offered to continue: {' or '.join(choices)}"
+            yield await self._emit(Notice, text=offered, source=source, level="warning")
+            offer = CapOffer(
+                session_id=state.session_id,
+                run_id=state.run_id,
+                reason=reason,
+                detail=detail,
+                choices=choices,
+            )
+            try:
+                choice = await self.cancel.race(ask_cap(self.on_cap, offer))
+            except Exception as exc:  # a handler's bug: nobody chose to go on
+                detail = f"{detail}; the offer to continue failed: {type(exc).__name__}: {exc}"
+                choice = None
+            if choice is not None:
+                caps = extended(state.config, reason, choice)
+                yield await self._emit(BudgetExtended, source=source, choice=choice, **caps)
+                return  # the next round asks the policies again
+        if state.config.at_cap == "summarize":
+            async for event in self._summarize(source, reason, detail):
+                yield event
+            return
+        yield await self._finish(reason, detail=detail)
 
     async def _summarize(
         self, source: str, reason: StopReason, detail: str

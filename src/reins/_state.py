@@ -14,6 +14,7 @@ from typing import assert_never
 from ._errors import LogCorrupted
 from ._events import (
     ApprovalRequested,
+    BudgetExtended,
     Event,
     ModelRequested,
     ModelResponded,
@@ -160,19 +161,24 @@ class RunState:
                 self.finished = None
                 self._close_span(self.last_ts)  # a crash: the span ended at its last event
                 self.active_since = event.ts
-                self.config = self.config.model_copy(
-                    update={
-                        "max_steps": event.max_steps,
-                        "token_budget": event.token_budget,
-                        "time_budget": event.time_budget,
-                        "cost_budget": event.cost_budget,
-                    }
-                )
+                self._set_caps(event)
+            case BudgetExtended():
+                self._set_caps(event)
             case RunStarted():
                 raise LogCorrupted(f"run {self.run_id}: run_started at seq {event.seq}")
             case _:
                 assert_never(event)
         self.last_ts = event.ts
+
+    def _set_caps(self, event: RunResumed | BudgetExtended) -> None:
+        self.config = self.config.model_copy(
+            update={
+                "max_steps": event.max_steps,
+                "token_budget": event.token_budget,
+                "time_budget": event.time_budget,
+                "cost_budget": event.cost_budget,
+            }
+        )
 
     def _close_span(self, end: datetime | None) -> None:
         if self.active_since is not None and end is not None:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
     from .._cancel import Cancel
     from .._config import Config
     from ..permissions import ApprovalHandler, ApprovalMode, Permissions
+    from ..policies import CapHandler
     from ..store import SQLiteLog
 
 EXIT_CODES: dict[StopReason, int] = {
@@ -175,6 +176,7 @@ def run(
             log=log,
             permissions=_permissions(config),
             approval=_approval(config, yes),
+            on_cap=_on_cap(),
             sandbox=config.sandbox.policy(mode=sandbox, network=network),
         )
         return await _drive(agent.iter(goal, session_id=session, cancel=cancel), json_lines)
@@ -233,6 +235,7 @@ def resume(
             log=log,
             permissions=_permissions(config),
             approval=_approval(config, yes),
+            on_cap=_on_cap(),
             # As the run was, unless the command line says otherwise.
             sandbox=config.sandbox.policy(
                 mode=sandbox or state.config.sandbox,
@@ -320,6 +323,15 @@ def replay(
         return state.finished.stop_reason if state.finished else StopReason.CANCELLED
 
     _execute(store, go, create=False)
+
+
+def _on_cap() -> CapHandler | None:
+    """At a cap, the person at the terminal is offered to go on; headless, the run stops."""
+    if sys.stdin.isatty():
+        from ._offer import TerminalCapOffer
+
+        return TerminalCapOffer(err)
+    return None
 
 
 def _at_cap(value: str) -> Literal["stop", "summarize"]:

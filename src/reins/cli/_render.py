@@ -12,6 +12,7 @@ from rich.table import Table
 
 from .._events import (
     ApprovalRequested,
+    BudgetExtended,
     Event,
     ModelRequested,
     ModelResponded,
@@ -58,6 +59,8 @@ class EventRenderer:
                 out.print(f"[bold]goal[/] {escape(event.goal)}")
             case RunResumed():
                 out.print(f"[bold]resumed[/] {event.run_id}  [dim]step cap {event.max_steps}[/]")
+            case BudgetExtended():
+                out.print(f"[yellow]continued[/] {escape(event.choice)} ({event.source})")
             case ModelRequested():
                 self._streamed = False
                 out.rule(f"[dim]step {event.step}[/]", style="dim", align="left")

@@ -18,6 +18,8 @@ from ._base import (
 from ._budgets import (
     CAP_REASONS,
     BudgetNotices,
+    CapHandler,
+    CapOffer,
     CostBudget,
     TimeBudget,
     TokenBudget,
@@ -35,6 +37,8 @@ __all__ = [
     "BeforeRound",
     "BeforeTool",
     "BudgetNotices",
+    "CapHandler",
+    "CapOffer",
     "Continue",
     "CostBudget",
     "EmptyReply",

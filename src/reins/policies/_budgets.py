@@ -10,8 +10,13 @@ another model call.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, TypeAlias
 
+from .._events import RunConfig
 from .._state import RunState
 from .._stop import StopReason
 from ._base import CONTINUE, BeforeRound, Inject, Policy, Stop
@@ -191,3 +196,50 @@ def budget_policies(state: RunState) -> list[Policy]:
         policies.append(CostBudget())
     policies.append(BudgetNotices())  # after the stops: no notice just before a stop
     return policies
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapOffer:
+    """A run reached a cap: whoever is asked may choose one of `choices` to go on."""
+
+    session_id: str
+    run_id: str
+    reason: StopReason
+    detail: str
+    choices: tuple[str, ...]
+
+
+CapHandler: TypeAlias = Callable[[CapOffer], str | Awaitable[str | None] | None]
+"""Answers a `CapOffer` with one of its choices, or None to stop (sync or async)."""
+
+EXTENSIONS: dict[StopReason, tuple[str, dict[str, int]]] = {
+    StopReason.MAX_STEPS: ("max_steps", {"+20 steps": 20, "+60 steps": 60}),
+    StopReason.TOKEN_BUDGET: ("token_budget", {"+20000 tokens": 20_000, "+60000 tokens": 60_000}),
+    StopReason.TIME_BUDGET: ("time_budget", {"+120 s": 120, "+300 s": 300}),
+}
+"""What may be added at each cap (none at the cost cap: more money is asked for on resume)."""
+
+
+def cap_choices(reason: StopReason) -> tuple[str, ...]:
+    found = EXTENSIONS.get(reason)
+    return tuple(found[1]) if found else ()
+
+
+def extended(config: RunConfig, reason: StopReason, choice: str) -> dict[str, Any]:
+    """The caps after `choice` (one of `cap_choices(reason)`) is added to the one reached."""
+    field, amounts = EXTENSIONS[reason]
+    caps: dict[str, Any] = {
+        "max_steps": config.max_steps,
+        "token_budget": config.token_budget,
+        "time_budget": config.time_budget,
+        "cost_budget": config.cost_budget,
+    }
+    caps[field] = (caps[field] or 0) + amounts[choice]
+    return caps
+
+
+async def ask_cap(handler: CapHandler, offer: CapOffer) -> str | None:
+    answer = handler(offer)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    return answer if answer in offer.choices else None
