@@ -51,7 +51,11 @@ def per_turn(n_tools: int) -> FunctionModel:
     """Calls `pause` n times in every turn, then answers: usable for any turn of a session."""
 
     def answer(messages: list[Message], tools: list[ToolSpec]) -> AssistantMessage | str:
-        last_goal = max(i for i, m in enumerate(messages) if isinstance(m, UserMessage))
+        last_goal = max(
+            i
+            for i, m in enumerate(messages)
+            if isinstance(m, UserMessage) and not m.content.startswith("[")  # not a notice
+        )
         done = sum(isinstance(m, AssistantMessage) for m in messages[last_goal:])
         return reply("", call("pause", f"c{done}")) if done < n_tools else "done"
 
