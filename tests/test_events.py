@@ -14,6 +14,7 @@ from reins import (
     SCHEMA_VERSION,
     ApprovalRequested,
     AssistantMessage,
+    BudgetExtended,
     Event,
     ModelRequested,
     ModelResponded,
@@ -80,6 +81,9 @@ ONE_OF_EACH: list[Event] = [
         by="user",
         always=True,
         grant="grep",
+    ),
+    BudgetExtended(
+        **ENVELOPE, seq=14, source="MaxSteps", choice="+20 steps", max_steps=23, token_budget=9
     ),
 ]
 

@@ -95,7 +95,7 @@ async def test_unencodable_text_from_the_model_and_a_tool_is_stored_escaped(
     results = [e.result.content for e in events if e.kind == "tool_call_finished"]
     note = "[reins: text that is not valid Unicode (lone surrogates) was escaped as \\uXXXX]"
     assert results == [f"odd \\ud800 text \\udc80!\n{note}", f"again \\udc80!\n{note}"]
-    notices = [e for e in events if isinstance(e, Notice)]
+    notices = [e for e in events if isinstance(e, Notice) and e.source == "unicode"]
     assert [n.text for n in notices] == [
         "the reply: text that is not valid Unicode (lone surrogates) was escaped as \\uXXXX"
     ] * 3

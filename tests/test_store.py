@@ -55,10 +55,11 @@ def per_turn(n_tools: int) -> FunctionModel:
     """Calls `pause` n times in every turn, then answers: usable for any turn of a session."""
 
     def answer(messages: list[Message], tools: list[ToolSpec]) -> AssistantMessage | str:
-        last_goal = max(  # the goal anchor's reminders are user messages too
+        last_goal = max(  # notices and the goal anchor's reminders are user messages too
             i
             for i, m in enumerate(messages)
-            if isinstance(m, UserMessage) and not m.content.startswith("Reminder of your goal")
+            if isinstance(m, UserMessage)
+            and not m.content.startswith(("[", "Reminder of your goal"))
         )
         done = sum(isinstance(m, AssistantMessage) for m in messages[last_goal:])
         return reply("", call("pause", f"c{done}", step=done)) if done < n_tools else "done"

@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 from ._cancel import Cancel
 from ._context import system_prompt
@@ -30,7 +31,18 @@ from ._stop import StopReason
 from ._unicode import escape_text
 from .models._catalog import UNKNOWN, lookup
 from .permissions import Approval, ApprovalHandler, ApprovalMode, Permissions, approver
-from .policies import EmptyReply, Guards, MaxSteps, MaxTokensRecovery, Policy, StrictActions
+from .policies import (
+    CAP_REASONS,
+    CapHandler,
+    EmptyReply,
+    Guards,
+    MaxSteps,
+    MaxTokensRecovery,
+    Policy,
+    StrictActions,
+    budget_policies,
+)
+from .policies._budgets import CONTINUING
 from .sandbox import SandboxPolicy
 from .store import EventLog, MemoryLog
 from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
@@ -49,6 +61,8 @@ class RunResult:
     cost: float
     """US dollars, for the calls whose price the model catalog knows."""
     steps: int
+    partial: bool = False
+    """`final_answer` summarizes the partial work done before a cap (`at_cap="summarize"`)."""
     awaiting: list[ApprovalRequested] = field(default_factory=list[ApprovalRequested])
     """The approval requests a `waiting` run is paused on; answer them with
     `Agent.resume(run_id, approvals={call_id: True, ...})`."""
@@ -68,6 +82,7 @@ class RunResult:
             usage=state.usage,
             cost=state.cost,
             steps=state.step,
+            partial=finished.partial,
             awaiting=state.awaiting(),
         )
 
@@ -147,6 +162,18 @@ class Agent:
     instructions: str = ""
     workspace: str | Path = "."
     max_steps: int = 30
+    token_budget: int | None = None
+    """Cap on the tokens (input + output) of the run's model calls; it stops `token_budget`."""
+    time_budget: float | None = None
+    """Cap on the run's wall-clock seconds (the time it was running, across resumes)."""
+    cost_budget: float | None = None
+    """Cap on the run's cost in US dollars (of calls whose price the catalog knows)."""
+    at_cap: Literal["stop", "summarize"] = "stop"
+    """At any cap: stop, or make one last call without tools whose reply is the answer,
+    marked partial (`RunResult.partial`)."""
+    on_cap: CapHandler | None = None
+    """Asked at a step, token or time cap whether to go on (`CapOffer.choices`: +20/+60
+    steps, +20000/+60000 tokens, +120/+300 s); None (headless): the run stops."""
     max_parallel_tools: int = 4
     policies: Sequence[Policy] = ()
     """Consulted in order after the built-in step cap."""
@@ -185,12 +212,25 @@ class Agent:
         run_id: str,
         *,
         max_steps: int | None = None,
+        token_budget: int | None = None,
+        time_budget: float | None = None,
+        cost_budget: float | None = None,
         approvals: Mapping[str, Approval | bool] | None = None,
         cancel: Cancel | None = None,
     ) -> RunResult:
         """Continue a run from its log: after a crash, a cap, a cancel, an error, or a pause
-        for approval (`approvals` answers its requests by call id)."""
-        stream = self.resume_iter(run_id, max_steps=max_steps, approvals=approvals, cancel=cancel)
+        for approval (`approvals` answers its requests by call id). The caps are new totals
+        for the run; unset, each stays as it was, but the one that stopped the run grows by as
+        much again (steps, tokens, seconds or dollars)."""
+        stream = self.resume_iter(
+            run_id,
+            max_steps=max_steps,
+            token_budget=token_budget,
+            time_budget=time_budget,
+            cost_budget=cost_budget,
+            approvals=approvals,
+            cancel=cancel,
+        )
         return await stream.result()
 
     def iter(
@@ -204,12 +244,15 @@ class Agent:
         run_id: str,
         *,
         max_steps: int | None = None,
+        token_budget: int | None = None,
+        time_budget: float | None = None,
+        cost_budget: float | None = None,
         approvals: Mapping[str, Approval | bool] | None = None,
         cancel: Cancel | None = None,
     ) -> AgentRun:
-        """Like `resume`, as an async iterable of events. `max_steps` is the new cap; by
-        default a run stopped by its cap gets as many steps again."""
-        return AgentRun(lambda: self._resume(run_id, max_steps, approvals or {}, cancel))
+        """Like `resume`, as an async iterable of events."""
+        caps = _Caps(max_steps, token_budget, time_budget, cost_budget)
+        return AgentRun(lambda: self._resume(run_id, caps, approvals or {}, cancel))
 
     async def _start(
         self, goal: str, session_id: str | None, cancel: Cancel | None
@@ -275,6 +318,10 @@ class Agent:
             tools=tuple(t.name for t in tools),
             read_only_tools=tuple(t.name for t in tools if t.read_only),
             max_parallel_tools=self.max_parallel_tools,
+            token_budget=self.token_budget,
+            time_budget=self.time_budget,
+            cost_budget=self.cost_budget,
+            at_cap=self.at_cap,
             sandbox=self.sandbox.mode,
             network=self.sandbox.network,
         )
@@ -291,7 +338,7 @@ class Agent:
     async def _resume(
         self,
         run_id: str,
-        max_steps: int | None,
+        caps: _Caps,
         approvals: Mapping[str, Approval | bool],
         cancel: Cancel | None,
     ) -> tuple[list[Event], RunLoop]:
@@ -299,7 +346,7 @@ class Agent:
         self.log.claim(state.session_id, run_id)
         try:
             state = RunState.fold(await self.log.events(run_id))  # as it stands, claimed
-            return await self._resumed(state, max_steps, approvals, cancel)
+            return await self._resumed(state, caps, approvals, cancel)
         except BaseException:
             self.log.release(state.session_id, run_id)
             raise
@@ -307,7 +354,7 @@ class Agent:
     async def _resumed(
         self,
         state: RunState,
-        max_steps: int | None,
+        caps: _Caps,
         approvals: Mapping[str, Approval | bool],
         cancel: Cancel | None,
     ) -> tuple[list[Event], RunLoop]:
@@ -323,20 +370,29 @@ class Agent:
             raise UsageError(
                 f"run {run_id} already ended its turn; continue its session with a new goal instead"
             )
-        if max_steps is None:
-            capped = (
-                state.finished is not None and state.finished.stop_reason is StopReason.MAX_STEPS
-            )
-            max_steps = state.step + state.config.max_steps if capped else state.config.max_steps
+        finished = state.finished
+        capped = finished.stop_reason if finished is not None else None
         resumed = RunResumed(
             session_id=state.session_id,
             run_id=state.run_id,
             seq=state.next_seq,
-            max_steps=max_steps,
+            **caps.in_force(state, capped),
         )
         await self.log.append(resumed)
         state.apply(resumed)
         first: list[Event] = [resumed]
+        if finished is not None and capped in CAP_REASONS:
+            note = Notice(
+                session_id=state.session_id,
+                run_id=state.run_id,
+                seq=state.next_seq,
+                source="budgets",
+                to_model=True,
+                text=CONTINUING.format(detail=finished.detail, caps=_describe(state.config)),
+            )
+            await self.log.append(note)
+            state.apply(note)
+            first.append(note)
         for call_id, given in approvals.items():
             answer = given if isinstance(given, Approval) else Approval(bool(given))
             request = awaiting[call_id]
@@ -393,6 +449,7 @@ class Agent:
             executor=executor,
             policies=[
                 MaxSteps(),
+                *budget_policies(state),
                 MaxTokensRecovery(),
                 *self._protocol_policies(executor),
                 EmptyReply(),
@@ -402,6 +459,7 @@ class Agent:
             settings=self.settings,
             cancel=cancel or Cancel(),
             approver=approver(self.approval),
+            on_cap=self.on_cap,
         )
 
     def _protocol_policies(self, executor: ToolExecutor) -> list[Policy]:
@@ -459,6 +517,49 @@ class Agent:
             raise UsageError(f"no session {session_id!r} in this log; `reins sessions` lists them")
         last = RunState.fold(await self.log.events(runs[-1].run_id))
         return last.transcript(), tuple(sorted(last.grants))
+
+
+@dataclass(frozen=True)
+class _Caps:
+    """The caps a resume asks for; None: as they were."""
+
+    max_steps: int | None
+    token_budget: int | None
+    time_budget: float | None
+    cost_budget: float | None
+
+    def in_force(self, state: RunState, capped: StopReason | None) -> dict[str, Any]:
+        """The caps from here on: those asked for; the others as they were, except that the
+        one that stopped the run (`capped`) grows by as much again."""
+        config = state.config
+        used: dict[str, tuple[StopReason, float]] = {
+            "max_steps": (StopReason.MAX_STEPS, state.step),
+            "token_budget": (StopReason.TOKEN_BUDGET, state.usage.total_tokens),
+            "time_budget": (StopReason.TIME_BUDGET, state.elapsed),
+            "cost_budget": (StopReason.COST_BUDGET, state.cost),
+        }
+        caps: dict[str, Any] = {}
+        for name, (reason, spent) in used.items():
+            asked = getattr(self, name)
+            cap = getattr(config, name)
+            if asked is not None:
+                caps[name] = asked
+            elif cap is not None and capped is reason:
+                caps[name] = type(cap)(spent + cap)
+            else:
+                caps[name] = cap
+        return caps
+
+
+def _describe(config: RunConfig) -> str:
+    parts = [f"{config.max_steps} steps"]
+    if config.token_budget is not None:
+        parts.append(f"{config.token_budget} tokens")
+    if config.time_budget is not None:
+        parts.append(f"{config.time_budget:g} seconds")
+    if config.cost_budget is not None:
+        parts.append(f"${config.cost_budget:g}")
+    return ", ".join(parts) + " in all"
 
 
 def new_id() -> str:

@@ -7,6 +7,11 @@ key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) w
 
     model = "vllm:qwen2.5-7b"         # for `reins run` without --model (else: local)
     approval = "ask"                  # or "never-ask" (like --yes), or "pause"
+    max_steps = 30                    # caps of `reins run` (its flags win): steps,
+    token_budget = 200000             # tokens (input + output), seconds, US dollars
+    time_budget = 600
+    cost_budget = 2.0
+    at_cap = "summarize"              # or "stop": what a cap ends the run with
 
     [providers.openai]
     api_key_env = "WORK_OPENAI_KEY"   # the variable that holds the key
@@ -139,6 +144,12 @@ class Config(BaseModel):
     """The project's rules: they can only make a decision stricter."""
     sandbox: SandboxConfig = SandboxConfig()
     guards: GuardsConfig = GuardsConfig()
+    max_steps: int | None = Field(default=None, gt=0)
+    """The caps of `reins run` when its flags do not say (`Agent`'s fields of those names)."""
+    token_budget: int | None = Field(default=None, gt=0)
+    time_budget: float | None = Field(default=None, gt=0)
+    cost_budget: float | None = Field(default=None, gt=0)
+    at_cap: Literal["stop", "summarize"] = "stop"
 
     def endpoint(self, name: str) -> Endpoint:
         return self.providers.get(name) or Endpoint()

@@ -42,6 +42,16 @@ class RunConfig(BaseModel):
     """The sandbox tier its commands ran in; `reins resume` keeps it unless told otherwise."""
     network: bool = False
     """Whether its commands could use the network."""
+    token_budget: int | None = None
+    """Cap on the tokens (input + output) of all its model calls; None: no cap."""
+    time_budget: float | None = None
+    """Cap on its wall-clock seconds, counted over the spans it was running (see
+    `RunState.elapsed`); None: no cap."""
+    cost_budget: float | None = None
+    """Cap on its cost in US dollars (calls whose price is known); None: no cap."""
+    at_cap: Literal["stop", "summarize"] = "stop"
+    """What a cap ends the run with: nothing more, or one last call without tools whose reply
+    is the (partial) answer."""
 
 
 class _Event(BaseModel):
@@ -68,6 +78,24 @@ class RunResumed(_Event):
     kind: Literal["run_resumed"] = "run_resumed"
     max_steps: int
     """The step cap in force from here on."""
+    token_budget: int | None = None
+    """The budgets in force from here on (None: no cap)."""
+    time_budget: float | None = None
+    cost_budget: float | None = None
+
+
+class BudgetExtended(_Event):
+    """At a cap, whoever was offered to continue chose more: the caps in force from here on."""
+
+    kind: Literal["budget_extended"] = "budget_extended"
+    source: str
+    """The policy whose cap was reached."""
+    choice: str
+    """What was chosen, e.g. `+20 steps`."""
+    max_steps: int
+    token_budget: int | None = None
+    time_budget: float | None = None
+    cost_budget: float | None = None
 
 
 class ModelRequested(_Event):
@@ -157,6 +185,8 @@ class Notice(_Event):
     source: str
     level: Literal["info", "warning"] = "info"
     to_model: bool = False
+    mark: str = ""
+    """A budget mark this notice passed (e.g. `steps 50% of 20`): each is said once."""
 
 
 class RunFinished(_Event):
@@ -164,11 +194,14 @@ class RunFinished(_Event):
     stop_reason: StopReason
     final_answer: str | None = None
     detail: str = ""
+    partial: bool = False
+    """The answer is the partial work summarized at a cap, not the end of the task."""
 
 
 Event = Annotated[
     RunStarted
     | RunResumed
+    | BudgetExtended
     | ModelRequested
     | TextDelta
     | ThinkingDelta

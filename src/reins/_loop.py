@@ -17,6 +17,7 @@ from ._cancel import Cancel
 from ._errors import ReinsError, StoreError
 from ._events import (
     ApprovalRequested,
+    BudgetExtended,
     Event,
     ModelRequested,
     ModelResponded,
@@ -44,7 +45,15 @@ from ._stop import StopReason
 from ._unicode import NOTE, escape_text, escaped_reply, escaped_result
 from .models._catalog import lookup
 from .permissions import ApprovalRequest, Approver, Ruling, denial
-from .policies import CONTINUE, Answer, Continue, Inject, Policy, Reject, Stop
+from .policies import CAP_REASONS, CONTINUE, Answer, Continue, Inject, Policy, Reject, Stop
+from .policies._budgets import (
+    SUMMARY_REQUEST,
+    CapHandler,
+    CapOffer,
+    ask_cap,
+    cap_choices,
+    extended,
+)
 from .store import EventLog
 from .tools import ToolExecutor
 
@@ -63,6 +72,7 @@ class RunLoop:
         settings: ModelSettings,
         cancel: Cancel,
         approver: Approver,
+        on_cap: CapHandler | None = None,
     ) -> None:
         self.state = state
         self.log = log
@@ -77,6 +87,7 @@ class RunLoop:
         )
         self.cancel = cancel
         self.approver = approver
+        self.on_cap = on_cap
         self._uncommitted = False
         # Each hook is called only on the policies that implement it: the loop's hot path.
         self._hooks: dict[str, list[Policy]] = {hook: [] for hook in HOOKS}
@@ -109,12 +120,21 @@ class RunLoop:
             match await policy.before_round(state):
                 case Continue():
                     pass
-                case Inject(text):
+                case Inject(text, mark):
                     # Committed with the model request that follows (or the finish).
                     yield await self._emit(
-                        Notice, commit=False, text=text, source=policy.name, to_model=True
+                        Notice,
+                        commit=False,
+                        text=text,
+                        source=policy.name,
+                        to_model=True,
+                        mark=mark,
                     )
                 case Stop(reason, detail):
+                    if reason in CAP_REASONS:
+                        async for event in self._at_cap(policy.name, reason, detail):
+                            yield event
+                        return
                     yield await self._finish(reason, detail=detail)
                     return
         if self.cancel.is_set:
@@ -183,6 +203,75 @@ class RunLoop:
             finish=response.finish,
             model=response.model_name,
             cost=self._price(response),
+        )
+
+    async def _at_cap(self, source: str, reason: StopReason, detail: str) -> AsyncIterator[Event]:
+        """A cap: with someone to ask (`on_cap`), offer to go on; else stop, or summarize."""
+        state = self.state
+        choices = cap_choices(reason)
+        if self.on_cap is not None and choices:
+            offered = f"{detail}; offered to continue: {' or '.join(choices)}"
+            yield await self._emit(Notice, text=offered, source=source, level="warning")
+            offer = CapOffer(
+                session_id=state.session_id,
+                run_id=state.run_id,
+                reason=reason,
+                detail=detail,
+                choices=choices,
+            )
+            try:
+                choice = await self.cancel.race(ask_cap(self.on_cap, offer))
+            except Exception as exc:  # a handler's bug: nobody chose to go on
+                detail = f"{detail}; the offer to continue failed: {type(exc).__name__}: {exc}"
+                choice = None
+            if choice is not None:
+                caps = extended(state.config, reason, choice)
+                yield await self._emit(BudgetExtended, source=source, choice=choice, **caps)
+                return  # the next round asks the policies again
+        if state.config.at_cap == "summarize":
+            async for event in self._summarize(source, reason, detail):
+                yield event
+            return
+        yield await self._finish(reason, detail=detail)
+
+    async def _summarize(
+        self, source: str, reason: StopReason, detail: str
+    ) -> AsyncIterator[Event]:
+        """At a cap, with `at_cap = "summarize"`: one last model call, without tools, whose
+        reply ends the run as its partial answer (the stop reason stays the cap's)."""
+        state = self.state
+        request = SUMMARY_REQUEST.format(detail=detail)
+        yield await self._emit(Notice, text=request, source=source, level="warning", to_model=True)
+        ensure_requests_allowed(self.model)
+        step = state.step + 1
+        yield await self._emit(ModelRequested, step=step)
+        try:
+            response = await self.cancel.race(self.model.request(state.messages, [], self.settings))
+        except StoreError:
+            raise
+        except Exception as exc:  # no summary: the run still stops at its cap
+            detail = f"{detail}; the summary call failed: {type(exc).__name__}: {exc}"
+            response = None
+        if response is None:
+            yield await self._finish(reason, detail=detail)
+            return
+        message = response.message.model_copy(update={"tool_calls": ()})  # offered none
+        message = escaped_reply(message) or message
+        yield await self._emit(
+            ModelResponded,
+            step=step,
+            message=message,
+            usage=response.usage,
+            finish=response.finish,
+            model=response.model_name,
+            cost=self._price(response),
+        )
+        yield await self._emit(
+            RunFinished,
+            stop_reason=reason,
+            final_answer=message.text,
+            detail=f"{detail}; the answer summarizes the partial work",
+            partial=True,
         )
 
     # 4: after the response; an accepted one goes on to its tools or its final answer
@@ -285,8 +374,10 @@ class RunLoop:
             match await policy.after_tools(state, state.step_results()):
                 case Continue():
                     pass
-                case Inject(text):
-                    yield await self._emit(Notice, text=text, source=policy.name, to_model=True)
+                case Inject(text, mark):
+                    yield await self._emit(
+                        Notice, text=text, source=policy.name, to_model=True, mark=mark
+                    )
                 case Stop(reason, detail):
                     yield await self._finish(reason, detail=detail)
                     return

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import assert_never
 
 from ._errors import LogCorrupted
 from ._events import (
     ApprovalRequested,
+    BudgetExtended,
     Event,
     ModelRequested,
     ModelResponded,
@@ -66,6 +68,20 @@ class RunState:
     """Permission decisions on the open response's calls, by call id."""
     grants: set[str] = field(default_factory=set[str])
     """What a person allowed "always" in this session (a fold of its runs' answers)."""
+    marks: set[str] = field(default_factory=set[str])
+    """The budget marks passed (the `mark` of its notices): each notice is given once."""
+    elapsed: float = 0.0
+    """Seconds the run was running before its current span: each span runs from its
+    run_started or run_resumed to its run_finished (after a crash: to its last event)."""
+    active_since: datetime | None = None
+    """When the current span began (None: the run is finished)."""
+    last_ts: datetime | None = None
+    """The time of the last event."""
+
+    def elapsed_at(self, now: datetime) -> float:
+        """Seconds the run has been running, by `now`."""
+        since = self.active_since
+        return self.elapsed + (0.0 if since is None else (now - since).total_seconds())
 
     @classmethod
     def fold(cls, events: Iterable[Event]) -> RunState:
@@ -81,6 +97,8 @@ class RunState:
             messages=list(first.messages),
             next_seq=first.seq + 1,
             grants=set(first.grants),
+            active_since=first.ts,
+            last_ts=first.ts,
         )
         for event in it:
             state.apply(event)
@@ -126,6 +144,8 @@ class RunState:
                 if event.to_model:
                     self.review_pending = False
                     self.messages.append(UserMessage(content=event.text))
+                if event.mark:
+                    self.marks.add(event.mark)
             case ResponseRejected():
                 self.review_pending = False
                 self.rejections += 1
@@ -136,13 +156,34 @@ class RunState:
             case RunFinished():
                 self.review_pending = False
                 self.finished = event
+                self._close_span(event.ts)
             case RunResumed():
                 self.finished = None
-                self.config = self.config.model_copy(update={"max_steps": event.max_steps})
+                self._close_span(self.last_ts)  # a crash: the span ended at its last event
+                self.active_since = event.ts
+                self._set_caps(event)
+            case BudgetExtended():
+                self._set_caps(event)
             case RunStarted():
                 raise LogCorrupted(f"run {self.run_id}: run_started at seq {event.seq}")
             case _:
                 assert_never(event)
+        self.last_ts = event.ts
+
+    def _set_caps(self, event: RunResumed | BudgetExtended) -> None:
+        self.config = self.config.model_copy(
+            update={
+                "max_steps": event.max_steps,
+                "token_budget": event.token_budget,
+                "time_budget": event.time_budget,
+                "cost_budget": event.cost_budget,
+            }
+        )
+
+    def _close_span(self, end: datetime | None) -> None:
+        if self.active_since is not None and end is not None:
+            self.elapsed += max(0.0, (end - self.active_since).total_seconds())
+        self.active_since = None
 
     def _close_step(self) -> None:
         self.messages.extend([self.results[call.id] for call in self.pending])

@@ -10,7 +10,7 @@ import signal
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import typer
 from rich.console import Console
@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
     from .._cancel import Cancel
     from .._config import Config
     from ..permissions import ApprovalHandler, ApprovalMode, Permissions
+    from ..policies import CapHandler
     from ..store import SQLiteLog
 
 EXIT_CODES: dict[StopReason, int] = {
@@ -92,6 +93,28 @@ NetworkOpt = Annotated[
     bool | None,
     typer.Option("--network/--no-network", help="Let commands use the network (default: no)."),
 ]
+TokenBudgetOpt = Annotated[
+    int | None,
+    typer.Option("--token-budget", min=1, help="Cap on tokens (input + output) of the run."),
+]
+
+
+def _positive(value: float | None) -> float | None:
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"{value:g} is not a positive number")
+    return value
+
+
+TimeBudgetOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--time-budget", callback=_positive, metavar="SECONDS", help="Cap on wall-clock time."
+    ),
+]
+CostBudgetOpt = Annotated[
+    float | None,
+    typer.Option("--cost-budget", callback=_positive, metavar="USD", help="Cap on cost."),
+]
 DEFAULT_STORE = Path(".reins")
 
 
@@ -117,7 +140,20 @@ def run(
             help="e.g. openai:gpt-4o-mini, script:FILE.json (default: the config's, else local)",
         ),
     ] = None,
-    max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Cap on model calls.")] = 30,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", min=1, help="Cap on model calls (default 30).")
+    ] = None,
+    token_budget: TokenBudgetOpt = None,
+    time_budget: TimeBudgetOpt = None,
+    cost_budget: CostBudgetOpt = None,
+    at_cap: Annotated[
+        str | None,
+        typer.Option(
+            "--at-cap",
+            metavar="stop|summarize",
+            help="At a cap: stop (default), or summarize the partial work as the answer.",
+        ),
+    ] = None,
     workspace: Annotated[
         Path, typer.Option("--workspace", "-w", help="Folder the tools work in.")
     ] = Path("."),
@@ -148,10 +184,15 @@ def run(
             model=resolve_model(model or config.model or "local", config),
             tools=builtin_tools(tools.split(",") if tools else None),
             workspace=workspace,
-            max_steps=max_steps,
+            max_steps=max_steps or config.max_steps or 30,
+            token_budget=token_budget or config.token_budget,
+            time_budget=time_budget or config.time_budget,
+            cost_budget=cost_budget or config.cost_budget,
+            at_cap=_at_cap(at_cap or config.at_cap),
             log=log,
             permissions=_permissions(config),
             approval=_approval(config, yes),
+            on_cap=_on_cap(),
             sandbox=config.sandbox.policy(mode=sandbox, network=network),
             guards=config.guards.guards(off=no_guard or (), on=guard or ()),
         )
@@ -168,6 +209,9 @@ def resume(
     max_steps: Annotated[
         int | None, typer.Option("--max-steps", min=1, help="New cap on model calls.")
     ] = None,
+    token_budget: TokenBudgetOpt = None,
+    time_budget: TimeBudgetOpt = None,
+    cost_budget: CostBudgetOpt = None,
     approve: Annotated[
         list[str] | None,
         typer.Option(
@@ -186,7 +230,8 @@ def resume(
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
-    """Continue a run after a crash, a cap, a cancel, an error or a pause for approval."""
+    """Continue a run after a crash, a cap, a cancel, an error or a pause for approval. New
+    caps are totals for the run; by default the cap that stopped it grows by as much again."""
     from .._agent import Agent
     from .._config import load_config
     from .._resolve import resolve_model
@@ -209,6 +254,7 @@ def resume(
             log=log,
             permissions=_permissions(config),
             approval=_approval(config, yes),
+            on_cap=_on_cap(),
             # As the run was, unless the command line says otherwise.
             sandbox=config.sandbox.policy(
                 mode=sandbox or state.config.sandbox,
@@ -217,7 +263,13 @@ def resume(
             guards=config.guards.guards(off=no_guard or (), on=guard or ()),
         )
         stream = agent.resume_iter(
-            info.run_id, max_steps=max_steps, approvals=answers, cancel=cancel
+            info.run_id,
+            max_steps=max_steps,
+            token_budget=token_budget,
+            time_budget=time_budget,
+            cost_budget=cost_budget,
+            approvals=answers,
+            cancel=cancel,
         )
         return await _drive(stream, json_lines)
 
@@ -291,6 +343,21 @@ def replay(
         return state.finished.stop_reason if state.finished else StopReason.CANCELLED
 
     _execute(store, go, create=False)
+
+
+def _on_cap() -> CapHandler | None:
+    """At a cap, the person at the terminal is offered to go on; headless, the run stops."""
+    if sys.stdin.isatty():
+        from ._offer import TerminalCapOffer
+
+        return TerminalCapOffer(err)
+    return None
+
+
+def _at_cap(value: str) -> Literal["stop", "summarize"]:
+    if value in ("stop", "summarize"):
+        return cast(Literal["stop", "summarize"], value)
+    raise UsageError(f"--at-cap {value!r}: say stop or summarize")
 
 
 def _permissions(config: Config) -> Permissions:

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from .._events import (
     ApprovalRequested,
+    BudgetExtended,
     Event,
     ModelRequested,
     ModelResponded,
@@ -58,6 +59,8 @@ class EventRenderer:
                 out.print(f"[bold]goal[/] {escape(event.goal)}")
             case RunResumed():
                 out.print(f"[bold]resumed[/] {event.run_id}  [dim]step cap {event.max_steps}[/]")
+            case BudgetExtended():
+                out.print(f"[yellow]continued[/] {escape(event.choice)} ({event.source})")
             case ModelRequested():
                 self._streamed = False
                 out.rule(f"[dim]step {event.step}[/]", style="dim", align="left")
@@ -125,6 +128,8 @@ def render_finish(out: Console, reason: StopReason, answer: str | None, detail: 
     if reason is StopReason.END_TURN:
         out.print(Panel(escape(answer or ""), title="final answer", border_style="green"))
     else:
+        if answer is not None:  # summarized at a cap
+            out.print(Panel(escape(answer), title="partial answer", border_style="yellow"))
         style = "red" if reason is StopReason.ERROR else "yellow"
         out.print(
             f"[{style}]stopped: {reason.value}[/]" + (f" — {escape(detail)}" if detail else "")

@@ -15,6 +15,16 @@ from ._base import (
     Stop,
     Verdict,
 )
+from ._budgets import (
+    CAP_REASONS,
+    BudgetNotices,
+    CapHandler,
+    CapOffer,
+    CostBudget,
+    TimeBudget,
+    TokenBudget,
+    budget_policies,
+)
 from ._caps import MaxSteps, MaxTokensRecovery
 from ._guards import (
     GUARD_NAMES,
@@ -30,6 +40,7 @@ from ._guards import (
 from ._repair import EmptyReply, StrictActions
 
 __all__ = [
+    "CAP_REASONS",
     "CONTINUE",
     "GUARD_NAMES",
     "AfterResponse",
@@ -37,7 +48,11 @@ __all__ = [
     "Answer",
     "BeforeRound",
     "BeforeTool",
+    "BudgetNotices",
+    "CapHandler",
+    "CapOffer",
     "Continue",
+    "CostBudget",
     "EmptyReply",
     "FileActionGuard",
     "GoalAnchor",
@@ -55,5 +70,8 @@ __all__ = [
     "RunFacts",
     "Stop",
     "StrictActions",
+    "TimeBudget",
+    "TokenBudget",
     "Verdict",
+    "budget_policies",
 ]

@@ -30,6 +30,8 @@ class Inject:
     """Tell the model something before it acts next."""
 
     text: str
+    mark: str = ""
+    """A budget mark the notice passes, recorded with it (`RunState.marks`)."""
 
 
 @dataclass(frozen=True)

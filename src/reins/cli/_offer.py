@@ -1,0 +1,32 @@
+"""The terminal's answer to the offer to continue at a cap: one of its choices, or stop."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from ..policies import CapOffer
+from ._approve import _read_line
+
+
+class TerminalCapOffer:
+    """Asks on the terminal (stderr, so `--json` output stays clean); the default is stop."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    async def __call__(self, offer: CapOffer) -> str | None:
+        out = self.console
+        out.print(Text(f"\nThe run reached a cap: {offer.detail}.", "bold"))
+        numbered = ", ".join(f"[{i}] {choice}" for i, choice in enumerate(offer.choices, 1))
+        while True:
+            out.print(Text(f"Continue? {numbered}, [s]top (default stop): "), end="")
+            line = await _read_line()
+            if not line:  # end of input: nobody is there to choose
+                out.print()
+                return None
+            answer = line.strip().lower()
+            if answer in ("", "s", "stop", "n", "no"):
+                return None
+            if answer.isdigit() and 1 <= int(answer) <= len(offer.choices):
+                return offer.choices[int(answer) - 1]
