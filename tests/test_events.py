@@ -12,6 +12,7 @@ from reins import (
     EVENT,
     MESSAGES,
     SCHEMA_VERSION,
+    AnswerRejected,
     ApprovalRequested,
     AssistantMessage,
     Event,
@@ -81,6 +82,7 @@ ONE_OF_EACH: list[Event] = [
         always=True,
         grant="grep",
     ),
+    AnswerRejected(**ENVELOPE, seq=14, step=2, observation="check failed", source="Checks"),
 ]
 
 

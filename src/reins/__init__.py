@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._events import (
         EVENT,
         SCHEMA_VERSION,
+        AnswerRejected,
         ApprovalRequested,
         Event,
         FinishReason,
@@ -92,6 +93,7 @@ if TYPE_CHECKING:
         Stop,
         StrictActions,
         Verdict,
+        Verified,
     )
     from .store import EventLog, MemoryLog, RunInfo, SQLiteLog
     from .tools import Tool, ToolContext, Workspace, tool
@@ -172,6 +174,8 @@ _LAZY: dict[str, str] = {
     "Reject": ".policies",
     "Stop": ".policies",
     "Verdict": ".policies",
+    "Verified": ".policies",
+    "AnswerRejected": "._events",
     "resolve_model": "._resolve",
     "RunState": "._state",
     "EventLog": ".store",
@@ -207,6 +211,7 @@ __all__ = [
     "Agent",
     "AgentRun",
     "Answer",
+    "AnswerRejected",
     "Approval",
     "ApprovalRequest",
     "ApprovalRequested",
@@ -280,6 +285,7 @@ __all__ = [
     "UsageError",
     "UserMessage",
     "Verdict",
+    "Verified",
     "Workspace",
     "WorkspaceError",
     "resolve_model",

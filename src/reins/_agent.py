@@ -30,7 +30,16 @@ from ._stop import StopReason
 from ._unicode import escape_text
 from .models._catalog import UNKNOWN, lookup
 from .permissions import Approval, ApprovalHandler, ApprovalMode, Permissions, approver
-from .policies import EmptyReply, MaxSteps, MaxTokensRecovery, Policy, StrictActions
+from .policies import (
+    Checks,
+    EmptyReply,
+    MaxSteps,
+    MaxTokensRecovery,
+    Policy,
+    StopHook,
+    StopHooks,
+    StrictActions,
+)
 from .sandbox import SandboxPolicy
 from .store import EventLog, MemoryLog
 from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
@@ -164,6 +173,16 @@ class Agent:
     answers); `"allow"` (approve everything: approvals off); `"deny"` (nobody to ask)."""
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     """What the commands tools start may do; the log's folder and `.git` stay read-only."""
+    checks: Sequence[str] = ()
+    """Commands (`pytest -q`, ...) that must pass, in the sandbox and the workspace, before a
+    final answer ends the run; a failing one rejects it with its output tail."""
+    stop_hooks: Sequence[StopHook | str] = ()
+    """Functions (sync or async) given the run's state and the final answer, returning None to
+    accept it or a reason to reject it; or `CommandHook`s (a string is a command): the event
+    as JSON on stdin, exit 2 rejects with its message, another failure stops the run."""
+    stop_max_rejections: int = 3
+    """Final answers rejected (by checks and stop hooks together) before the next rejection
+    ends the run with `missing_evidence`."""
     _resolved: tuple[tuple[object, ...], Workspace] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -394,11 +413,38 @@ class Agent:
                 *self._protocol_policies(executor),
                 EmptyReply(),
                 *self.policies,
+                *self._final_policies(workspace),
             ],
             settings=self.settings,
             cancel=cancel or Cancel(),
             approver=approver(self.approval),
         )
+
+    def _final_policies(self, workspace: Workspace) -> list[Policy]:
+        """The verification gate, then the stop hooks: only at a final answer."""
+        root, protected, cap = workspace.root, self._protected(), self.stop_max_rejections
+        policies: list[Policy] = []
+        if self.checks:
+            policies.append(
+                Checks(
+                    self.checks,
+                    workspace=root,
+                    sandbox=self.sandbox,
+                    protected=protected,
+                    max_rejections=cap,
+                )
+            )
+        if self.stop_hooks:
+            policies.append(
+                StopHooks(
+                    self.stop_hooks,
+                    workspace=root,
+                    sandbox=self.sandbox,
+                    protected=protected,
+                    max_rejections=cap,
+                )
+            )
+        return policies
 
     def _protocol_policies(self, executor: ToolExecutor) -> list[Policy]:
         """The strict JSON action protocol brings its repair policy."""

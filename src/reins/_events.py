@@ -149,6 +149,15 @@ class ResponseRejected(_Event):
     source: str
 
 
+class AnswerRejected(_Event):
+    """A policy refused a final answer (a stop hook, a failing check); the model is told why."""
+
+    kind: Literal["answer_rejected"] = "answer_rejected"
+    step: int
+    observation: str
+    source: str
+
+
 class Notice(_Event):
     """Something worth telling; with `to_model` it is also said to the model."""
 
@@ -178,6 +187,7 @@ Event = Annotated[
     | ApprovalRequested
     | PermissionDecided
     | ResponseRejected
+    | AnswerRejected
     | Notice
     | RunFinished,
     Field(discriminator="kind"),

@@ -16,6 +16,7 @@ from typing import Any, assert_never
 from ._cancel import Cancel
 from ._errors import ReinsError, StoreError
 from ._events import (
+    AnswerRejected,
     ApprovalRequested,
     Event,
     ModelRequested,
@@ -44,7 +45,7 @@ from ._stop import StopReason
 from ._unicode import NOTE, escape_text, escaped_reply, escaped_result
 from .models._catalog import lookup
 from .permissions import ApprovalRequest, Approver, Ruling, denial
-from .policies import CONTINUE, Answer, Continue, Inject, Policy, Reject, Stop
+from .policies import CONTINUE, Answer, Continue, Inject, Policy, Reject, Stop, Verified
 from .store import EventLog
 from .tools import ToolExecutor
 
@@ -208,14 +209,26 @@ class RunLoop:
 
     async def _conclude(self, answer: str) -> AsyncIterator[Event]:
         for policy in self._hooks["on_final"]:
-            match await policy.on_final(self.state, answer):
+            verdict = await policy.on_final(self.state, answer)
+            match verdict:
                 case Continue():
                     pass
+                case Verified(evidence):
+                    for text in evidence:
+                        yield await self._emit(Notice, text=text, source=policy.name)
                 case Reject(observation):
                     yield await self._emit(
-                        Notice, text=observation, source=policy.name, to_model=True
+                        AnswerRejected,
+                        step=self.state.step,
+                        observation=observation,
+                        source=policy.name,
                     )
                     return
+                case Stop(reason, detail):
+                    yield await self._finish(reason, detail=detail)
+                    return
+                case _:
+                    assert_never(verdict)
         yield await self._finish(StopReason.END_TURN, final_answer=answer)
 
     # 5-7: before each tool call, run them, after the tools

@@ -12,6 +12,7 @@ from typing import assert_never
 
 from ._errors import LogCorrupted
 from ._events import (
+    AnswerRejected,
     ApprovalRequested,
     Event,
     ModelRequested,
@@ -66,6 +67,8 @@ class RunState:
     """Permission decisions on the open response's calls, by call id."""
     grants: set[str] = field(default_factory=set[str])
     """What a person allowed "always" in this session (a fold of its runs' answers)."""
+    answer_rejections: int = 0
+    """Final answers of this run refused by a policy (stop hooks, checks), resumes included."""
 
     @classmethod
     def fold(cls, events: Iterable[Event]) -> RunState:
@@ -132,6 +135,10 @@ class RunState:
                 for call in self.pending:
                     self.results.setdefault(call.id, _not_run(call, "the response was rejected"))
                 self._close_step()
+                self.messages.append(UserMessage(content=event.observation))
+            case AnswerRejected():
+                self.review_pending = False
+                self.answer_rejections += 1
                 self.messages.append(UserMessage(content=event.observation))
             case RunFinished():
                 self.review_pending = False

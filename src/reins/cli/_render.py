@@ -11,6 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from .._events import (
+    AnswerRejected,
     ApprovalRequested,
     Event,
     ModelRequested,
@@ -94,6 +95,10 @@ class EventRenderer:
             case ResponseRejected():
                 out.print(
                     f"[yellow]✗ response rejected by {event.source}:[/] {escape(event.observation)}"
+                )
+            case AnswerRejected():
+                out.print(
+                    f"[yellow]✗ answer rejected by {event.source}:[/] {escape(event.observation)}"
                 )
             case Notice():
                 self._end_line()  # it may come while a reply streams

@@ -14,9 +14,12 @@ from ._base import (
     Reject,
     Stop,
     Verdict,
+    Verified,
 )
 from ._caps import MaxSteps, MaxTokensRecovery
+from ._checks import Checks
 from ._repair import EmptyReply, StrictActions
+from ._stop_hooks import CommandHook, StopHook, StopHookFunction, StopHooks
 
 __all__ = [
     "CONTINUE",
@@ -25,6 +28,8 @@ __all__ = [
     "Answer",
     "BeforeRound",
     "BeforeTool",
+    "Checks",
+    "CommandHook",
     "Continue",
     "EmptyReply",
     "Inject",
@@ -34,6 +39,10 @@ __all__ = [
     "Policy",
     "Reject",
     "Stop",
+    "StopHook",
+    "StopHookFunction",
+    "StopHooks",
     "StrictActions",
     "Verdict",
+    "Verified",
 ]
