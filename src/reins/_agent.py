@@ -293,6 +293,7 @@ class Agent:
             max_parallel_tools=self.max_parallel_tools,
             sandbox=self.sandbox.mode,
             network=self.sandbox.network,
+            checks=tuple(self.checks),
         )
         return RunStarted(
             session_id=session_id,

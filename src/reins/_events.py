@@ -42,6 +42,8 @@ class RunConfig(BaseModel):
     """The sandbox tier its commands ran in; `reins resume` keeps it unless told otherwise."""
     network: bool = False
     """Whether its commands could use the network."""
+    checks: tuple[str, ...] = ()
+    """The commands that had to pass before its final answer stood; `reins resume` keeps them."""
 
 
 class _Event(BaseModel):

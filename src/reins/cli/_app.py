@@ -119,11 +119,21 @@ def run(
     network: NetworkOpt = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
+    check: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--check",
+            metavar="COMMAND",
+            help="A command that must pass (in the sandbox) before the answer stands; "
+            "repeatable, after the config's `checks`.",
+        ),
+    ] = None,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
     from .._agent import Agent
     from .._config import load_config
     from .._resolve import resolve_model
+    from ..policies import CommandHook
     from ..tools import builtin_tools
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
@@ -137,6 +147,11 @@ def run(
             permissions=_permissions(config),
             approval=_approval(config, yes),
             sandbox=config.sandbox.policy(mode=sandbox, network=network),
+            checks=[*config.checks, *(check or [])],
+            stop_hooks=[
+                CommandHook(command=h.command, timeout=h.timeout) for h in config.stop_hooks
+            ],
+            stop_max_rejections=config.stop_max_rejections,
         )
         return await _drive(agent.iter(goal, session_id=session, cancel=cancel), json_lines)
 
@@ -172,6 +187,7 @@ def resume(
     from .._config import load_config
     from .._resolve import resolve_model
     from .._state import RunState
+    from ..policies import CommandHook
     from ..store import find_run
     from ..tools import builtin_tools
 
@@ -195,6 +211,11 @@ def resume(
                 mode=sandbox or state.config.sandbox,
                 network=state.config.network if network is None else network,
             ),
+            checks=state.config.checks,  # the config's and --check's, as the run started
+            stop_hooks=[
+                CommandHook(command=h.command, timeout=h.timeout) for h in config.stop_hooks
+            ],
+            stop_max_rejections=config.stop_max_rejections,
         )
         stream = agent.resume_iter(
             info.run_id, max_steps=max_steps, approvals=answers, cancel=cancel

@@ -126,11 +126,12 @@ class StopHooks(Policy):
 def refuse(state: RunState, reason: str, max_rejections: int) -> Reject | Stop:
     """Reject the final answer, or end the run once it has been rejected `max_rejections`
     times already (rejections by any policy count)."""
-    if state.answer_rejections >= max_rejections:
+    count = state.answer_rejections
+    if count >= max_rejections:
         return Stop(
             StopReason.MISSING_EVIDENCE,
-            f"the final answer was rejected {state.answer_rejections} times; the last time: "
-            f"{reason}",
+            f"final answer rejected {count + 1}× (the cap is {max_rejections}); "
+            f"last reason: {reason}",
         )
     return Reject(f"Your final answer was not accepted: {reason}\nFix this, then answer again.")
 
@@ -143,4 +144,4 @@ def tail(output: str, limit: int = TAIL) -> str:
 def _name(hook: StopHook) -> str:
     if isinstance(hook, CommandHook):
         return f"`{hook.command}`"
-    return getattr(hook, "__qualname__", None) or repr(hook)
+    return getattr(hook, "__name__", None) or repr(hook)

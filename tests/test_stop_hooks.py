@@ -1,0 +1,248 @@
+"""Stop hooks and the verification gate: policies that may refuse a final answer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from reins import (
+    Agent,
+    AnswerRejected,
+    AssistantMessage,
+    Event,
+    Notice,
+    RunFinished,
+    RunState,
+    SQLiteLog,
+    StopReason,
+    UserMessage,
+)
+from reins.policies import CommandHook
+from reins.testing import ScriptedModel
+
+from .helpers import call, reply
+
+
+def agent_for(replies: Sequence[AssistantMessage | str], workspace: Path, **kw: object) -> Agent:
+    return Agent(model=ScriptedModel(replies), workspace=workspace, **kw)  # type: ignore[arg-type]
+
+
+async def events_of(agent: Agent, goal: str = "go") -> tuple[list[Event], RunState]:
+    run = agent.iter(goal)
+    events = [e async for e in run]
+    return events, run.state
+
+
+def rejections(events: list[Event]) -> list[tuple[str, str]]:
+    return [(e.source, e.observation) for e in events if isinstance(e, AnswerRejected)]
+
+
+def told(reason: str) -> str:
+    return f"Your final answer was not accepted: {reason}\nFix this, then answer again."
+
+
+# Python stop hooks
+
+
+def wants_tests(state: RunState, answer: str) -> str | None:
+    return None if "tests pass" in answer else "say whether the tests pass"
+
+
+async def test_a_function_hook_rejects_and_the_model_is_told(workspace: Path) -> None:
+    agent = agent_for(["done", "done, tests pass"], workspace, stop_hooks=[wants_tests])
+    events, state = await events_of(agent)
+    reason = told("stop hook wants_tests: say whether the tests pass")
+    assert rejections(events) == [("StopHooks", reason)]
+    assert state.finished is not None
+    assert state.finished.stop_reason is StopReason.END_TURN
+    assert state.finished.final_answer == "done, tests pass"
+    assert UserMessage(content=reason) in state.messages
+    assert state.answer_rejections == 1
+
+
+async def test_an_async_hook_that_accepts_does_not_fire(workspace: Path) -> None:
+    seen: list[tuple[int, str]] = []
+
+    async def accept(state: RunState, answer: str) -> None:
+        seen.append((state.step, answer))
+
+    events, state = await events_of(agent_for(["all good"], workspace, stop_hooks=[accept]))
+    assert seen == [(1, "all good")]
+    assert rejections(events) == []
+    assert state.finished is not None
+    assert state.finished.final_answer == "all good"
+
+
+async def test_the_cap_ends_the_run_with_missing_evidence_and_the_last_reason(
+    workspace: Path,
+) -> None:
+    def never(state: RunState, answer: str) -> str:
+        return f"no ({answer})"
+
+    agent = agent_for(["a1", "a2", "a3", "a4", "a5"], workspace, stop_hooks=[never])
+    events, state = await events_of(agent)
+    assert rejections(events) == [
+        ("StopHooks", told(f"stop hook never: no (a{i})")) for i in (1, 2, 3)
+    ]
+    assert state.finished == events[-1]
+    assert isinstance(state.finished, RunFinished)
+    assert state.finished.stop_reason is StopReason.MISSING_EVIDENCE
+    assert state.finished.final_answer is None
+    assert state.finished.detail == (
+        "final answer rejected 4× (the cap is 3); last reason: stop hook never: no (a4)"
+    )
+    assert state.step == 4
+
+
+async def test_a_cap_of_zero_ends_at_the_first_rejection(workspace: Path) -> None:
+    agent = agent_for(["done"], workspace, stop_hooks=[wants_tests], stop_max_rejections=0)
+    result = await agent.run("go")
+    assert result.stop_reason is StopReason.MISSING_EVIDENCE
+    assert result.detail == (
+        "final answer rejected 1× (the cap is 0); last reason: "
+        "stop hook wants_tests: say whether the tests pass"
+    )
+
+
+async def test_a_hook_that_raises_stops_the_run_with_error(workspace: Path) -> None:
+    def broken(state: RunState, answer: str) -> str | None:
+        raise RuntimeError("bug in the hook")
+
+    result = await agent_for(["done"], workspace, stop_hooks=[broken]).run("go")
+    assert result.stop_reason is StopReason.ERROR
+    assert result.detail.endswith("failed: RuntimeError: bug in the hook")
+
+
+async def test_the_count_survives_a_resume(workspace: Path, sqlite_log: SQLiteLog) -> None:
+    def never(state: RunState, answer: str) -> str:
+        return "not yet"
+
+    first = agent_for(
+        ["a1", "a2"], workspace, stop_hooks=[never], log=sqlite_log, stop_max_rejections=1
+    )
+    capped = await first.run("go")
+    assert capped.stop_reason is StopReason.MISSING_EVIDENCE
+    assert (await first.state(capped.run_id)).answer_rejections == 1
+    again = agent_for(["a3"], workspace, stop_hooks=[never], log=sqlite_log, stop_max_rejections=1)
+    resumed = await again.resume(capped.run_id)
+    assert resumed.stop_reason is StopReason.MISSING_EVIDENCE  # no fresh allowance
+    assert resumed.steps == 2  # the standing answer is judged again, without a model call
+    assert resumed.detail == "final answer rejected 2× (the cap is 1); last reason: " + (
+        "stop hook never: not yet"
+    )
+    fixed = agent_for(["a3"], workspace, log=sqlite_log)  # the hook is gone: it stands
+    assert (await fixed.resume(capped.run_id)).final_answer == "a2"
+
+
+# command hooks
+
+
+REJECT_UNLESS_DONE = (
+    "cat > event.json; grep -q DONE event.json || { echo 'write DONE' >&2; exit 2; }"
+)
+
+
+async def test_a_command_hook_reads_the_event_and_rejects_with_exit_2(workspace: Path) -> None:
+    agent = agent_for(["working", "DONE"], workspace, stop_hooks=[REJECT_UNLESS_DONE])
+    events, state = await events_of(agent)
+    assert rejections(events) == [
+        ("StopHooks", told(f"stop hook `{REJECT_UNLESS_DONE}`: write DONE"))
+    ]
+    assert state.finished is not None
+    assert state.finished.final_answer == "DONE"
+    event = json.loads((workspace / "event.json").read_text())
+    assert event == {
+        "hook_event_name": "Stop",
+        "session_id": state.session_id,
+        "run_id": state.run_id,
+        "step": 2,
+        "workspace": state.config.workspace,
+        "answer": "DONE",
+        "rejections": 1,
+        "stop_hook_active": True,
+    }
+
+
+@pytest.mark.parametrize(
+    ("command", "detail"),
+    [
+        ("echo oops >&2; exit 1", "exit 1: oops"),
+        ("sleep 5", "timed out after 0.5 s"),
+    ],
+)
+async def test_a_command_hook_that_fails_otherwise_stops_the_run_with_error(
+    workspace: Path, command: str, detail: str
+) -> None:
+    hook = CommandHook(command=command, timeout=0.5)
+    result = await agent_for(["done"], workspace, stop_hooks=[hook]).run("go")
+    assert result.stop_reason is StopReason.ERROR
+    assert result.detail == f"stop hook `{command}` failed: {detail}"
+
+
+# the verification gate
+
+
+CHECK = "grep -q fixed status.txt"
+
+
+async def test_a_failing_check_rejects_until_the_model_fixes_the_file(workspace: Path) -> None:
+    (workspace / "status.txt").write_text("broken\n")
+    replies = [
+        "done",
+        reply("", call("write_file", "w1", path="status.txt", content="fixed\n")),
+        "done now",
+    ]
+    events, state = await events_of(agent_for(replies, workspace, checks=[CHECK]))
+    [(source, observation)] = rejections(events)
+    assert source == "Checks"
+    assert observation == told(f"check `{CHECK}` failed (exit 1); output tail:\n(no output)")
+    evidence = [e for e in events if isinstance(e, Notice) and e.source == "Checks"]
+    assert [(e.text, e.to_model) for e in evidence] == [
+        (f"check `{CHECK}` passed (exit 0); output tail:\n(no output)", False)
+    ]
+    assert events[-1] == state.finished
+    assert state.finished.stop_reason is StopReason.END_TURN
+    assert state.finished.final_answer == "done now"
+    assert events.index(evidence[0]) == len(events) - 2  # recorded just before the finish
+
+
+async def test_checks_that_pass_at_once_record_each_ones_evidence(workspace: Path) -> None:
+    checks = ["echo one", "printf 'a\\nb\\n'"]
+    events, state = await events_of(agent_for(["done"], workspace, checks=checks))
+    assert rejections(events) == []
+    evidence = [e.text for e in events if isinstance(e, Notice) and e.source == "Checks"]
+    assert evidence == [
+        "check `echo one` passed (exit 0); output tail:\none",
+        "check `printf 'a\\nb\\n'` passed (exit 0); output tail:\na\nb",
+    ]
+    assert state.config.checks == tuple(checks)
+
+
+async def test_checks_run_in_the_sandbox(workspace: Path) -> None:
+    # The log's folder is read-only to commands, checks included.
+    agent = agent_for(["done"], workspace, checks=["touch .git/x"], stop_max_rejections=0)
+    (workspace / ".git").mkdir()
+    result = await agent.run("go")
+    assert result.stop_reason is StopReason.MISSING_EVIDENCE
+    assert "check `touch .git/x` failed (exit 1)" in result.detail
+    assert not (workspace / ".git" / "x").exists()
+
+
+async def test_checks_come_before_stop_hooks_and_a_check_failure_skips_them(
+    workspace: Path,
+) -> None:
+    asked: list[str] = []
+
+    def hook(state: RunState, answer: str) -> None:
+        asked.append(answer)
+
+    replies = ["first", reply("", call("write_file", "w1", path="ok", content="")), "second"]
+    agent = agent_for(replies, workspace, checks=["test -f ok"], stop_hooks=[hook])
+    events, state = await events_of(agent)
+    assert [s for s, _ in rejections(events)] == ["Checks"]
+    assert asked == ["second"]  # not asked while the check failed
+    assert state.finished is not None
+    assert state.finished.final_answer == "second"
