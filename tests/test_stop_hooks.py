@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reins import (
+    EVENT,
     Agent,
     AnswerRejected,
     AssistantMessage,
@@ -24,6 +25,9 @@ from reins.policies import CommandHook
 from reins.testing import ScriptedModel
 
 from .helpers import call, reply
+from .test_cli import project, reins, script
+
+__all__ = ["project"]  # a fixture
 
 
 def agent_for(replies: Sequence[AssistantMessage | str], workspace: Path, **kw: object) -> Agent:
@@ -246,3 +250,49 @@ async def test_checks_come_before_stop_hooks_and_a_check_failure_skips_them(
     assert asked == ["second"]  # not asked while the check failed
     assert state.finished is not None
     assert state.finished.final_answer == "second"
+
+
+# the command line
+
+
+def test_cli_config_hook_rejects_with_exit_2_and_the_cap_exits_9(project: Path) -> None:
+    (project / "reins.toml").write_text(
+        "stop_max_rejections = 1\n"
+        "[[stop_hooks]]\n"
+        "command = \"grep -q DONE || { echo 'say DONE' >&2; exit 2; }\"\n"
+    )
+    model = script(project / "s.json", ["working", "still working", "DONE"])
+    capped = reins("run", "go", "-m", model, "-w", "ws", cwd=project)
+    assert capped.returncode == 9, capped.stderr
+    assert "answer rejected by StopHooks" in capped.stdout
+    assert "missing_evidence" in capped.stdout
+    assert "last reason: stop hook" in capped.stdout
+    assert "say DONE" in capped.stdout
+    resumed = reins("resume", "last", cwd=project)  # the standing answer, judged again
+    assert resumed.returncode == 9
+
+
+def test_cli_check_fails_then_passes(project: Path) -> None:
+    replies = [
+        "done",
+        {
+            "text": "",
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "status.txt", "content": "fixed\n"}}
+            ],
+        },
+        "FINAL_ANSWER: fixed",
+    ]
+    model = script(project / "s.json", replies)
+    check = "grep -q fixed status.txt"
+    done = reins("run", "fix it", "-m", model, "-w", "ws", "--check", check, "--json", cwd=project)
+    assert done.returncode == 0, done.stderr
+    events = [EVENT.validate_json(line) for line in done.stdout.splitlines()]
+    [rejected] = [e for e in events if isinstance(e, AnswerRejected)]
+    assert f"check `{check}` failed (exit 2)" in rejected.observation
+    evidence = [e for e in events if isinstance(e, Notice) and e.source == "Checks"]
+    assert [e.text.splitlines()[0] for e in evidence] == [
+        f"check `{check}` passed (exit 0); output tail:"
+    ]
+    assert isinstance(events[-1], RunFinished)
+    assert events[-1].final_answer == "fixed"
