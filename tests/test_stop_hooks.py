@@ -19,9 +19,12 @@ from reins import (
     RunState,
     SQLiteLog,
     StopReason,
+    ToolResultMessage,
     UserMessage,
+    tool,
 )
 from reins.policies import CommandHook
+from reins.policies._verify import NO_VERIFIER
 from reins.testing import ScriptedModel
 
 from .helpers import call, reply
@@ -296,3 +299,40 @@ def test_cli_check_fails_then_passes(project: Path) -> None:
     ]
     assert isinstance(events[-1], RunFinished)
     assert events[-1].final_answer == "fixed"
+
+
+# a `verify` tool that is not there
+
+
+async def test_calling_verify_with_no_verifier_ends_with_missing_evidence(workspace: Path) -> None:
+    replies = [reply("", call("verify", f"v{i}")) for i in range(5)]
+    _, state = await events_of(agent_for(replies, workspace))
+    results = [m for m in state.messages if isinstance(m, ToolResultMessage)]
+    assert [(m.name, m.content, m.is_error) for m in results] == [
+        ("verify", NO_VERIFIER, False)
+    ] * 2
+    assert state.finished is not None
+    assert state.finished.stop_reason is StopReason.MISSING_EVIDENCE
+    assert state.finished.detail == (
+        "the model called `verify` 3 times with no automatic verifier available"
+    )
+    assert state.step == 3
+
+
+async def test_verify_once_then_an_answer_is_fine(workspace: Path) -> None:
+    replies = [reply("", call("verify", "v1")), "checked it myself: done"]
+    result = await agent_for(replies, workspace).run("go")
+    assert result.stop_reason is StopReason.END_TURN
+    assert result.final_answer == "checked it myself: done"
+
+
+async def test_an_agent_with_its_own_verify_tool_is_left_alone(workspace: Path) -> None:
+    @tool
+    def verify() -> str:
+        """Verify."""
+        return "verified"
+
+    replies = [reply("", call("verify", f"v{i}")) for i in range(4)] + ["done"]
+    result = await agent_for(replies, workspace, tools=[verify]).run("go")
+    assert result.stop_reason is StopReason.END_TURN
+    assert result.steps == 5

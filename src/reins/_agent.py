@@ -35,6 +35,7 @@ from .policies import (
     EmptyReply,
     MaxSteps,
     MaxTokensRecovery,
+    NoVerifier,
     Policy,
     StopHook,
     StopHooks,
@@ -435,6 +436,8 @@ class Agent:
                     max_rejections=cap,
                 )
             )
+        elif not any(t.name == "verify" for t in self.tools):
+            policies.append(NoVerifier())  # acts only on a call of a `verify` it lacks
         if self.stop_hooks:
             policies.append(
                 StopHooks(

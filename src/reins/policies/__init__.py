@@ -20,6 +20,7 @@ from ._caps import MaxSteps, MaxTokensRecovery
 from ._checks import Checks
 from ._repair import EmptyReply, StrictActions
 from ._stop_hooks import CommandHook, StopHook, StopHookFunction, StopHooks
+from ._verify import NoVerifier
 
 __all__ = [
     "CONTINUE",
@@ -35,6 +36,7 @@ __all__ = [
     "Inject",
     "MaxSteps",
     "MaxTokensRecovery",
+    "NoVerifier",
     "OnFinal",
     "Policy",
     "Reject",
