@@ -25,6 +25,7 @@ from reins import (
     RunFinished,
     RunResumed,
     RunStarted,
+    Steered,
     StopReason,
     SystemMessage,
     TextDelta,
@@ -83,6 +84,7 @@ ONE_OF_EACH: list[Event] = [
         grant="grep",
     ),
     AnswerRejected(**ENVELOPE, seq=14, step=2, observation="check failed", source="Checks"),
+    Steered(**ENVELOPE, seq=15, text="use the other file"),
 ]
 
 

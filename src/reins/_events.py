@@ -160,6 +160,14 @@ class AnswerRejected(_Event):
     source: str
 
 
+class Steered(_Event):
+    """An instruction from the user, sent while the run ran; told to the model before the next
+    round as `[STEER FROM USER — act on this now] text`."""
+
+    kind: Literal["steered"] = "steered"
+    text: str
+
+
 class Notice(_Event):
     """Something worth telling; with `to_model` it is also said to the model."""
 
@@ -190,6 +198,7 @@ Event = Annotated[
     | PermissionDecided
     | ResponseRejected
     | AnswerRejected
+    | Steered
     | Notice
     | RunFinished,
     Field(discriminator="kind"),

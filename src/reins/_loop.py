@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import replace
 from functools import lru_cache
@@ -25,6 +26,7 @@ from ._events import (
     PermissionDecided,
     ResponseRejected,
     RunFinished,
+    Steered,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
@@ -79,6 +81,8 @@ class RunLoop:
         self.cancel = cancel
         self.approver = approver
         self._uncommitted = False
+        self.steering: deque[str] = deque()
+        """Instructions sent while the run runs (from any thread): told before the next round."""
         # Each hook is called only on the policies that implement it: the loop's hot path.
         self._hooks: dict[str, list[Policy]] = {hook: [] for hook in HOOKS}
         for policy in policies:
@@ -118,6 +122,8 @@ class RunLoop:
         if self.cancel.is_set:
             yield await self._finish(StopReason.CANCELLED, detail="cancelled before a model call")
             return
+        while self.steering:  # appended to from any thread; popped only here
+            yield await self._emit(Steered, text=self.steering.popleft())
         ensure_requests_allowed(self.model)
         step = state.step + 1
         # Whatever came before (read-only results, the last response) is made durable before

@@ -24,6 +24,7 @@ from ._events import (
     RunFinished,
     RunResumed,
     RunStarted,
+    Steered,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
@@ -33,6 +34,7 @@ from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, U
 
 FINAL_ANSWER_TOOL = "final_answer"
 FINAL_ANSWER_PREFIX = "FINAL_ANSWER:"
+STEER_PREFIX = "[STEER FROM USER — act on this now] "
 
 
 @dataclass(kw_only=True)
@@ -140,6 +142,8 @@ class RunState:
                 self.review_pending = False
                 self.answer_rejections += 1
                 self.messages.append(UserMessage(content=event.observation))
+            case Steered():
+                self.messages.append(UserMessage(content=STEER_PREFIX + event.text))
             case RunFinished():
                 self.review_pending = False
                 self.finished = event

@@ -22,6 +22,7 @@ from .._events import (
     RunFinished,
     RunResumed,
     RunStarted,
+    Steered,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
@@ -100,6 +101,8 @@ class EventRenderer:
                 out.print(
                     f"[yellow]✗ answer rejected by {event.source}:[/] {escape(event.observation)}"
                 )
+            case Steered():
+                out.print(f"[magenta]» steered:[/] {escape(event.text)}")
             case Notice():
                 self._end_line()  # it may come while a reply streams
                 out.print(f"[yellow]! {escape(event.text)}[/] [dim]({event.source})[/]")
