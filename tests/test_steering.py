@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from pathlib import Path
 
 from reins import (
+    EVENT,
     Agent,
     AgentRun,
     AssistantMessage,
@@ -26,6 +28,7 @@ from reins import (
 from reins.testing import FunctionModel
 
 from .helpers import call, reply
+from .test_cli import REINS, _env, script
 
 STEER = "[STEER FROM USER — act on this now] "
 
@@ -137,3 +140,27 @@ async def test_a_cancelled_run_starts_no_follow_up(workspace: Path) -> None:
     result = await run.result()
     assert result.stop_reason is StopReason.CANCELLED
     assert model.seen == []
+
+
+def test_a_line_typed_while_reins_run_runs_steers_it(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    replies = [
+        {"text": "", "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 2"}}]},
+        "FINAL_ANSWER: steered",
+    ]
+    model = script(tmp_path / "s.json", replies)
+    process = subprocess.Popen(
+        [*REINS, "run", "go", "-m", model, "-w", "ws", "--yes", "--json"],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    out, errors = process.communicate("use the other file\n", timeout=60)
+    assert process.returncode == 0, errors
+    events = [EVENT.validate_json(line) for line in out.splitlines()]
+    assert [e.text for e in events if isinstance(e, Steered)] == ["use the other file"]
+    assert isinstance(events[-1], RunFinished)
+    assert events[-1].final_answer == "steered"

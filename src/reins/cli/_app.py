@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -138,6 +139,7 @@ def run(
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         config = load_config()
+        approval = _approval(config, yes)
         agent = Agent(
             model=resolve_model(model or config.model or "local", config),
             tools=builtin_tools(tools.split(",") if tools else None),
@@ -145,7 +147,7 @@ def run(
             max_steps=max_steps,
             log=log,
             permissions=_permissions(config),
-            approval=_approval(config, yes),
+            approval=approval,
             sandbox=config.sandbox.policy(mode=sandbox, network=network),
             checks=[*config.checks, *(check or [])],
             stop_hooks=[
@@ -153,7 +155,10 @@ def run(
             ],
             stop_max_rejections=config.stop_max_rejections,
         )
-        return await _drive(agent.iter(goal, session_id=session, cancel=cancel), json_lines)
+        stream = agent.iter(goal, session_id=session, cancel=cancel)
+        if isinstance(approval, str):  # no approval prompt reads the terminal: lines steer
+            _steer_from_stdin(stream)
+        return await _drive(stream, json_lines)
 
     _execute(store, go)
 
@@ -377,6 +382,23 @@ async def _drive(stream: AgentRun, json_lines: bool) -> StopReason:
         if isinstance(event, RunFinished):
             reason = event.stop_reason
     return reason
+
+
+def _steer_from_stdin(stream: AgentRun) -> None:
+    """Each line typed (or piped) while the run runs steers it; read in a daemon thread."""
+
+    def read() -> None:
+        while True:
+            try:
+                line = sys.stdin.readline()
+            except (OSError, ValueError):
+                return
+            if not line:
+                return
+            if line.strip():
+                stream.steer(line.strip())
+
+    threading.Thread(target=read, name="reins-steer", daemon=True).start()
 
 
 def _printer(json_lines: bool) -> Callable[[Any], None]:
