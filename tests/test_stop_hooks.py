@@ -16,6 +16,7 @@ from reins import (
     Event,
     Notice,
     RunFinished,
+    RunStarted,
     RunState,
     SQLiteLog,
     StopReason,
@@ -336,3 +337,30 @@ async def test_an_agent_with_its_own_verify_tool_is_left_alone(workspace: Path) 
     result = await agent_for(replies, workspace, tools=[verify]).run("go")
     assert result.stop_reason is StopReason.END_TURN
     assert result.steps == 5
+
+
+def test_cli_config_checks_then_flag_checks_and_resume_keeps_them(project: Path) -> None:
+    (project / "reins.toml").write_text('checks = ["echo from-config"]\nstop_max_rejections = 0\n')
+    model = script(project / "s.json", ["done"])
+    check = "test -f ws-ready"
+    failed = reins("run", "go", "-m", model, "-w", "ws", "--check", check, "--json", cwd=project)
+    assert failed.returncode == 9, failed.stderr
+    events = [EVENT.validate_json(line) for line in failed.stdout.splitlines()]
+    assert isinstance(events[0], RunStarted)
+    assert events[0].config.checks == ("echo from-config", check)
+    evidence = [e.text for e in events if isinstance(e, Notice) and e.source == "Checks"]
+    assert evidence == []  # evidence is recorded when all pass; the failure says why not
+    assert isinstance(events[-1], RunFinished)
+    assert f"check `{check}` failed (exit 1)" in events[-1].detail
+    (project / "ws" / "ws-ready").write_text("")  # fixed by hand: the standing answer passes
+    (project / "reins.toml").write_text("")
+    resumed = reins("resume", "last", "--json", cwd=project)
+    assert resumed.returncode == 0, resumed.stderr
+    events = [EVENT.validate_json(line) for line in resumed.stdout.splitlines()]
+    evidence = [e.text for e in events if isinstance(e, Notice) and e.source == "Checks"]
+    assert [t.splitlines()[0] for t in evidence] == [
+        "check `echo from-config` passed (exit 0); output tail:",
+        f"check `{check}` passed (exit 0); output tail:",
+    ]
+    assert isinstance(events[-1], RunFinished)
+    assert events[-1].final_answer == "done"
