@@ -26,6 +26,7 @@ from reins import (
 )
 from reins.policies import CommandHook
 from reins.policies._verify import NO_VERIFIER
+from reins.sandbox import SandboxMode, SandboxPolicy, run_process
 from reins.testing import ScriptedModel
 
 from .helpers import call, reply
@@ -364,3 +365,16 @@ def test_cli_config_checks_then_flag_checks_and_resume_keeps_them(project: Path)
     ]
     assert isinstance(events[-1], RunFinished)
     assert events[-1].final_answer == "done"
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "danger-full-access"])
+async def test_run_process_feeds_stdin_in_and_out_of_the_sandbox(
+    workspace: Path, mode: SandboxMode
+) -> None:
+    data = ("ünïcode line\n" * 20_000).encode()  # more than a pipe holds
+    result = await run_process(
+        "wc -c; exit 2", workspace=workspace, policy=SandboxPolicy(mode=mode), stdin=data
+    )
+    assert (result.exit_code, result.output.strip()) == (2, str(len(data)))
+    nothing = await run_process("wc -c", workspace=workspace, policy=SandboxPolicy(mode=mode))
+    assert nothing.output.strip() == "0"
