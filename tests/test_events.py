@@ -12,6 +12,7 @@ from reins import (
     EVENT,
     MESSAGES,
     SCHEMA_VERSION,
+    AnswerRejected,
     ApprovalRequested,
     AssistantMessage,
     BudgetExtended,
@@ -25,6 +26,7 @@ from reins import (
     RunFinished,
     RunResumed,
     RunStarted,
+    Steered,
     StopReason,
     SystemMessage,
     TextDelta,
@@ -85,6 +87,8 @@ ONE_OF_EACH: list[Event] = [
     BudgetExtended(
         **ENVELOPE, seq=14, source="MaxSteps", choice="+20 steps", max_steps=23, token_budget=9
     ),
+    AnswerRejected(**ENVELOPE, seq=14, step=2, observation="check failed", source="Checks"),
+    Steered(**ENVELOPE, seq=15, text="use the other file"),
 ]
 
 

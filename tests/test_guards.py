@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from reins import (
     Agent,
+    AnswerRejected,
     AssistantMessage,
     Guards,
     MemoryLog,
@@ -81,10 +82,10 @@ async def test_final_answer_without_the_file_is_refused_until_it_is_written(
     ]
     agent = agent_for(replies, workspace)
     events = await events_of(agent, "Create a file hello.py that prints hi")
-    refused = notices(events, "FileActionGuard")
-    assert len(refused) == 1
-    assert refused[0].text.startswith("You have not written the file yet")
-    assert "does not create the file" in refused[0].text
+    refused = [e for e in events if isinstance(e, AnswerRejected)]
+    assert [e.source for e in refused] == ["FileActionGuard"]
+    assert refused[0].observation.startswith("You have not written the file yet")
+    assert "does not create the file" in refused[0].observation
     finished = events[-1]
     assert isinstance(finished, RunFinished)
     assert (finished.stop_reason, finished.final_answer) == (StopReason.END_TURN, "wrote hello.py")

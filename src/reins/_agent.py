@@ -6,6 +6,7 @@ import asyncio
 import os
 import random
 import time
+from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,11 +35,15 @@ from .permissions import Approval, ApprovalHandler, ApprovalMode, Permissions, a
 from .policies import (
     CAP_REASONS,
     CapHandler,
+    Checks,
     EmptyReply,
     Guards,
     MaxSteps,
     MaxTokensRecovery,
+    NoVerifier,
     Policy,
+    StopHook,
+    StopHooks,
     StrictActions,
     budget_policies,
 )
@@ -87,36 +92,81 @@ class RunResult:
         )
 
 
+Begin = Callable[[], Awaitable[tuple[list[Event], RunLoop]]]
+
+
 class AgentRun:
     """A run in progress: iterate it for its events, then ask for its `result()`.
 
     Nothing happens until the first event is asked for; that first step records the run's
-    start (or resumption) and sets up its loop."""
+    start (or resumption) and sets up its loop. `steer` and `follow_up` may be called from any
+    task or thread while it runs."""
 
-    def __init__(self, begin: Callable[[], Awaitable[tuple[list[Event], RunLoop]]]) -> None:
+    def __init__(self, begin: Begin, turn: Callable[[str, str], Begin] | None = None) -> None:
         self._begin = begin
+        self._turn = turn
+        """Begins a next turn (goal, session id), for follow-ups."""
         self._loop: RunLoop | None = None
         self._first: list[Event] = []
         self._events: AsyncGenerator[Event] | None = None
+        self._steering: deque[str] = deque()
+        self._follow_ups: deque[str] = deque()
+
+    def steer(self, text: str) -> None:
+        """Tell the model `text` before its next round, as `[STEER FROM USER — act on this
+        now] text` (a `steered` event). Safe from any thread or task. An instruction the run
+        ended before telling becomes a follow-up."""
+        if not text.strip():
+            raise UsageError("a steering instruction must say something")
+        self._steering.append(escape_text(text))
+
+    def follow_up(self, text: str) -> None:
+        """Once the run ends (unless cancelled), start the next turn of its session with
+        `text` as the goal; iterating this object goes on into that turn, and `result()` is
+        the last turn's. Safe from any thread or task."""
+        if not text.strip():
+            raise UsageError("a follow-up must say something")
+        self._follow_ups.append(text)
+
+    def _next_turn(self) -> bool:
+        """After a run finished: begin the next turn if a follow-up (or a steering instruction
+        it never told) waits for one."""
+        loop = self._loop
+        if self._turn is None or loop is None or (finished := loop.state.finished) is None:
+            return False
+        if finished.stop_reason is StopReason.CANCELLED:
+            return False
+        if self._steering:  # never told (the loop shares this queue): they lead the next turn
+            goal = "\n\n".join(self._steering.popleft() for _ in range(len(self._steering)))
+        elif self._follow_ups:
+            goal = self._follow_ups.popleft()
+        else:
+            return False
+        self._begin = self._turn(goal, loop.state.session_id)
+        self._loop, self._events, self._first = None, None, []
+        return True
 
     def __aiter__(self) -> AgentRun:
         return self
 
     async def __anext__(self) -> Event:
-        events = await self._started()
-        if self._first:
-            return self._first.pop(0)
-        try:
-            return await anext(events)
-        except StopAsyncIteration:
-            raise
-        except BaseException:
-            self._ended()
-            raise
+        while True:
+            events = await self._started()
+            if self._first:
+                return self._first.pop(0)
+            try:
+                return await anext(events)
+            except StopAsyncIteration:
+                if not self._next_turn():
+                    raise
+            except BaseException:
+                self._ended()
+                raise
 
     async def _started(self) -> AsyncGenerator[Event]:
         if self._events is None:
             self._first, self._loop = await self._begin()
+            self._loop.steering = self._steering  # the same queue: steer() feeds the loop
             self._events = self._loop.events()
         return self._events
 
@@ -141,15 +191,17 @@ class AgentRun:
 
     async def result(self) -> RunResult:
         """Drive the run to its end (if not done yet) and return its outcome."""
-        events = await self._started()
-        self._first.clear()
-        try:
-            async for _ in events:  # straight from the loop, not through __anext__: hot path
-                pass
-        except BaseException:
-            self._ended()
-            raise
-        return RunResult.of(self.state)
+        while True:
+            events = await self._started()
+            self._first.clear()
+            try:
+                async for _ in events:  # straight from the loop, not through __anext__: hot path
+                    pass
+            except BaseException:
+                self._ended()
+                raise
+            if not self._next_turn():
+                return RunResult.of(self.state)
 
 
 @dataclass(kw_only=True)
@@ -194,6 +246,16 @@ class Agent:
     guards: Guards = field(default_factory=Guards)
     """The guards against a model's usual failures (an unwritten file, repeated calls, loops,
     leaked markup, a lost goal), each on or off and tuned; `Guards(loop=False)`, say."""
+    checks: Sequence[str] = ()
+    """Commands (`pytest -q`, ...) that must pass, in the sandbox and the workspace, before a
+    final answer ends the run; a failing one rejects it with its output tail."""
+    stop_hooks: Sequence[StopHook | str] = ()
+    """Functions (sync or async) given the run's state and the final answer, returning None to
+    accept it or a reason to reject it; or `CommandHook`s (a string is a command): the event
+    as JSON on stdin, exit 2 rejects with its message, another failure stops the run."""
+    stop_max_rejections: int = 3
+    """Final answers rejected (by checks and stop hooks together) before the next rejection
+    ends the run with `missing_evidence`."""
     _resolved: tuple[tuple[object, ...], Workspace] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -237,7 +299,13 @@ class Agent:
         self, goal: str, *, session_id: str | None = None, cancel: Cancel | None = None
     ) -> AgentRun:
         """Like `run`, as an async iterable of the run's events."""
-        return AgentRun(lambda: self._start(goal, session_id, cancel))
+        return AgentRun(lambda: self._start(goal, session_id, cancel), self._next_turns(cancel))
+
+    def _next_turns(self, cancel: Cancel | None) -> Callable[[str, str], Begin]:
+        def turn(goal: str, session_id: str) -> Begin:
+            return lambda: self._start(goal, session_id, cancel)
+
+        return turn
 
     def resume_iter(
         self,
@@ -252,7 +320,10 @@ class Agent:
     ) -> AgentRun:
         """Like `resume`, as an async iterable of events."""
         caps = _Caps(max_steps, token_budget, time_budget, cost_budget)
-        return AgentRun(lambda: self._resume(run_id, caps, approvals or {}, cancel))
+        return AgentRun(
+            lambda: self._resume(run_id, caps, approvals or {}, cancel),
+            self._next_turns(cancel),
+        )
 
     async def _start(
         self, goal: str, session_id: str | None, cancel: Cancel | None
@@ -324,6 +395,7 @@ class Agent:
             at_cap=self.at_cap,
             sandbox=self.sandbox.mode,
             network=self.sandbox.network,
+            checks=tuple(self.checks),
         )
         return RunStarted(
             session_id=session_id,
@@ -455,12 +527,41 @@ class Agent:
                 EmptyReply(),
                 *self._guard_policies(executor),
                 *self.policies,
+                *self._final_policies(workspace),
             ],
             settings=self.settings,
             cancel=cancel or Cancel(),
             approver=approver(self.approval),
             on_cap=self.on_cap,
         )
+
+    def _final_policies(self, workspace: Workspace) -> list[Policy]:
+        """The verification gate, then the stop hooks: only at a final answer."""
+        root, protected, cap = workspace.root, self._protected(), self.stop_max_rejections
+        policies: list[Policy] = []
+        if self.checks:
+            policies.append(
+                Checks(
+                    self.checks,
+                    workspace=root,
+                    sandbox=self.sandbox,
+                    protected=protected,
+                    max_rejections=cap,
+                )
+            )
+        elif not any(t.name == "verify" for t in self.tools):
+            policies.append(NoVerifier())  # acts only on a call of a `verify` it lacks
+        if self.stop_hooks:
+            policies.append(
+                StopHooks(
+                    self.stop_hooks,
+                    workspace=root,
+                    sandbox=self.sandbox,
+                    protected=protected,
+                    max_rejections=cap,
+                )
+            )
+        return policies
 
     def _protocol_policies(self, executor: ToolExecutor) -> list[Policy]:
         """The strict JSON action protocol brings its repair policy."""

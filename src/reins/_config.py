@@ -31,6 +31,12 @@ key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) w
     env = ["JAVA_HOME"]               # extra variables passed to commands, by name
     max_timeout = 600                 # seconds; a longer timeout asked for is cut to this
 
+    checks = ["pytest -q"]            # must pass (in the sandbox) before a final answer stands
+    stop_max_rejections = 3           # rejected answers before the run ends missing_evidence
+    [[stop_hooks]]                    # the event as JSON on stdin; exit 2 + a message rejects
+    command = "./scripts/review.sh"
+    timeout = 60
+
 A project file is committed with the code, so it may name a key's variable but not hold a key,
 and its permissions, approval and sandbox can only be stricter than the user's.
 """
@@ -128,6 +134,15 @@ class GuardsConfig(BaseModel):
         return chosen
 
 
+class StopHookConfig(BaseModel):
+    """A `[[stop_hooks]]` entry: a command that may reject a final answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: str
+    timeout: float = 60.0
+
+
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -150,6 +165,11 @@ class Config(BaseModel):
     time_budget: float | None = Field(default=None, gt=0)
     cost_budget: float | None = Field(default=None, gt=0)
     at_cap: Literal["stop", "summarize"] = "stop"
+    checks: tuple[str, ...] = ()
+    """Commands that must pass before a final answer ends a run (`--check` adds to them)."""
+    stop_hooks: tuple[StopHookConfig, ...] = ()
+    stop_max_rejections: int = Field(default=3, ge=0)
+    """Final answers rejected (by checks and stop hooks) before the run ends missing_evidence."""
 
     def endpoint(self, name: str) -> Endpoint:
         return self.providers.get(name) or Endpoint()

@@ -52,6 +52,8 @@ class RunConfig(BaseModel):
     at_cap: Literal["stop", "summarize"] = "stop"
     """What a cap ends the run with: nothing more, or one last call without tools whose reply
     is the (partial) answer."""
+    checks: tuple[str, ...] = ()
+    """The commands that had to pass before its final answer stood; `reins resume` keeps them."""
 
 
 class _Event(BaseModel):
@@ -177,6 +179,23 @@ class ResponseRejected(_Event):
     source: str
 
 
+class AnswerRejected(_Event):
+    """A policy refused a final answer (a stop hook, a failing check); the model is told why."""
+
+    kind: Literal["answer_rejected"] = "answer_rejected"
+    step: int
+    observation: str
+    source: str
+
+
+class Steered(_Event):
+    """An instruction from the user, sent while the run ran; told to the model before the next
+    round as `[STEER FROM USER — act on this now] text`."""
+
+    kind: Literal["steered"] = "steered"
+    text: str
+
+
 class Notice(_Event):
     """Something worth telling; with `to_model` it is also said to the model."""
 
@@ -211,6 +230,8 @@ Event = Annotated[
     | ApprovalRequested
     | PermissionDecided
     | ResponseRejected
+    | AnswerRejected
+    | Steered
     | Notice
     | RunFinished,
     Field(discriminator="kind"),

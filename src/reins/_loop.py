@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import replace
 from functools import lru_cache
@@ -16,6 +17,7 @@ from typing import Any, assert_never
 from ._cancel import Cancel
 from ._errors import ReinsError, StoreError
 from ._events import (
+    AnswerRejected,
     ApprovalRequested,
     BudgetExtended,
     Event,
@@ -25,6 +27,7 @@ from ._events import (
     PermissionDecided,
     ResponseRejected,
     RunFinished,
+    Steered,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
@@ -45,7 +48,17 @@ from ._stop import StopReason
 from ._unicode import NOTE, escape_text, escaped_reply, escaped_result
 from .models._catalog import lookup
 from .permissions import ApprovalRequest, Approver, Ruling, denial
-from .policies import CAP_REASONS, CONTINUE, Answer, Continue, Inject, Policy, Reject, Stop
+from .policies import (
+    CAP_REASONS,
+    CONTINUE,
+    Answer,
+    Continue,
+    Inject,
+    Policy,
+    Reject,
+    Stop,
+    Verified,
+)
 from .policies._budgets import (
     SUMMARY_REQUEST,
     CapHandler,
@@ -89,6 +102,8 @@ class RunLoop:
         self.approver = approver
         self.on_cap = on_cap
         self._uncommitted = False
+        self.steering: deque[str] = deque()
+        """Instructions sent while the run runs (from any thread): told before the next round."""
         # Each hook is called only on the policies that implement it: the loop's hot path.
         self._hooks: dict[str, list[Policy]] = {hook: [] for hook in HOOKS}
         for policy in policies:
@@ -140,6 +155,8 @@ class RunLoop:
         if self.cancel.is_set:
             yield await self._finish(StopReason.CANCELLED, detail="cancelled before a model call")
             return
+        while self.steering:  # appended to from any thread; popped only here
+            yield await self._emit(Steered, text=self.steering.popleft())
         ensure_requests_allowed(self.model)
         step = state.step + 1
         # Whatever came before (read-only results, the last response) is made durable before
@@ -300,16 +317,28 @@ class RunLoop:
 
     async def _conclude(self, answer: str) -> AsyncIterator[Event]:
         for policy in self._hooks["on_final"]:
-            match await policy.on_final(self.state, answer):
+            verdict = await policy.on_final(self.state, answer)
+            match verdict:
                 case Continue():
                     pass
+                case Verified(evidence):
+                    for text in evidence:
+                        yield await self._emit(Notice, text=text, source=policy.name)
                 case Reject(observation):
                     yield await self._emit(
-                        Notice, text=observation, source=policy.name, to_model=True
+                        AnswerRejected,
+                        step=self.state.step,
+                        observation=observation,
+                        source=policy.name,
                     )
                     return
                 case Answer(text):
                     answer = text
+                case Stop(reason, detail):
+                    yield await self._finish(reason, detail=detail)
+                    return
+                case _:
+                    assert_never(verdict)
         yield await self._finish(StopReason.END_TURN, final_answer=answer)
 
     # 5-7: before each tool call, run them, after the tools

@@ -13,6 +13,7 @@ from typing import assert_never
 
 from ._errors import LogCorrupted
 from ._events import (
+    AnswerRejected,
     ApprovalRequested,
     BudgetExtended,
     Event,
@@ -25,6 +26,7 @@ from ._events import (
     RunFinished,
     RunResumed,
     RunStarted,
+    Steered,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
@@ -34,6 +36,7 @@ from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, U
 
 FINAL_ANSWER_TOOL = "final_answer"
 FINAL_ANSWER_PREFIX = "FINAL_ANSWER:"
+STEER_PREFIX = "[STEER FROM USER — act on this now] "
 
 
 @dataclass(kw_only=True)
@@ -82,6 +85,9 @@ class RunState:
         """Seconds the run has been running, by `now`."""
         since = self.active_since
         return self.elapsed + (0.0 if since is None else (now - since).total_seconds())
+
+    answer_rejections: int = 0
+    """Final answers of this run refused by a policy (stop hooks, checks), resumes included."""
 
     @classmethod
     def fold(cls, events: Iterable[Event]) -> RunState:
@@ -153,6 +159,12 @@ class RunState:
                     self.results.setdefault(call.id, _not_run(call, "the response was rejected"))
                 self._close_step()
                 self.messages.append(UserMessage(content=event.observation))
+            case AnswerRejected():
+                self.review_pending = False
+                self.answer_rejections += 1
+                self.messages.append(UserMessage(content=event.observation))
+            case Steered():
+                self.messages.append(UserMessage(content=STEER_PREFIX + event.text))
             case RunFinished():
                 self.review_pending = False
                 self.finished = event

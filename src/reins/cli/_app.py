@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
@@ -171,15 +172,28 @@ def run(
     guard: GuardOnOpt = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
+    check: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--check",
+            metavar="COMMAND",
+            help="A command that must pass (in the sandbox) before the answer stands; "
+            "repeatable, after the config's `checks`.",
+        ),
+    ] = None,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
     from .._agent import Agent
     from .._config import load_config
     from .._resolve import resolve_model
+    from ..policies import CommandHook
     from ..tools import builtin_tools
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         config = load_config()
+        approval = _approval(config, yes)
+        # The terminal either answers prompts (approvals, the offer at a cap) or steers.
+        on_cap = None if isinstance(approval, str) else _on_cap()
         agent = Agent(
             model=resolve_model(model or config.model or "local", config),
             tools=builtin_tools(tools.split(",") if tools else None),
@@ -191,12 +205,20 @@ def run(
             at_cap=_at_cap(at_cap or config.at_cap),
             log=log,
             permissions=_permissions(config),
-            approval=_approval(config, yes),
-            on_cap=_on_cap(),
+            approval=approval,
+            on_cap=on_cap,
             sandbox=config.sandbox.policy(mode=sandbox, network=network),
             guards=config.guards.guards(off=no_guard or (), on=guard or ()),
+            checks=[*config.checks, *(check or [])],
+            stop_hooks=[
+                CommandHook(command=h.command, timeout=h.timeout) for h in config.stop_hooks
+            ],
+            stop_max_rejections=config.stop_max_rejections,
         )
-        return await _drive(agent.iter(goal, session_id=session, cancel=cancel), json_lines)
+        stream = agent.iter(goal, session_id=session, cancel=cancel)
+        if on_cap is None and isinstance(approval, str):  # no prompt reads stdin: lines steer
+            _steer_from_stdin(stream)
+        return await _drive(stream, json_lines)
 
     _execute(store, go)
 
@@ -236,6 +258,7 @@ def resume(
     from .._config import load_config
     from .._resolve import resolve_model
     from .._state import RunState
+    from ..policies import CommandHook
     from ..store import find_run
     from ..tools import builtin_tools
 
@@ -261,6 +284,11 @@ def resume(
                 network=state.config.network if network is None else network,
             ),
             guards=config.guards.guards(off=no_guard or (), on=guard or ()),
+            checks=state.config.checks,  # the config's and --check's, as the run started
+            stop_hooks=[
+                CommandHook(command=h.command, timeout=h.timeout) for h in config.stop_hooks
+            ],
+            stop_max_rejections=config.stop_max_rejections,
         )
         stream = agent.resume_iter(
             info.run_id,
@@ -443,6 +471,23 @@ async def _drive(stream: AgentRun, json_lines: bool) -> StopReason:
         if isinstance(event, RunFinished):
             reason = event.stop_reason
     return reason
+
+
+def _steer_from_stdin(stream: AgentRun) -> None:
+    """Each line typed (or piped) while the run runs steers it; read in a daemon thread."""
+
+    def read() -> None:
+        while True:
+            try:
+                line = sys.stdin.readline()
+            except (OSError, ValueError):
+                return
+            if not line:
+                return
+            if line.strip():
+                stream.steer(line.strip())
+
+    threading.Thread(target=read, name="reins-steer", daemon=True).start()
 
 
 def _printer(json_lines: bool) -> Callable[[Any], None]:

@@ -11,6 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from .._events import (
+    AnswerRejected,
     ApprovalRequested,
     BudgetExtended,
     Event,
@@ -22,6 +23,7 @@ from .._events import (
     RunFinished,
     RunResumed,
     RunStarted,
+    Steered,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
@@ -98,6 +100,12 @@ class EventRenderer:
                 out.print(
                     f"[yellow]✗ response rejected by {event.source}:[/] {escape(event.observation)}"
                 )
+            case AnswerRejected():
+                out.print(
+                    f"[yellow]✗ answer rejected by {event.source}:[/] {escape(event.observation)}"
+                )
+            case Steered():
+                out.print(f"[magenta]» steered:[/] {escape(event.text)}")
             case Notice():
                 self._end_line()  # it may come while a reply streams
                 out.print(f"[yellow]! {escape(event.text)}[/] [dim]({event.source})[/]")

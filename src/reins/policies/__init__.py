@@ -14,6 +14,7 @@ from ._base import (
     Reject,
     Stop,
     Verdict,
+    Verified,
 )
 from ._budgets import (
     CAP_REASONS,
@@ -26,6 +27,7 @@ from ._budgets import (
     budget_policies,
 )
 from ._caps import MaxSteps, MaxTokensRecovery
+from ._checks import Checks
 from ._guards import (
     GUARD_NAMES,
     FileActionGuard,
@@ -38,6 +40,8 @@ from ._guards import (
     RunFacts,
 )
 from ._repair import EmptyReply, StrictActions
+from ._stop_hooks import CommandHook, StopHook, StopHookFunction, StopHooks
+from ._verify import NoVerifier
 
 __all__ = [
     "CAP_REASONS",
@@ -51,6 +55,8 @@ __all__ = [
     "BudgetNotices",
     "CapHandler",
     "CapOffer",
+    "Checks",
+    "CommandHook",
     "Continue",
     "CostBudget",
     "EmptyReply",
@@ -62,6 +68,7 @@ __all__ = [
     "LoopGuard",
     "MaxSteps",
     "MaxTokensRecovery",
+    "NoVerifier",
     "OnFinal",
     "OneCallPerStep",
     "Policy",
@@ -69,9 +76,13 @@ __all__ = [
     "RepeatCache",
     "RunFacts",
     "Stop",
+    "StopHook",
+    "StopHookFunction",
+    "StopHooks",
     "StrictActions",
     "TimeBudget",
     "TokenBudget",
     "Verdict",
+    "Verified",
     "budget_policies",
 ]

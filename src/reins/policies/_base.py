@@ -4,7 +4,8 @@ Each hook returns a verdict from a closed union, narrowed per hook:
 
     before_round    Continue | Inject | Stop          stage 1, before the model is asked
     after_response  Continue | Reject | Stop          stage 4, before the response is acted on
-    on_final        Continue | Reject | Answer        stage 4, before a final answer is accepted
+    on_final        Continue | Verified | Reject | Answer | Stop
+                                                      stage 4, before a final answer is accepted
                                                       (Answer: accepted, as this text)
     before_tool     Continue | Reject | Answer | Stop stage 5, before each tool call
     after_tools     Continue | Inject | Stop          stage 7, after a step's tools ran
@@ -57,12 +58,20 @@ class Answer:
     observation: str
 
 
+@dataclass(frozen=True)
+class Verified:
+    """The final answer passed this policy; each line of `evidence` is recorded (a notice)
+    before the run finishes."""
+
+    evidence: tuple[str, ...]
+
+
 CONTINUE = Continue()
 
-Verdict = Continue | Inject | Reject | Stop | Answer
+Verdict = Continue | Inject | Reject | Stop | Answer | Verified
 BeforeRound = Continue | Inject | Stop
 AfterResponse = Continue | Reject | Stop
-OnFinal = Continue | Reject | Answer
+OnFinal = Continue | Verified | Reject | Answer | Stop
 BeforeTool = Continue | Reject | Answer | Stop
 AfterTools = Continue | Inject | Stop
 

@@ -13,9 +13,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from .._errors import ToolError, UsageError
 from . import _spawner
@@ -58,10 +60,12 @@ async def run_process(
     timeout: float | None = None,  # noqa: ASYNC109 (clamped by the policy, then applied here)
     protected: Sequence[Path] = (),
     max_output: int = MAX_OUTPUT,
+    stdin: bytes | None = None,
 ) -> ProcessResult:
     """Run `command` (a shell command line, or an argv) in `workspace`, sandboxed by `policy`.
 
     `protected` paths inside the workspace are read-only, besides `.git` and `.reins`.
+    `stdin` is what the command reads on its standard input (default: nothing).
     Raises SandboxUnavailable where the policy needs a sandbox this machine lacks.
     Cancelling the task kills the whole tree at once and re-raises CancelledError."""
     limit = policy.max_timeout if timeout is None else min(timeout, policy.max_timeout)
@@ -86,10 +90,10 @@ async def run_process(
         full = [*launch, *limits, *argv]
         try:
             if spawner is None:
-                process = _spawn(full, root, env, pass_fds, setup)
+                process = _spawn(full, root, env, pass_fds, setup, stdin)
             else:
                 process, born_in = spawner.start(
-                    policy.processes, lambda: _spawn(full, root, env, pass_fds, setup)
+                    policy.processes, lambda: _spawn(full, root, env, pass_fds, setup, stdin)
                 )
                 cgroup = cgroup or born_in
         finally:
@@ -189,18 +193,24 @@ def _spawn(
     env: dict[str, str],
     pass_fds: tuple[int, ...],
     setup: Callable[[], None] | None,
+    stdin: bytes | None = None,
 ) -> _Spawned:
     read, write = os.pipe()  # close-on-exec, as Python makes every descriptor
     os.set_blocking(read, False)  # only our end: the command's writes must block, not fail
     if hasattr(fcntl, "F_SETPIPE_SZ"):  # Linux: fewer, larger reads (the default 64 KB works)
         with contextlib.suppress(OSError):
             fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, _READ_SIZE)
+    given: IO[bytes] | None = None
+    if stdin is not None:  # an unnamed file: no writer to keep alive, no pipe to fill
+        given = tempfile.TemporaryFile()  # noqa: SIM115 (closed once the child has it)
+        given.write(stdin)
+        given.seek(0)
     try:
         popen = subprocess.Popen(
             argv,
             cwd=root,
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if given is None else given,
             stdout=write,
             stderr=write,
             pass_fds=pass_fds,
@@ -215,6 +225,8 @@ def _spawn(
         raise
     finally:
         os.close(write)
+        if given is not None:
+            given.close()
     return _Spawned(popen, read)
 
 

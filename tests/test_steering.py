@@ -1,0 +1,166 @@
+"""Steering a run while it runs, and follow-ups that start the next turn."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+
+from reins import (
+    EVENT,
+    Agent,
+    AgentRun,
+    AssistantMessage,
+    Cancel,
+    Message,
+    ModelRequested,
+    RunFinished,
+    RunStarted,
+    RunState,
+    SQLiteLog,
+    Steered,
+    StopReason,
+    ToolCallFinished,
+    ToolSpec,
+    UserMessage,
+    tool,
+)
+from reins.testing import FunctionModel
+
+from .helpers import call, reply
+from .test_cli import REINS, _env, script
+
+STEER = "[STEER FROM USER — act on this now] "
+
+
+class Recording:
+    """A model that records what it was sent and replies from a script."""
+
+    def __init__(self, replies: list[AssistantMessage | str]) -> None:
+        self.replies = replies
+        self.seen: list[list[Message]] = []
+
+    def __call__(self, messages: list[Message], tools: list[ToolSpec]) -> AssistantMessage | str:
+        self.seen.append(messages)
+        return self.replies[len(self.seen) - 1]
+
+
+def users(messages: list[Message]) -> list[str]:
+    return [m.content for m in messages if isinstance(m, UserMessage)]
+
+
+async def test_a_steer_sent_before_the_first_round_is_told_at_once(workspace: Path) -> None:
+    model = Recording(["ok, the other file"])
+    run = Agent(model=FunctionModel(model), workspace=workspace).iter("edit a")
+    run.steer("edit b instead")
+    events = [e async for e in run]
+    assert users(model.seen[0])[-2:] == ["edit a", STEER + "edit b instead"]
+    steered = [e for e in events if isinstance(e, Steered)]
+    assert [e.text for e in steered] == ["edit b instead"]
+    assert isinstance(events[events.index(steered[0]) + 1], ModelRequested)
+
+
+async def test_a_steer_from_another_thread_is_told_before_the_next_round(
+    workspace: Path, sqlite_log: SQLiteLog
+) -> None:
+    runs: list[AgentRun] = []
+
+    @tool
+    def work() -> str:
+        """Work a while."""
+        sender = threading.Thread(target=runs[0].steer, args=("stop and summarize",))
+        sender.start()
+        sender.join()
+        return "worked"
+
+    model = Recording([reply("", call("work", "w1")), "summary"])
+    agent = Agent(model=FunctionModel(model), tools=[work], workspace=workspace, log=sqlite_log)
+    runs.append(agent.iter("go"))
+    events = [e async for e in runs[0]]
+    kinds = [e.kind for e in events]
+    at = kinds.index("steered")
+    assert kinds[at - 1 : at + 2] == ["tool_call_finished", "steered", "model_request"]
+    assert isinstance(events[at - 1], ToolCallFinished)
+    assert users(model.seen[1])[-1] == STEER + "stop and summarize"
+    # The log holds it: a fold (resume, replay) sees the same history.
+    folded = RunState.fold(await sqlite_log.events(runs[0].state.run_id))
+    assert folded.messages == runs[0].state.messages
+    assert UserMessage(content=STEER + "stop and summarize") in folded.messages
+
+
+async def test_no_steer_no_steered_event(workspace: Path) -> None:
+    model = Recording([reply("", call("final_answer", "f", answer="done"))])
+    run = Agent(model=FunctionModel(model), workspace=workspace).iter("go")
+    events = [e async for e in run]
+    assert not [e for e in events if isinstance(e, Steered)]
+    assert [e.kind for e in events if isinstance(e, RunStarted | RunFinished)] == [
+        "run_started",
+        "run_finished",
+    ]
+
+
+async def test_a_follow_up_starts_the_next_turn_when_the_run_ends(workspace: Path) -> None:
+    model = Recording(["first answer", "second answer"])
+    run = Agent(model=FunctionModel(model), workspace=workspace).iter("first goal")
+    run.follow_up("second goal")
+    events = [e async for e in run]
+    started = [e for e in events if isinstance(e, RunStarted)]
+    finished = [e for e in events if isinstance(e, RunFinished)]
+    assert [e.goal for e in started] == ["first goal", "second goal"]
+    assert [e.final_answer for e in finished] == ["first answer", "second answer"]
+    assert started[0].session_id == started[1].session_id
+    assert started[0].run_id != started[1].run_id
+    assert users(model.seen[1])[-2:] == ["first goal", "second goal"]
+
+
+async def test_result_follows_the_follow_ups_and_a_late_steer_becomes_one(
+    workspace: Path,
+) -> None:
+    runs: list[AgentRun] = []
+
+    def late(messages: list[Message], tools: list[ToolSpec]) -> str:
+        if len(runs) == 1:
+            runs[0].steer("one more thing")  # while the final answer is being written
+            runs.append(runs[0])
+            return "done"
+        return f"then: {users(messages)[-1]}"
+
+    runs.append(Agent(model=FunctionModel(late), workspace=workspace).iter("go"))
+    result = await runs[0].result()
+    assert result.stop_reason is StopReason.END_TURN
+    assert result.final_answer == "then: one more thing"
+
+
+async def test_a_cancelled_run_starts_no_follow_up(workspace: Path) -> None:
+    cancel = Cancel()
+    cancel.cancel()  # before it starts: it ends before its first model call
+    model = Recording(["never asked"])
+    run = Agent(model=FunctionModel(model), workspace=workspace).iter("go", cancel=cancel)
+    run.follow_up("never")
+    result = await run.result()
+    assert result.stop_reason is StopReason.CANCELLED
+    assert model.seen == []
+
+
+def test_a_line_typed_while_reins_run_runs_steers_it(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    replies = [
+        {"text": "", "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 2"}}]},
+        "FINAL_ANSWER: steered",
+    ]
+    model = script(tmp_path / "s.json", replies)
+    process = subprocess.Popen(
+        [*REINS, "run", "go", "-m", model, "-w", "ws", "--yes", "--json"],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    out, errors = process.communicate("use the other file\n", timeout=60)
+    assert process.returncode == 0, errors
+    events = [EVENT.validate_json(line) for line in out.splitlines()]
+    assert [e.text for e in events if isinstance(e, Steered)] == ["use the other file"]
+    assert isinstance(events[-1], RunFinished)
+    assert events[-1].final_answer == "steered"
