@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import select
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from .test_cli import REINS, _env, reins, script
+from .terminal import run_in_terminal
+from .test_cli import reins, script
 from .test_sandbox import needs_bwrap
 
 TOUCH = {"tool_calls": [{"name": "run_command", "arguments": {"command": "touch made.txt"}}]}
@@ -25,41 +22,11 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run_in_terminal(project: Path, args: list[str], answers: list[bytes]) -> tuple[int, str]:
-    """`reins ARGS` on a pseudo-terminal; each answer is typed when a prompt shows."""
-    leader, follower = os.openpty()
-    child = subprocess.Popen(
-        [*REINS, *args], cwd=project, stdin=follower, stdout=follower, stderr=follower, env=_env()
-    )
-    os.close(follower)
-    seen = b""
-    prompts = 0
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.1)
-        if ready:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            seen += chunk
-            if seen.count(b"Allow?") > prompts:
-                if prompts == len(answers):  # asked once more than the test expects
-                    child.kill()
-                    break
-                os.write(leader, answers[prompts])
-                prompts += 1
-        elif child.poll() is not None:
-            break
-    os.close(leader)
-    return child.wait(timeout=10), seen.decode(errors="replace")
-
-
 def test_the_terminal_asks_and_yes_runs_the_exact_command(project: Path) -> None:
     model = script(project / "s.json", [TOUCH, "FINAL_ANSWER: done"])
-    code, screen = run_in_terminal(project, ["run", "go", "-m", model, "-w", "ws"], [b"y\n"])
+    code, screen = run_in_terminal(
+        project, ["run", "go", "-m", model, "-w", "ws"], [b"y\n"], prompt=b"Allow?"
+    )
     assert code == 0, screen
     assert "touch made.txt" in screen
     assert "default: run_command asks" in screen
@@ -69,14 +36,19 @@ def test_the_terminal_asks_and_yes_runs_the_exact_command(project: Path) -> None
 
 def test_always_is_not_asked_again_and_no_is_a_denial(project: Path) -> None:
     model = script(project / "s.json", [TOUCH, TOUCH_AGAIN, "FINAL_ANSWER: done"])
-    code, screen = run_in_terminal(project, ["run", "go", "-m", model, "-w", "ws"], [b"a\n"])
+    code, screen = run_in_terminal(
+        project, ["run", "go", "-m", model, "-w", "ws"], [b"a\n"], prompt=b"Allow?"
+    )
     assert code == 0, screen
     assert screen.count("Allow?") == 1
     assert (project / "ws" / "again.txt").exists()
 
     (project / "ws" / "made.txt").unlink()
     code, screen = run_in_terminal(
-        project, ["run", "go", "-m", model, "-w", "ws"], [b"maybe\n", b"n\n", b"no\n"]
+        project,
+        ["run", "go", "-m", model, "-w", "ws"],
+        [b"maybe\n", b"n\n", b"no\n"],
+        prompt=b"Allow?",
     )
     assert code == 0, screen
     assert screen.count("Allow?") == 3  # an unknown answer is asked again; a no is not "always"

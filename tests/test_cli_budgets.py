@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import re
-import select
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from .test_cli import HELLO, REINS, _env, only_run_id, reins, script
+from .terminal import run_in_terminal
+from .test_cli import HELLO, only_run_id, reins, script
 
 
 @pytest.fixture
@@ -100,43 +96,10 @@ def test_bad_budget_values_exit_2(project: Path) -> None:
     assert "token_budget" in bad_config.stderr
 
 
-def run_in_terminal(project: Path, args: list[str], answers: list[bytes]) -> tuple[int, str]:
-    """`reins ARGS` on a pseudo-terminal; each answer is typed when the cap's offer shows."""
-    leader, follower = os.openpty()
-    child = subprocess.Popen(
-        [*REINS, *args], cwd=project, stdin=follower, stdout=follower, stderr=follower, env=_env()
-    )
-    os.close(follower)
-    seen = b""
-    prompts = 0
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.1)
-        if ready:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            seen += chunk
-            if seen.count(b"Continue?") > prompts:
-                if prompts == len(answers):  # asked once more than the test expects
-                    child.kill()
-                    break
-                os.write(leader, answers[prompts])
-                prompts += 1
-        elif child.poll() is not None:
-            break
-    os.close(leader)
-    screen = re.sub(r"\x1b\[[0-9;]*m", "", seen.decode(errors="replace"))  # no colours
-    return child.wait(timeout=10), screen
-
-
 def test_on_a_terminal_a_cap_offers_to_continue(project: Path) -> None:
     model = script(project / "s.json", HELLO)
     args = ["run", "say hi", "-m", model, "-w", "ws", "--max-steps", "1"]
-    code, screen = run_in_terminal(project, args, [b"1\n"])
+    code, screen = run_in_terminal(project, args, [b"1\n"], prompt=b"Continue?")
     assert code == 0, screen
     assert "The run reached a cap: reached the cap of 1 steps." in screen
     assert "Continue? [1] +20 steps, [2] +60 steps, [s]top (default stop):" in screen
@@ -147,6 +110,6 @@ def test_on_a_terminal_a_cap_offers_to_continue(project: Path) -> None:
 def test_on_a_terminal_stop_stops_at_the_cap(project: Path) -> None:
     model = script(project / "s.json", HELLO)
     args = ["run", "say hi", "-m", model, "-w", "ws", "--max-steps", "1"]
-    code, screen = run_in_terminal(project, args, [b"s\n"])
+    code, screen = run_in_terminal(project, args, [b"s\n"], prompt=b"Continue?")
     assert code == 3, screen
     assert screen.count("Continue?") == 1
