@@ -231,6 +231,23 @@ async def test_checks_that_pass_at_once_record_each_ones_evidence(workspace: Pat
     assert state.config.checks == tuple(checks)
 
 
+async def test_a_resume_runs_the_checks_the_run_was_started_with(
+    workspace: Path, sqlite_log: SQLiteLog
+) -> None:
+    checks = ["test -f done.txt"]
+    first = agent_for(["done"], workspace, checks=checks, log=sqlite_log, stop_max_rejections=0)
+    failed = await first.run("go")
+    assert failed.stop_reason is StopReason.MISSING_EVIDENCE
+    (workspace / "done.txt").write_text("")
+    later = agent_for(["done"], workspace, log=sqlite_log)  # no checks of its own
+    resumed = await later.resume(failed.run_id)
+    assert (resumed.stop_reason, resumed.final_answer) == (StopReason.END_TURN, "done")
+    events = await sqlite_log.events(failed.run_id)
+    assert [e.text for e in events if isinstance(e, Notice) and e.source == "Checks"] == [
+        "check `test -f done.txt` passed (exit 0); output tail:\n(no output)"
+    ]
+
+
 async def test_checks_run_in_the_sandbox(workspace: Path) -> None:
     # The log's folder is read-only to commands, checks included.
     agent = agent_for(["done"], workspace, checks=["touch .git/x"], stop_max_rejections=0)

@@ -527,7 +527,7 @@ class Agent:
                 EmptyReply(),
                 *self._guard_policies(executor),
                 *self.policies,
-                *self._final_policies(workspace),
+                *self._final_policies(workspace, state.config.checks),
             ],
             settings=self.settings,
             cancel=cancel or Cancel(),
@@ -535,14 +535,15 @@ class Agent:
             on_cap=self.on_cap,
         )
 
-    def _final_policies(self, workspace: Workspace) -> list[Policy]:
-        """The verification gate, then the stop hooks: only at a final answer."""
+    def _final_policies(self, workspace: Workspace, checks: Sequence[str]) -> list[Policy]:
+        """The verification gate (the checks the run was started with: a resume keeps them),
+        then the stop hooks: only at a final answer."""
         root, protected, cap = workspace.root, self._protected(), self.stop_max_rejections
         policies: list[Policy] = []
-        if self.checks:
+        if checks:
             policies.append(
                 Checks(
-                    self.checks,
+                    checks,
                     workspace=root,
                     sandbox=self.sandbox,
                     protected=protected,
