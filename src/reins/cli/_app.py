@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
     from .._cancel import Cancel
     from .._config import Config
     from ..permissions import ApprovalHandler, ApprovalMode, Permissions
-    from ..policies import CapHandler
+    from ..policies import CapHandler, CommandHook
     from ..store import SQLiteLog
 
 EXIT_CODES: dict[StopReason, int] = {
@@ -186,7 +186,6 @@ def run(
     from .._agent import Agent
     from .._config import load_config
     from .._resolve import resolve_model
-    from ..policies import CommandHook
     from ..tools import builtin_tools
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
@@ -210,9 +209,7 @@ def run(
             sandbox=config.sandbox.policy(mode=sandbox, network=network),
             guards=config.guards.guards(off=no_guard or (), on=guard or ()),
             checks=[*config.checks, *(check or [])],
-            stop_hooks=[
-                CommandHook(command=h.command, timeout=h.timeout) for h in config.stop_hooks
-            ],
+            stop_hooks=_stop_hooks(config),
             stop_max_rejections=config.stop_max_rejections,
         )
         stream = agent.iter(goal, session_id=session, cancel=cancel)
@@ -258,7 +255,6 @@ def resume(
     from .._config import load_config
     from .._resolve import resolve_model
     from .._state import RunState
-    from ..policies import CommandHook
     from ..store import find_run
     from ..tools import builtin_tools
 
@@ -284,10 +280,7 @@ def resume(
                 network=state.config.network if network is None else network,
             ),
             guards=config.guards.guards(off=no_guard or (), on=guard or ()),
-            checks=state.config.checks,  # the config's and --check's, as the run started
-            stop_hooks=[
-                CommandHook(command=h.command, timeout=h.timeout) for h in config.stop_hooks
-            ],
+            stop_hooks=_stop_hooks(config),
             stop_max_rejections=config.stop_max_rejections,
         )
         stream = agent.resume_iter(
@@ -386,6 +379,12 @@ def _at_cap(value: str) -> Literal["stop", "summarize"]:
     if value in ("stop", "summarize"):
         return cast(Literal["stop", "summarize"], value)
     raise UsageError(f"--at-cap {value!r}: say stop or summarize")
+
+
+def _stop_hooks(config: Config) -> list[CommandHook]:
+    from ..policies import CommandHook
+
+    return [CommandHook(command=h.command, timeout=h.timeout) for h in config.stop_hooks]
 
 
 def _permissions(config: Config) -> Permissions:
