@@ -21,6 +21,7 @@ from reins import (
     ModelResponded,
     Notice,
     PermissionDecided,
+    Reflected,
     ResponseRejected,
     RunConfig,
     RunFinished,
@@ -89,6 +90,19 @@ ONE_OF_EACH: list[Event] = [
     ),
     AnswerRejected(**ENVELOPE, seq=14, step=2, observation="check failed", source="Checks"),
     Steered(**ENVELOPE, seq=15, text="use the other file"),
+    Reflected(
+        **ENVELOPE,
+        seq=16,
+        step=1,
+        assessment="failure",
+        reasoning="grep found nothing",
+        next_action="retry",
+        revised_approach="search the tests",
+        to_model="[Reflection: the last step failed ...]",
+        usage=Usage(input_tokens=30, output_tokens=9, requests=1),
+        model="m",
+        source="reflection",
+    ),
 ]
 
 

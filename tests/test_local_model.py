@@ -263,3 +263,28 @@ def test_model_strings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         resolve_model(f"local:{tmp_path / 'missing.gguf'}")
     with pytest.raises(UnknownModel, match="unknown model 'gpt5'; known forms: local"):
         resolve_model("gpt5")
+
+
+@pytest.mark.real_model
+async def test_a_reflection_on_the_embedded_model_is_a_valid_reflect_call(
+    local: LocalModel,
+) -> None:
+    from reins.policies._reflect import INSTRUCTIONS, REFLECT_TOOL, parse_reflection
+
+    report = (
+        "Goal:\nCreate the file hello.txt containing the text: hello world\n\n"
+        "The agent's step 1:\n"
+        '- write_file({"path": "hello", "content": "hello world"}) -> error:\n'
+        "No such directory: hello\n\nJudge this step: call reflect."
+    )
+    messages = [SystemMessage(content=INSTRUCTIONS), UserMessage(content=report)]
+    settings = ModelSettings(max_tokens=512, tool_choice="required")
+    response = await local.request(messages, [REFLECT_TOOL], settings)
+    [call] = response.message.tool_calls  # the grammar allows nothing else
+    assert call.name == "reflect"
+    jsonschema.validate(call.arguments, REFLECT_TOOL.parameters)
+    parsed = parse_reflection(response.message)
+    assert (parsed.assessment, parsed.next_action) == (
+        call.arguments["assessment"],
+        call.arguments["next_action"],
+    )

@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._agent import Agent, AgentRun, RunResult
+    from ._agent import Agent, AgentRun, ReflectiveAgent, RunResult
     from ._cancel import Cancel
     from ._errors import (
         LogCorrupted,
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         ModelResponded,
         Notice,
         PermissionDecided,
+        Reflected,
         ResponseRejected,
         RunConfig,
         RunFinished,
@@ -96,6 +97,9 @@ if TYPE_CHECKING:
         MaxTokensRecovery,
         OnFinal,
         Policy,
+        Reflect,
+        Reflection,
+        Reflective,
         Reject,
         Stop,
         StrictActions,
@@ -110,6 +114,7 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "Agent": "._agent",
     "AgentRun": "._agent",
+    "ReflectiveAgent": "._agent",
     "RunResult": "._agent",
     "Cancel": "._cancel",
     "LogCorrupted": "._errors",
@@ -142,6 +147,7 @@ _LAZY: dict[str, str] = {
     "ModelResponded": "._events",
     "Notice": "._events",
     "ResponseRejected": "._events",
+    "Reflected": "._events",
     "RunConfig": "._events",
     "RunFinished": "._events",
     "RunResumed": "._events",
@@ -190,6 +196,9 @@ _LAZY: dict[str, str] = {
     "OnFinal": ".policies",
     "Policy": ".policies",
     "Reject": ".policies",
+    "Reflect": ".policies",
+    "Reflection": ".policies",
+    "Reflective": ".policies",
     "Stop": ".policies",
     "Verdict": ".policies",
     "Verified": ".policies",
@@ -269,6 +278,11 @@ __all__ = [
     "PermissionRules",
     "Permissions",
     "Policy",
+    "Reflect",
+    "Reflected",
+    "Reflection",
+    "Reflective",
+    "ReflectiveAgent",
     "ReinsError",
     "Reject",
     "ResponseRejected",

@@ -34,6 +34,7 @@ from .models._catalog import UNKNOWN, lookup
 from .permissions import Approval, ApprovalHandler, ApprovalMode, Permissions, approver
 from .policies import (
     CAP_REASONS,
+    BudgetNotices,
     CapHandler,
     Checks,
     EmptyReply,
@@ -42,10 +43,11 @@ from .policies import (
     MaxTokensRecovery,
     NoVerifier,
     Policy,
+    Reflective,
     StopHook,
     StopHooks,
     StrictActions,
-    budget_policies,
+    budget_stops,
 )
 from .policies._budgets import CONTINUING
 from .sandbox import SandboxPolicy
@@ -256,6 +258,13 @@ class Agent:
     stop_max_rejections: int = 3
     """Final answers rejected (by checks and stop hooks together) before the next rejection
     ends the run with `missing_evidence`."""
+    reflect: bool = False
+    """After each step whose tools ran, a model call judges the step (`reflected` events):
+    a failure tells the model the revised approach, a new plan is told, `complete` ends the
+    run (its reasoning the answer, if the final-answer policies agree). A resumed run keeps
+    what it was started with."""
+    reflect_max_retries: int = 3
+    """Reflections in a row judging a step failed that end the run (`stalled`)."""
     _resolved: tuple[tuple[object, ...], Workspace] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -381,6 +390,8 @@ class Agent:
         history: list[Message],
         grants: tuple[str, ...] = (),
     ) -> RunStarted:
+        if self.reflect_max_retries < 1:
+            raise UsageError("reflect_max_retries must be at least 1")
         tools = self._tools()
         config = RunConfig(
             model=self.model_id or self.model.name,
@@ -396,6 +407,8 @@ class Agent:
             sandbox=self.sandbox.mode,
             network=self.sandbox.network,
             checks=tuple(self.checks),
+            reflect=self.reflect,
+            reflect_max_retries=self.reflect_max_retries,
         )
         return RunStarted(
             session_id=session_id,
@@ -514,6 +527,13 @@ class Agent:
             max_parallel=state.config.max_parallel_tools,
             permissions=self.permissions.tiered(read_only=self.sandbox.mode == "read-only"),
         )
+        cancel = cancel or Cancel()
+        config = state.config
+        reflection = (
+            [Reflective(self.model, self.settings, cancel, config.reflect_max_retries)]
+            if config.reflect
+            else []
+        )
         return RunLoop(
             state=state,
             log=self.log,
@@ -521,7 +541,9 @@ class Agent:
             executor=executor,
             policies=[
                 MaxSteps(),
-                *budget_policies(state),
+                *budget_stops(state),
+                *reflection,  # after the caps (a reflection is a model call), before notices
+                BudgetNotices(),
                 MaxTokensRecovery(),
                 *self._protocol_policies(executor),
                 EmptyReply(),
@@ -530,7 +552,7 @@ class Agent:
                 *self._final_policies(workspace, state.config.checks),
             ],
             settings=self.settings,
-            cancel=cancel or Cancel(),
+            cancel=cancel,
             approver=approver(self.approval),
             on_cap=self.on_cap,
         )
@@ -619,6 +641,13 @@ class Agent:
             raise UsageError(f"no session {session_id!r} in this log; `reins sessions` lists them")
         last = RunState.fold(await self.log.events(runs[-1].run_id))
         return last.transcript(), tuple(sorted(last.grants))
+
+
+@dataclass(kw_only=True)
+class ReflectiveAgent(Agent):
+    """An `Agent` that reflects on each step (`reflect=True`): the same loop, one more policy."""
+
+    reflect: bool = True
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) w
 
     checks = ["pytest -q"]            # must pass (in the sandbox) before a final answer stands
     stop_max_rejections = 3           # rejected answers before the run ends missing_evidence
+    reflect = true                    # a model call judges each step with tools (--reflect)
     [[stop_hooks]]                    # the event as JSON on stdin; exit 2 + a message rejects
     command = "./scripts/review.sh"
     timeout = 60
@@ -170,6 +171,10 @@ class Config(BaseModel):
     stop_hooks: tuple[StopHookConfig, ...] = ()
     stop_max_rejections: int = Field(default=3, ge=0)
     """Final answers rejected (by checks and stop hooks) before the run ends missing_evidence."""
+    reflect: bool = False
+    """Reflect on each step whose tools ran (`--reflect`; the Reflective agent)."""
+    reflect_max_retries: int = Field(default=3, ge=1)
+    """Reflections in a row judging a step failed that end the run (`stalled`)."""
 
     def endpoint(self, name: str) -> Endpoint:
         return self.providers.get(name) or Endpoint()

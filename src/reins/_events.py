@@ -54,6 +54,10 @@ class RunConfig(BaseModel):
     is the (partial) answer."""
     checks: tuple[str, ...] = ()
     """The commands that had to pass before its final answer stood; `reins resume` keeps them."""
+    reflect: bool = False
+    """A reflection (a model call judging the step) followed each step whose tools ran."""
+    reflect_max_retries: int = 3
+    """Reflections judging a step failed, in a row, that end the run (`stalled`)."""
 
 
 class _Event(BaseModel):
@@ -188,6 +192,24 @@ class AnswerRejected(_Event):
     source: str
 
 
+class Reflected(_Event):
+    """A reflection on a step whose tools ran (the Reflective agent): a model call judged it
+    and chose what comes next."""
+
+    kind: Literal["reflected"] = "reflected"
+    step: int
+    assessment: Literal["success", "failure", "partial", "unknown"]
+    reasoning: str
+    next_action: Literal["continue", "change_plan", "complete", "retry"]
+    revised_approach: str = ""
+    to_model: str = ""
+    """What the model is told of it ("": nothing)."""
+    usage: Usage
+    cost: float | None = None
+    model: str
+    source: str
+
+
 class Steered(_Event):
     """An instruction from the user, sent while the run ran; told to the model before the next
     round as `[STEER FROM USER — act on this now] text`."""
@@ -231,6 +253,7 @@ Event = Annotated[
     | PermissionDecided
     | ResponseRejected
     | AnswerRejected
+    | Reflected
     | Steered
     | Notice
     | RunFinished,

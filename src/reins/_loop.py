@@ -25,6 +25,7 @@ from ._events import (
     ModelResponded,
     Notice,
     PermissionDecided,
+    Reflected,
     ResponseRejected,
     RunFinished,
     Steered,
@@ -55,6 +56,7 @@ from .policies import (
     Continue,
     Inject,
     Policy,
+    Reflect,
     Reject,
     Stop,
     Verified,
@@ -145,6 +147,22 @@ class RunLoop:
                         to_model=True,
                         mark=mark,
                     )
+                case Reflect() as judged:
+                    reflection, reply = judged.reflection, judged.response
+                    yield await self._emit(
+                        Reflected,
+                        step=judged.step,
+                        assessment=reflection.assessment,
+                        reasoning=reflection.reasoning,
+                        next_action=reflection.next_action,
+                        revised_approach=reflection.revised_approach,
+                        to_model=judged.to_model,
+                        usage=reply.usage,
+                        cost=self._price(reply),
+                        model=reply.model_name,
+                        source=policy.name,
+                    )
+                    return  # the next pass reads it: the caps again, then an answer or a round
                 case Stop(reason, detail):
                     if reason in CAP_REASONS:
                         async for event in self._at_cap(policy.name, reason, detail):

@@ -6,6 +6,7 @@ state is in (`review_pending`, `pending`, `turn_answer()`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,6 +22,7 @@ from ._events import (
     ModelResponded,
     Notice,
     PermissionDecided,
+    Reflected,
     ResponseRejected,
     RunConfig,
     RunFinished,
@@ -37,6 +39,9 @@ from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, U
 FINAL_ANSWER_TOOL = "final_answer"
 FINAL_ANSWER_PREFIX = "FINAL_ANSWER:"
 STEER_PREFIX = "[STEER FROM USER — act on this now] "
+REFLECTION_TAG = "[Reflection:"
+"""How what a reflection tells the model begins; a model that echoes such a block in its own
+reply has it stripped from its history."""
 
 
 @dataclass(kw_only=True)
@@ -88,6 +93,14 @@ class RunState:
 
     answer_rejections: int = 0
     """Final answers of this run refused by a policy (stop hooks, checks), resumes included."""
+    acted: int = 0
+    """The last step whose tool calls all ran."""
+    reflected: int = 0
+    """The last step a reflection judged."""
+    failed_attempts: int = 0
+    """Reflections in a row that judged their step a failure (a success resets it)."""
+    completion: str | None = None
+    """A reflection judged the goal complete: this is the answer, unless a policy refuses it."""
 
     @classmethod
     def fold(cls, events: Iterable[Event]) -> RunState:
@@ -123,7 +136,11 @@ class RunState:
                 self.step = event.step
                 self.usage = self.usage + event.usage
                 self.cost += event.cost or 0.0
-                self.messages.append(event.message)
+                message = event.message
+                if self.config.reflect and REFLECTION_TAG in message.text:
+                    message = message.model_copy(update={"text": strip_reflections(message.text)})
+                self.messages.append(message)
+                self.completion = None
                 self.review_pending = True
                 self.pending = list(event.message.tool_calls)
                 self.cutoffs = self.cutoffs + 1 if event.finish == "max_tokens" else 0
@@ -136,6 +153,7 @@ class RunState:
                 self.results[event.result.call_id] = event.result
                 if all(call.id in self.results for call in self.pending):
                     self._close_step()
+                    self.acted = self.step
             case TextDelta() | ThinkingDelta():
                 pass
             case ApprovalRequested():
@@ -162,7 +180,20 @@ class RunState:
             case AnswerRejected():
                 self.review_pending = False
                 self.answer_rejections += 1
+                self.completion = None
                 self.messages.append(UserMessage(content=event.observation))
+            case Reflected():
+                self.usage = self.usage + event.usage
+                self.cost += event.cost or 0.0
+                self.reflected = event.step
+                if event.assessment == "failure":
+                    self.failed_attempts += 1
+                elif event.assessment == "success":
+                    self.failed_attempts = 0
+                if event.to_model:
+                    self.messages.append(UserMessage(content=event.to_model))
+                if event.next_action == "complete":
+                    self.completion = event.reasoning
             case Steered():
                 self.messages.append(UserMessage(content=STEER_PREFIX + event.text))
             case RunFinished():
@@ -235,6 +266,8 @@ class RunState:
         """The final answer if the last response ended the turn and its tools have all run."""
         if self.pending:
             return None
+        if self.completion is not None:
+            return self.completion
         last = _last_assistant(self.messages)
         if last is None:
             return None
@@ -260,6 +293,14 @@ def _last_assistant(messages: list[Message]) -> tuple[int, AssistantMessage] | N
         if not isinstance(message, ToolResultMessage):
             return None
     return None
+
+
+_REFLECTION_BLOCK = re.compile(re.escape(REFLECTION_TAG) + r"[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]?")
+
+
+def strip_reflections(text: str) -> str:
+    """`text` without the `[Reflection: …]` blocks a model copied from what it was told."""
+    return re.sub(r"\n{3,}", "\n\n", _REFLECTION_BLOCK.sub("", text)).strip()
 
 
 def _marked_answer(text: str) -> str | None:

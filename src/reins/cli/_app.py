@@ -181,6 +181,14 @@ def run(
             "repeatable, after the config's `checks`.",
         ),
     ] = None,
+    reflect: Annotated[
+        bool | None,
+        typer.Option(
+            "--reflect/--no-reflect",
+            help="After each step with tool calls, have the model judge it and choose what "
+            "comes next (default: the config's `reflect`, else off).",
+        ),
+    ] = None,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
     from .._agent import Agent
@@ -211,6 +219,8 @@ def run(
             checks=[*config.checks, *(check or [])],
             stop_hooks=_stop_hooks(config),
             stop_max_rejections=config.stop_max_rejections,
+            reflect=config.reflect if reflect is None else reflect,
+            reflect_max_retries=config.reflect_max_retries,
         )
         stream = agent.iter(goal, session_id=session, cancel=cancel)
         if on_cap is None and isinstance(approval, str):  # no prompt reads stdin: lines steer

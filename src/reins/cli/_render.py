@@ -19,6 +19,7 @@ from .._events import (
     ModelResponded,
     Notice,
     PermissionDecided,
+    Reflected,
     ResponseRejected,
     RunFinished,
     RunResumed,
@@ -104,6 +105,17 @@ class EventRenderer:
                 out.print(
                     f"[yellow]✗ answer rejected by {event.source}:[/] {escape(event.observation)}"
                 )
+            case Reflected():
+                self._tokens[0] += event.usage.input_tokens
+                self._tokens[1] += event.usage.output_tokens
+                self._cost += event.cost or 0.0
+                style = _ASSESSMENT_STYLE[event.assessment]
+                out.print(
+                    f"[{style}]◆ reflection on step {event.step}: {event.assessment}[/], "
+                    f"next: {event.next_action.replace('_', ' ')} — {escape(event.reasoning)}"
+                )
+                if event.revised_approach:
+                    out.print(f"  [dim]revised approach:[/] {escape(event.revised_approach)}")
             case Steered():
                 out.print(f"[magenta]» steered:[/] {escape(event.text)}")
             case Notice():
@@ -130,6 +142,14 @@ class EventRenderer:
         if self._open_line:
             self.console.print()
             self._open_line = False
+
+
+_ASSESSMENT_STYLE = {
+    "success": "green",
+    "failure": "red",
+    "partial": "yellow",
+    "unknown": "dim",
+}
 
 
 def render_finish(out: Console, reason: StopReason, answer: str | None, detail: str) -> None:

@@ -11,6 +11,7 @@ from ._base import (
     Inject,
     OnFinal,
     Policy,
+    Reflect,
     Reject,
     Stop,
     Verdict,
@@ -25,6 +26,7 @@ from ._budgets import (
     TimeBudget,
     TokenBudget,
     budget_policies,
+    budget_stops,
 )
 from ._caps import MaxSteps, MaxTokensRecovery
 from ._checks import Checks
@@ -39,6 +41,7 @@ from ._guards import (
     RepeatCache,
     RunFacts,
 )
+from ._reflect import Reflection, Reflective, parse_reflection
 from ._repair import EmptyReply, StrictActions
 from ._stop_hooks import CommandHook, StopHook, StopHookFunction, StopHooks
 from ._verify import NoVerifier
@@ -72,6 +75,9 @@ __all__ = [
     "OnFinal",
     "OneCallPerStep",
     "Policy",
+    "Reflect",
+    "Reflection",
+    "Reflective",
     "Reject",
     "RepeatCache",
     "RunFacts",
@@ -85,4 +91,6 @@ __all__ = [
     "Verdict",
     "Verified",
     "budget_policies",
+    "budget_stops",
+    "parse_reflection",
 ]

@@ -2,7 +2,9 @@
 
 Each hook returns a verdict from a closed union, narrowed per hook:
 
-    before_round    Continue | Inject | Stop          stage 1, before the model is asked
+    before_round    Continue | Inject | Reflect | Stop
+                                                      stage 1, before the model is asked
+                                                      (Reflect: a judged step, recorded)
     after_response  Continue | Reject | Stop          stage 4, before the response is acted on
     on_final        Continue | Verified | Reject | Answer | Stop
                                                       stage 4, before a final answer is accepted
@@ -15,10 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .._messages import AssistantMessage, ToolCall, ToolResultMessage
 from .._state import RunState
 from .._stop import StopReason
+
+if TYPE_CHECKING:
+    from .._model import ModelResponse
+    from ._reflect import Reflection
 
 
 @dataclass(frozen=True)
@@ -66,10 +73,21 @@ class Verified:
     evidence: tuple[str, ...]
 
 
+@dataclass(frozen=True, kw_only=True)
+class Reflect:
+    """A reflection on step `step` (the Reflective agent), to be recorded: its fold tells the
+    model `to_model` and acts on the judgement."""
+
+    step: int
+    reflection: Reflection
+    to_model: str
+    response: ModelResponse
+
+
 CONTINUE = Continue()
 
-Verdict = Continue | Inject | Reject | Stop | Answer | Verified
-BeforeRound = Continue | Inject | Stop
+Verdict = Continue | Inject | Reflect | Reject | Stop | Answer | Verified
+BeforeRound = Continue | Inject | Reflect | Stop
 AfterResponse = Continue | Reject | Stop
 OnFinal = Continue | Verified | Reject | Answer | Stop
 BeforeTool = Continue | Reject | Answer | Stop

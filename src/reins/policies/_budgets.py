@@ -184,8 +184,8 @@ def _passed(
     return None
 
 
-def budget_policies(state: RunState) -> list[Policy]:
-    """The budget policies a run needs: the notices, and a stop per budget set."""
+def budget_stops(state: RunState) -> list[Policy]:
+    """A stop per budget set."""
     config = state.config
     policies: list[Policy] = []
     if config.token_budget is not None:
@@ -194,8 +194,13 @@ def budget_policies(state: RunState) -> list[Policy]:
         policies.append(TimeBudget())
     if config.cost_budget is not None:
         policies.append(CostBudget())
-    policies.append(BudgetNotices())  # after the stops: no notice just before a stop
     return policies
+
+
+def budget_policies(state: RunState) -> list[Policy]:
+    """The budget policies a run needs: a stop per budget set, then the notices (no notice
+    just before a stop)."""
+    return [*budget_stops(state), BudgetNotices()]
 
 
 @dataclass(frozen=True, kw_only=True)

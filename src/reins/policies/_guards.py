@@ -37,6 +37,7 @@ from ._base import (
     Reject,
     Stop,
 )
+from ._reflect import FAILED_NOTE
 
 CACHED = "Cached: "
 FILE_NOTE = "You have not written the file yet"
@@ -257,6 +258,10 @@ class RunFacts:
             self.since_warning = 0
         elif text.startswith(ANCHOR_NOTE):
             self.since_anchor = 0
+        elif text.startswith(FAILED_NOTE):  # a reflection judged a step failed: start afresh
+            self.rounds.clear()
+            self.idle = 0
+            self.open = self.warned = False
 
     def _close_round(self) -> None:
         if self.open:
