@@ -18,7 +18,8 @@ class StopReason(StrEnum):
     REFUSAL = "refusal"
     MISSING_EVIDENCE = "missing_evidence"
     STALLED = "stalled"
-    """Went in circles or made no progress, and went on after a warning (`LoopGuard`)."""
+    """Went in circles or made no progress, and went on after a warning (`LoopGuard`); or the
+    reflection judged `reflect_max_retries` steps in a row failed (`Reflective`)."""
     ERROR = "error"
     WAITING = "waiting"
     """Paused until a person answers its approval requests; resume it with the answers."""
