@@ -6,6 +6,8 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pytest
+
 from reins import (
     EVENT,
     Agent,
@@ -22,6 +24,7 @@ from reins import (
     StopReason,
     ToolCallFinished,
     ToolSpec,
+    UsageError,
     UserMessage,
     tool,
 )
@@ -164,3 +167,24 @@ def test_a_line_typed_while_reins_run_runs_steers_it(tmp_path: Path) -> None:
     assert [e.text for e in events if isinstance(e, Steered)] == ["use the other file"]
     assert isinstance(events[-1], RunFinished)
     assert events[-1].final_answer == "steered"
+
+
+async def test_a_run_is_steered_by_its_session_id_while_it_runs(workspace: Path) -> None:
+    runs: list[AgentRun] = []
+
+    @tool
+    def work() -> str:
+        """Work a while."""
+        agent.steer(runs[0].state.session_id, "use the other file")
+        return "worked"
+
+    model = Recording([reply("", call("work", "w1")), "done"])
+    agent = Agent(model=FunctionModel(model), tools=[work], workspace=workspace)
+    runs.append(agent.iter("go"))
+    result = await runs[0].result()
+    assert users(model.seen[1])[-1] == STEER + "use the other file"
+    # Once the run ended, its session id steers nothing.
+    with pytest.raises(UsageError, match=f"no run of session {result.session_id} is running"):
+        agent.steer(result.session_id, "too late")
+    with pytest.raises(UsageError, match="no run of session nope"):
+        agent.steer("nope", "hello")

@@ -104,9 +104,17 @@ class AgentRun:
     start (or resumption) and sets up its loop. `steer` and `follow_up` may be called from any
     task or thread while it runs."""
 
-    def __init__(self, begin: Begin, turn: Callable[[str, str], Begin] | None = None) -> None:
+    def __init__(
+        self,
+        begin: Begin,
+        turn: Callable[[str, str], Begin] | None = None,
+        running: dict[str, AgentRun] | None = None,
+    ) -> None:
         self._begin = begin
         self._turn = turn
+        self._running = running
+        """The agent's runs in progress by session id (`Agent.steer`): this one is in it
+        from its first event until it ends."""
         """Begins a next turn (goal, session id), for follow-ups."""
         self._loop: RunLoop | None = None
         self._first: list[Event] = []
@@ -160,6 +168,7 @@ class AgentRun:
                 return await anext(events)
             except StopAsyncIteration:
                 if not self._next_turn():
+                    self._unlist()
                     raise
             except BaseException:
                 self._ended()
@@ -170,7 +179,15 @@ class AgentRun:
             self._first, self._loop = await self._begin()
             self._loop.steering = self._steering  # the same queue: steer() feeds the loop
             self._events = self._loop.events()
+            if self._running is not None:
+                self._running[self._loop.state.session_id] = self
         return self._events
+
+    def _unlist(self) -> None:
+        if self._running is not None and self._loop is not None:
+            session_id = self._loop.state.session_id
+            if self._running.get(session_id) is self:
+                del self._running[session_id]
 
     async def aclose(self) -> None:
         if self._events is not None:
@@ -180,6 +197,7 @@ class AgentRun:
     def _ended(self) -> None:
         """The loop ended without finishing the run (an error, or closed): nothing goes on in
         it here any more, so its session is free for a new turn or a resume."""
+        self._unlist()
         loop = self._loop
         if loop is not None and loop.state.finished is None:
             loop.log.release(loop.state.session_id, loop.state.run_id)
@@ -203,6 +221,7 @@ class AgentRun:
                 self._ended()
                 raise
             if not self._next_turn():
+                self._unlist()
                 return RunResult.of(self.state)
 
 
@@ -268,6 +287,17 @@ class Agent:
     _resolved: tuple[tuple[object, ...], Workspace] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+    _running: dict[str, AgentRun] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def steer(self, session_id: str, text: str) -> None:
+        """Steer the run of `session_id` this agent is running (`AgentRun.steer`), from any
+        thread or task: for a server that holds session ids, not run objects."""
+        running = self._running.get(session_id)
+        if running is None:
+            raise UsageError(f"no run of session {session_id} is running in this agent")
+        running.steer(text)
 
     async def run(
         self, goal: str, *, session_id: str | None = None, cancel: Cancel | None = None
@@ -308,7 +338,9 @@ class Agent:
         self, goal: str, *, session_id: str | None = None, cancel: Cancel | None = None
     ) -> AgentRun:
         """Like `run`, as an async iterable of the run's events."""
-        return AgentRun(lambda: self._start(goal, session_id, cancel), self._next_turns(cancel))
+        return AgentRun(
+            lambda: self._start(goal, session_id, cancel), self._next_turns(cancel), self._running
+        )
 
     def _next_turns(self, cancel: Cancel | None) -> Callable[[str, str], Begin]:
         def turn(goal: str, session_id: str) -> Begin:
@@ -332,6 +364,7 @@ class Agent:
         return AgentRun(
             lambda: self._resume(run_id, caps, approvals or {}, cancel),
             self._next_turns(cancel),
+            self._running,
         )
 
     async def _start(
