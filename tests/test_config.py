@@ -147,3 +147,63 @@ def test_reins_run_reports_a_broken_config_in_one_line(
     [line] = done.output.splitlines()  # one line, whatever the terminal's width
     assert line.startswith("error: config file ")
     assert "is not valid TOML" in line
+
+
+def test_a_projects_commands_wait_until_the_users_file_trusts_it(
+    user_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reins._config import ProjectCommands, StopHookConfig, load_config
+
+    user_config.write_text('checks = ["mine"]\n')
+    project = (tmp_path / "repo").resolve()
+    (project / "src").mkdir(parents=True)
+    (project / "reins.toml").write_text('checks = ["theirs"]\n[[stop_hooks]]\ncommand = "hook"\n')
+    config = load_config(project / "src")
+    assert (config.checks, config.stop_hooks) == (("mine",), ())  # the user's, until trusted
+    assert config.project_commands == ProjectCommands(
+        path=project / "reins.toml",
+        checks=("theirs",),
+        stop_hooks=(StopHookConfig(command="hook"),),
+    )
+    trusted = config.trusting_project()
+    assert (trusted.checks, trusted.stop_hooks) == (("theirs",), (StopHookConfig(command="hook"),))
+    assert trusted.project_commands is None
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    user_config.write_text('checks = ["mine"]\ntrusted_projects = ["~/repo"]\n')
+    assert load_config(project / "src") == trusted
+
+    (project / "reins.toml").write_text("checks = []\n")  # nothing to run: nothing to trust
+    user_config.write_text('checks = ["mine"]\n')
+    config = load_config(project)
+    assert (config.checks, config.project_commands) == ((), None)
+
+    monkeypatch.setenv("REINS_CONFIG", str(project / "reins.toml"))  # the user's own file
+    (project / "reins.toml").write_text('checks = ["mine"]\n')
+    assert load_config(project).checks == ("mine",)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('trusted_projects = ["repo"]\n', "'repo' is not an absolute path; name the folder"),
+        ('trusted_projects = "/repo"\n', r"trusted_projects must be a list of folders"),
+        ("checks = [1]\n", r"checks\.0: Input should be a valid string"),
+    ],
+)
+def test_a_bad_trust_list_is_one_clear_error(user_config: Path, text: str, message: str) -> None:
+    from reins._config import load_config
+
+    user_config.write_text(text)
+    with pytest.raises(UsageError, match=message):
+        load_config()
+
+
+def test_a_projects_bad_commands_are_reported_with_its_file(
+    user_config: Path, tmp_path: Path
+) -> None:
+    from reins._config import load_config
+
+    (tmp_path / "reins.toml").write_text("[[stop_hooks]]\ncommand = 3\n")
+    with pytest.raises(UsageError, match=r"reins\.toml: stop_hooks\.0\.command: Input should be"):
+        load_config()

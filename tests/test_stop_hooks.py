@@ -285,13 +285,13 @@ def test_cli_config_hook_rejects_with_exit_2_and_the_cap_exits_9(project: Path) 
         "command = \"grep -q DONE || { echo 'say DONE' >&2; exit 2; }\"\n"
     )
     model = script(project / "s.json", ["working", "still working", "DONE"])
-    capped = reins("run", "go", "-m", model, "-w", "ws", cwd=project)
+    capped = reins("run", "go", "-m", model, "-w", "ws", "--trust-project", cwd=project)
     assert capped.returncode == 9, capped.stderr
     assert "answer rejected by StopHooks" in capped.stdout
     assert "missing_evidence" in capped.stdout
     assert "last reason: stop hook" in capped.stdout
     assert "say DONE" in capped.stdout
-    resumed = reins("resume", "last", cwd=project)  # the standing answer, judged again
+    resumed = reins("resume", "last", "--trust-project", cwd=project)  # judged again
     assert resumed.returncode == 9
 
 
@@ -364,7 +364,8 @@ def test_cli_config_checks_then_flag_checks_and_resume_keeps_them(project: Path)
     (project / "reins.toml").write_text('checks = ["echo from-config"]\nstop_max_rejections = 0\n')
     model = script(project / "s.json", ["done"])
     check = "test -f ws-ready"
-    failed = reins("run", "go", "-m", model, "-w", "ws", "--check", check, "--json", cwd=project)
+    args = ("--check", check, "--json", "--trust-project")
+    failed = reins("run", "go", "-m", model, "-w", "ws", *args, cwd=project)
     assert failed.returncode == 9, failed.stderr
     events = [EVENT.validate_json(line) for line in failed.stdout.splitlines()]
     assert isinstance(events[0], RunStarted)

@@ -38,8 +38,13 @@ key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) w
     command = "./scripts/review.sh"
     timeout = 60
 
+    trusted_projects = ["~/src/app"]  # user file only: run these projects' checks and hooks
+
 A project file is committed with the code, so it may name a key's variable but not hold a key,
-and its permissions, approval and sandbox can only be stricter than the user's.
+and its permissions, approval and sandbox can only be stricter than the user's. Its `checks`
+and `stop_hooks` are commands that run unasked when the agent says it is done, so they wait
+(`Config.project_commands`) until the user trusts the project: in their own file
+(`trusted_projects`, the folder that holds `reins.toml`) or when `reins run` asks.
 """
 
 from __future__ import annotations
@@ -144,6 +149,26 @@ class StopHookConfig(BaseModel):
     timeout: float = 60.0
 
 
+class ProjectCommands(BaseModel):
+    """The commands a project file sets (`checks`, `[[stop_hooks]]`), held aside until the user
+    trusts the project: they would run, unasked, whenever the agent says it is done."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: Path
+    """The project file."""
+    checks: tuple[str, ...] | None = None
+    """None: the file does not set `checks` (the user's stand)."""
+    stop_hooks: tuple[StopHookConfig, ...] | None = None
+
+    def commands(self, *, checks: bool = True) -> list[tuple[str, str]]:
+        """Each command with its kind (`check`, `stop hook`), in the order they would run."""
+        return [
+            *(("check", c) for c in (self.checks or ()) if checks),
+            *(("stop hook", h.command) for h in self.stop_hooks or ()),
+        ]
+
+
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -175,9 +200,24 @@ class Config(BaseModel):
     """Reflect on each step whose tools ran (`--reflect`; the Reflective agent)."""
     reflect_max_retries: int = Field(default=3, ge=1)
     """Reflections in a row judging a step failed that end the run (`stalled`)."""
+    project_commands: ProjectCommands | None = None
+    """The project file's `checks` and `stop_hooks` when the user's config does not trust the
+    project: not in `checks` and `stop_hooks` (those are the user's) until `trusting_project`."""
 
     def endpoint(self, name: str) -> Endpoint:
         return self.providers.get(name) or Endpoint()
+
+    def trusting_project(self) -> Config:
+        """The config with the project file's commands in place of the user's (key by key)."""
+        held = self.project_commands
+        if held is None:
+            return self
+        update: dict[str, object] = {"project_commands": None}
+        if held.checks is not None:
+            update["checks"] = held.checks
+        if held.stop_hooks is not None:
+            update["stop_hooks"] = held.stop_hooks
+        return self.model_copy(update=update)
 
 
 def user_config_path() -> Path:
@@ -204,13 +244,24 @@ def load_config(start: Path | None = None) -> Config:
     project = project_config_path(start)
     sandbox = SandboxConfig()
     guards: dict[str, object] = {}
+    trusted: list[Path] = []
+    held: ProjectCommands | None = None
+    if project is not None and user.exists() and project.exists() and project.samefile(user):
+        project = None  # $REINS_CONFIG names the project file: it is the user's own
     for path, is_project in ((user, False), (project, True)):
         if path is None or not path.exists():
             continue
         data = _read(path)
+        for key in ("project_permissions", "project_commands"):  # made here, not read
+            if key in data:
+                raise UsageError(f"config {path}: {key}: Extra inputs are not permitted")
         if is_project:
             _refuse_keys(path, data)
             _refuse_looser_approval(path, data)
+            _refuse_trust(path, data)
+            held = _project_commands(path, data)
+        else:
+            trusted = _trusted_projects(path, data.pop("trusted_projects", []))
         if (table := data.pop("permissions", None)) is not None:
             name = "project_permissions" if is_project else "permissions"
             rules[name] = _rules(path, table)
@@ -232,12 +283,18 @@ def load_config(start: Path | None = None) -> Config:
             merged["providers"] = layer  # not a table: the validation below says so
         merged.update(data)
     try:
-        return Config.model_validate(
+        config = Config.model_validate(
             {"providers": providers, "guards": guards, **merged, **rules, "sandbox": sandbox}
         )
     except ValidationError as exc:
         files = " and ".join(str(p) for p in (user, project) if p is not None and p.exists())
         raise UsageError(f"config ({files}): {_first_error(exc)}") from None
+    if held is None:
+        return config
+    config = config.model_copy(update={"project_commands": held})
+    if not held.commands() or held.path.parent in trusted:
+        return config.trusting_project()  # nothing to run, or trusted by the user
+    return config
 
 
 def _read(path: Path) -> dict[str, object]:
@@ -268,6 +325,41 @@ def _refuse_looser_approval(path: Path, data: dict[str, object]) -> None:
             f'{path}: approval = "never-ask": a project file may only make approvals stricter; '
             f"set it in {user_config_path()} or pass --yes"
         )
+
+
+def _refuse_trust(path: Path, data: dict[str, object]) -> None:
+    if "trusted_projects" in data:
+        raise UsageError(
+            f"{path}: trusted_projects: a project file cannot trust itself (or any project); "
+            f"trust a project in {user_config_path()}, or pass --trust-project"
+        )
+
+
+def _project_commands(path: Path, data: dict[str, object]) -> ProjectCommands | None:
+    """The project file's commands, taken out of `data`; None if it sets none."""
+    table = {key: data.pop(key) for key in ("checks", "stop_hooks") if key in data}
+    if not table:
+        return None
+    try:
+        return ProjectCommands.model_validate({**table, "path": path})
+    except ValidationError as exc:
+        raise UsageError(f"config {path}: {_first_error(exc)}") from None
+
+
+def _trusted_projects(path: Path, value: object) -> list[Path]:
+    """The folders named by the user's `trusted_projects`, resolved."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UsageError(f'{path}: trusted_projects must be a list of folders, e.g. ["~/src/app"]')
+    folders = []
+    for name in value:
+        folder = Path(name).expanduser()
+        if not folder.is_absolute():
+            raise UsageError(
+                f"{path}: trusted_projects: {name!r} is not an absolute path; name the folder "
+                'that holds reins.toml from the root or from ~, e.g. "~/src/app"'
+            )
+        folders.append(folder.resolve())
+    return folders
 
 
 def _refuse_keys(path: Path, data: dict[str, object]) -> None:

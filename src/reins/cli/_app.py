@@ -4,12 +4,13 @@ code."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
@@ -116,6 +117,15 @@ CostBudgetOpt = Annotated[
     float | None,
     typer.Option("--cost-budget", callback=_positive, metavar="USD", help="Cap on cost."),
 ]
+TrustProjectOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-project",
+        help="Run the checks and stop hooks the project's reins.toml sets (they run unasked "
+        "when the agent says it is done); without it, the terminal asks, and with no terminal "
+        "they are refused.",
+    ),
+]
 DEFAULT_STORE = Path(".reins")
 
 
@@ -189,15 +199,16 @@ def run(
             "comes next (default: the config's `reflect`, else off).",
         ),
     ] = None,
+    trust_project: TrustProjectOpt = False,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
     from .._agent import Agent
-    from .._config import load_config
     from .._resolve import resolve_model
     from ..tools import builtin_tools
 
+    config = _config(trust_project)  # asked and settled before the log is opened
+
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
-        config = load_config()
         approval = _approval(config, yes)
         # The terminal either answers prompts (approvals, the offer at a cap) or steers.
         on_cap = None if isinstance(approval, str) else _on_cap()
@@ -258,18 +269,19 @@ def resume(
     guard: GuardOnOpt = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
+    trust_project: TrustProjectOpt = False,
 ) -> None:
     """Continue a run after a crash, a cap, a cancel, an error or a pause for approval. New
     caps are totals for the run; by default the cap that stopped it grows by as much again."""
     from .._agent import Agent
-    from .._config import load_config
     from .._resolve import resolve_model
     from .._state import RunState
     from ..store import find_run
     from ..tools import builtin_tools
 
+    config = _config(trust_project, checks=False)  # the run's checks are in its log
+
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
-        config = load_config()
         info = find_run(await log.runs(), run_id)
         state = RunState.fold(await log.events(info.run_id))
         awaiting = [r.call.id for r in state.awaiting()]
@@ -389,6 +401,15 @@ def _at_cap(value: str) -> Literal["stop", "summarize"]:
     if value in ("stop", "summarize"):
         return cast(Literal["stop", "summarize"], value)
     raise UsageError(f"--at-cap {value!r}: say stop or summarize")
+
+
+def _config(trust_project: bool, *, checks: bool = True) -> Config:
+    """The config files, with the project's commands only if the user trusts them."""
+    from .._config import load_config
+    from ._trust import trusted
+
+    with _one_line_errors():
+        return trusted(load_config(), trust_project=trust_project, console=err, checks=checks)
 
 
 def _stop_hooks(config: Config) -> list[CommandHook]:
@@ -522,12 +543,21 @@ def _execute(
     """Open the log, run `go` with Ctrl-C wired to a cooperative cancel, exit with its code.
     Every error of ours becomes one line on stderr; nothing else ever shows a traceback."""
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
-    try:
+    with _one_line_errors():
         if not create and not store.is_dir():
             raise UsageError(
                 f"no event log at {store}; run `reins run GOAL` first, or pass --store"
             )
         reason = asyncio.run(_with_log(store, go))
+    raise typer.Exit(EXIT_CODES[reason])
+
+
+@contextlib.contextmanager
+def _one_line_errors() -> Iterator[None]:
+    """Every error of ours becomes one line on stderr and its exit code; nothing else ever
+    shows a traceback."""
+    try:
+        yield
     except UsageError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
@@ -545,7 +575,6 @@ def _execute(
             "(set REINS_DEBUG=1 for the traceback, and please report it)"
         )
         raise typer.Exit(1) from None
-    raise typer.Exit(EXIT_CODES[reason])
 
 
 async def _with_log(
