@@ -258,16 +258,19 @@ class RunLoop:
     async def _summarize(
         self, source: str, reason: StopReason, detail: str
     ) -> AsyncIterator[Event]:
-        """At a cap, with `at_cap = "summarize"`: one last model call, without tools, whose
-        reply ends the run as its partial answer (the stop reason stays the cap's)."""
+        """At a cap, with `at_cap = "summarize"`: one last model call, in which no tool may be
+        called, whose reply ends the run as its partial answer (the stop reason stays the cap's)."""
         state = self.state
         request = SUMMARY_REQUEST.format(detail=detail)
         yield await self._emit(Notice, text=request, source=source, level="warning", to_model=True)
         ensure_requests_allowed(self.model)
         step = state.step + 1
         yield await self._emit(ModelRequested, step=step)
+        # The tools go along, none to be called: Anthropic refuses a history with tool calls
+        # and results in it without them, and they keep the cached prompt prefix.
+        tools, settings = self.executor.specs, replace(self.settings, tool_choice="none")
         try:
-            response = await self.cancel.race(self.model.request(state.messages, [], self.settings))
+            response = await self.cancel.race(self.model.request(state.messages, tools, settings))
         except StoreError:
             raise
         except Exception as exc:  # no summary: the run still stops at its cap
