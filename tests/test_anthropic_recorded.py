@@ -252,3 +252,24 @@ async def test_a_thinking_budget_above_the_output_cap_is_refused(
     settings = ModelSettings(max_tokens=1024, thinking_budget=2048)
     with pytest.raises(UsageError, match=r"max_tokens \(1024\) must exceed thinking_budget"):
         await model.request([UserMessage(content="x")], [], settings)
+
+
+async def test_the_summary_at_a_cap_defines_the_tools_and_calls_none(
+    recorded: tuple[Recorded, AnthropicModel], workspace: Path
+) -> None:
+    """The API refuses a history with tool_use and tool_result blocks but no tools."""
+    peer, model = recorded
+    peer.answers = [TOOL_USE, DONE]
+    agent = Agent(
+        model=model, tools=[write_file], workspace=workspace, max_steps=1, at_cap="summarize"
+    )
+    result = await agent.run("Create a.txt containing hi")
+    assert (result.stop_reason, result.final_answer) == (StopReason.MAX_STEPS, "a.txt says hi.")
+    assert result.partial
+
+    first, summary = peer.requests
+    assert summary["tools"] == first["tools"]
+    assert "write_file" in [t["name"] for t in summary["tools"]]
+    assert (first["tool_choice"], summary["tool_choice"]) == ({"type": "auto"}, {"type": "none"})
+    blocks = [b["type"] for m in summary["messages"] for b in m["content"]]
+    assert {"tool_use", "tool_result"} <= set(blocks)

@@ -89,5 +89,26 @@ def test_settings_map_to_the_request() -> None:
     none = _params(
         "m", [UserMessage(content="x")], [read_file.spec], ModelSettings(tool_choice="none")
     )
-    assert "tools" not in none
+    assert none["tool_choice"] == {"type": "none"}
     assert "system" not in none
+
+
+def test_a_request_where_no_tool_may_be_called_still_defines_the_tools() -> None:
+    """The summary at a cap: the API refuses tool_use and tool_result blocks without tools."""
+    history = [
+        UserMessage(content="Read a.txt"),
+        AssistantMessage(tool_calls=(CALL_A,)),
+        ToolResultMessage(call_id="toolu_1", name="read_file", content="A"),
+        UserMessage(content="[CAP REACHED] Sum up."),
+    ]
+    tool = {
+        "name": "read_file",
+        "description": read_file.spec.description,
+        "input_schema": read_file.spec.parameters,
+    }
+    for settings in (
+        ModelSettings(tool_choice="none"),
+        ModelSettings(tool_choice="none", max_tokens=4096, thinking_budget=2048),
+    ):
+        params = _params("m", history, [read_file.spec], settings)
+        assert (params["tools"], params["tool_choice"]) == ([tool], {"type": "none"})

@@ -4,6 +4,7 @@ and resume after a cap."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from reins import (
     CapOffer,
     Message,
     ModelRequested,
+    ModelResponse,
+    ModelSettings,
     Notice,
     RunConfig,
     RunFinished,
@@ -43,16 +46,31 @@ async def noop(i: int = 0) -> str:
 
 
 def busy(messages: list[Message], tools: list[ToolSpec]) -> AssistantMessage:
-    """Calls noop while it has tools, each time anew (the loop guard stops a repeated call, and
-    one with no new result); without tools (the summary call) it summarizes."""
-    if not tools:
+    """Calls noop, each time anew (the loop guard stops a repeated call, and one with no new
+    result); asked for the summary at a cap, it summarizes."""
+    last = messages[-1]
+    if isinstance(last, UserMessage) and last.content.startswith("[CAP REACHED]"):
         return AssistantMessage(text="Partial: called noop, not done.")
     return reply("working", call("noop", f"c{len(messages)}", i=len(messages)))
 
 
+class Busy(FunctionModel):
+    """`busy`, recording what each request offered: the tools' names and the tool choice."""
+
+    def __init__(self, usage: Usage) -> None:
+        super().__init__(busy, usage=usage)
+        self.offered: list[tuple[list[str], str]] = []
+
+    async def request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> ModelResponse:
+        self.offered.append(([t.name for t in tools], settings.tool_choice))
+        return await super().request(messages, tools, settings)
+
+
 def busy_agent(workspace: Path, **kw: object) -> Agent:
     usage = Usage(input_tokens=50, output_tokens=50, requests=1)
-    model = FunctionModel(busy, usage=usage)
+    model = Busy(usage)
     return Agent(model=model, tools=[noop], workspace=workspace, **kw)  # type: ignore[arg-type]
 
 
@@ -187,6 +205,11 @@ async def test_summarize_at_a_cap_returns_the_partial_work(workspace: Path) -> N
     assert result.final_answer == "Partial: called noop, not done."
     assert result.detail == "reached the cap of 2 steps; the answer summarizes the partial work"
     assert result.steps == 3  # the summary call counts
+    # It is offered the run's tools, to be called none (a history with calls needs them).
+    assert isinstance(agent.model, Busy)
+    tools = agent.model.offered[0][0]
+    assert "noop" in tools
+    assert agent.model.offered == [(tools, "auto"), (tools, "auto"), (tools, "none")]
     [asked] = await notices_of(agent, result.run_id)
     assert asked.source == "MaxSteps"
     assert asked.text.startswith("[CAP REACHED] reached the cap of 2 steps.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +182,47 @@ def test_history_is_flattened_for_a_text_only_model() -> None:
     assert flat[2]["content"] == '{"name": "read_file", "arguments": {"path": "a.txt"}}'
     assert flat[3]["content"] == "Result of read_file: hi"
     assert flat[4]["content"] == "Error from grep: bad regex"
+
+
+class FakeLlama:
+    """Stands in for a loaded `llama_cpp.Llama`: records each chat completion asked for, and
+    streams `text` as its answer."""
+
+    n_tokens = 50
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.asked: list[dict[str, Any]] = []
+
+    def create_chat_completion(self, **kw: Any) -> Iterator[dict[str, Any]]:
+        self.asked.append(kw)
+        yield {"choices": [{"delta": {"content": self.text}, "finish_reason": None}]}
+        yield {"choices": [{"delta": {}, "finish_reason": "stop"}]}
+
+
+async def test_when_no_tool_may_be_called_the_reply_is_plain_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The summary at a cap: no action rules, no grammar, and a reply kept as text."""
+    action = '{"name": "final_answer", "arguments": {"answer": "done"}}'
+    llm = FakeLlama(action)
+    local = LocalModel()
+    monkeypatch.setattr(local, "load", lambda: llm)
+    messages = [SystemMessage(content="Be brief."), UserMessage(content="[CAP REACHED] Sum up.")]
+
+    acting = await local.request(messages, TOOLS, ModelSettings())
+    assert acting.message.tool_calls[0].name == "final_answer"
+    summary = await local.request(messages, TOOLS, ModelSettings(tool_choice="none"))
+    assert (summary.message, summary.finish) == (AssistantMessage(text=action), "end_turn")
+
+    constrained, plain = llm.asked
+    assert constrained["grammar"] is not None
+    assert constrained["messages"][0]["content"].startswith("Be brief.\n\nYou act by replying")
+    assert plain["grammar"] is None
+    assert plain["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "[CAP REACHED] Sum up."},
+    ]
 
 
 class JsonScript(ScriptedModel):

@@ -28,6 +28,7 @@ from reins import (
     TextChunk,
     TextDelta,
     ToolCall,
+    ToolResultMessage,
     ToolSpec,
     Usage,
     UsageError,
@@ -576,6 +577,25 @@ async def test_a_steadily_streamed_tool_call_does_not_stall(peer: Peer, model: O
         finish="tool_use",
         model_name="openai:m",
     )
+
+
+async def test_a_request_where_no_tool_may_be_called_still_sends_the_tools(
+    peer: Peer, model: OpenAIModel
+) -> None:
+    """The summary at a cap: a history with calls and results, and no tool to be called."""
+    call = ToolCall(id="call_1", name="write_file", arguments={"path": "a.txt", "content": "hi"})
+    history = [
+        *HELLO,
+        AssistantMessage(tool_calls=(call,)),
+        ToolResultMessage(call_id="call_1", name="write_file", content="Wrote 2 bytes"),
+        UserMessage(content="[CAP REACHED] Sum up."),
+    ]
+    peer.script = [completion("Wrote a.txt.")]
+    result = await model.request(history, [WRITE], ModelSettings(tool_choice="none"))
+    assert result.message == AssistantMessage(text="Wrote a.txt.")
+    [request] = peer.requests
+    assert request.body["tool_choice"] == "none"
+    assert [t["function"]["name"] for t in request.body["tools"]] == ["write_file"]
 
 
 def _tool_delta(name: str, arguments: str) -> dict[str, Any]:

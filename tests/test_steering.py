@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from reins import (
     Cancel,
     Message,
     ModelRequested,
+    ResponseRejected,
     RunFinished,
     RunStarted,
     RunState,
@@ -23,6 +25,7 @@ from reins import (
     Steered,
     StopReason,
     ToolCallFinished,
+    ToolResultMessage,
     ToolSpec,
     UsageError,
     UserMessage,
@@ -34,6 +37,11 @@ from .helpers import call, reply
 from .test_cli import REINS, _env, script
 
 STEER = "[STEER FROM USER — act on this now] "
+RECONSIDER = (
+    "Your tool calls above were not run: the user sent a new instruction (below) after you "
+    "chose them. Reconsider them in its light: make them again if they are still right, or "
+    "replace them."
+)
 
 
 class Recording:
@@ -83,6 +91,7 @@ async def test_a_steer_from_another_thread_is_told_before_the_next_round(
     kinds = [e.kind for e in events]
     at = kinds.index("steered")
     assert kinds[at - 1 : at + 2] == ["tool_call_finished", "steered", "model_request"]
+    assert "response_rejected" not in kinds  # it came while the call ran: nothing to reconsider
     assert isinstance(events[at - 1], ToolCallFinished)
     assert users(model.seen[1])[-1] == STEER + "stop and summarize"
     # The log holds it: a fold (resume, replay) sees the same history.
@@ -95,11 +104,103 @@ async def test_no_steer_no_steered_event(workspace: Path) -> None:
     model = Recording([reply("", call("final_answer", "f", answer="done"))])
     run = Agent(model=FunctionModel(model), workspace=workspace).iter("go")
     events = [e async for e in run]
-    assert not [e for e in events if isinstance(e, Steered)]
+    assert not [e for e in events if isinstance(e, Steered | ResponseRejected)]
     assert [e.kind for e in events if isinstance(e, RunStarted | RunFinished)] == [
         "run_started",
         "run_finished",
     ]
+
+
+class SteeredWhileAnswering:
+    """A run whose model is sent a steer while it answers the first request: after it chose
+    to edit a and c, before the loop runs those calls. Then it replies with `later`."""
+
+    def __init__(self, workspace: Path, *later: AssistantMessage | str, **kw: Any) -> None:
+        chosen = reply("", call("edit", "e1", path="a"), call("edit", "e2", path="c"))
+        self.model = Recording([chosen, *later])
+        self.edited: list[str] = []
+
+        @tool
+        def edit(path: str) -> str:
+            """Edit a file.
+
+            Args:
+                path: The file.
+            """
+            self.edited.append(path)
+            return f"edited {path}"
+
+        model = FunctionModel(self.answer)
+        self.agent = Agent(model=model, tools=[edit], workspace=workspace, **kw)
+        self.run = self.agent.iter("edit a and c")
+
+    def answer(self, messages: list[Message], tools: list[ToolSpec]) -> AssistantMessage | str:
+        if not self.model.seen:
+            self.run.steer("edit b instead")
+        return self.model(messages, tools)
+
+
+async def test_a_steer_after_the_model_chose_its_calls_has_it_reconsider_them(
+    workspace: Path, sqlite_log: SQLiteLog
+) -> None:
+    steered = SteeredWhileAnswering(
+        workspace, reply("", call("edit", "e3", path="b")), "ok", log=sqlite_log
+    )
+    events = [e async for e in steered.run]
+
+    assert steered.edited == ["b"]  # a and c were never edited: the model chose again
+    kinds = [e.kind for e in events]
+    at = kinds.index("response_rejected")
+    assert kinds[at - 1 : at + 3] == [
+        "model_response",
+        "response_rejected",
+        "steered",
+        "model_request",
+    ]
+    rejected = events[at]
+    assert isinstance(rejected, ResponseRejected)
+    assert (rejected.step, rejected.source, rejected.observation) == (1, "steering", RECONSIDER)
+    # The calls' results close the step before any user message (as the APIs require).
+    not_run = "Not run: the user sent a new instruction after you chose this call."
+    assert steered.model.seen[1][-5:] == [
+        reply("", call("edit", "e1", path="a"), call("edit", "e2", path="c")),
+        ToolResultMessage(call_id="e1", name="edit", content=not_run, is_error=True),
+        ToolResultMessage(call_id="e2", name="edit", content=not_run, is_error=True),
+        UserMessage(content=RECONSIDER),
+        UserMessage(content=STEER + "edit b instead"),
+    ]
+    state = steered.run.state
+    assert state.finished is not None
+    assert state.finished.final_answer == "ok"
+    # Replay and resume fold the same history from the log.
+    folded = RunState.fold(await sqlite_log.events(state.run_id))
+    assert folded.messages == state.messages
+
+
+async def test_a_run_stopped_right_after_a_reconsidering_steer_resumes_into_it(
+    workspace: Path, sqlite_log: SQLiteLog
+) -> None:
+    steered = SteeredWhileAnswering(
+        workspace, reply("", call("edit", "e3", path="b")), "ok", log=sqlite_log, max_steps=1
+    )
+    capped = await steered.run.result()
+    assert capped.stop_reason is StopReason.MAX_STEPS
+    assert steered.edited == []
+
+    done = await steered.agent.resume(capped.run_id, max_steps=3)
+    assert (done.stop_reason, done.final_answer) == (StopReason.END_TURN, "ok")
+    assert steered.edited == ["b"]
+    *_, reconsider, steer, note = users(steered.model.seen[1])
+    assert (reconsider, steer) == (RECONSIDER, STEER + "edit b instead")
+    assert note.startswith("[CONTINUING AFTER A CAP]")
+
+
+async def test_a_steer_is_not_counted_as_a_repair(workspace: Path) -> None:
+    """Empty replies are repaired twice in a row, then stop the run; the steer's rejection
+    before them is none of those."""
+    steered = SteeredWhileAnswering(workspace, "", "", "done")
+    result = await steered.run.result()
+    assert (result.stop_reason, result.final_answer) == (StopReason.END_TURN, "done")
 
 
 async def test_a_follow_up_starts_the_next_turn_when_the_run_ends(workspace: Path) -> None:

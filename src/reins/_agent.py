@@ -242,8 +242,8 @@ class Agent:
     cost_budget: float | None = None
     """Cap on the run's cost in US dollars (of calls whose price the catalog knows)."""
     at_cap: Literal["stop", "summarize"] = "stop"
-    """At any cap: stop, or make one last call without tools whose reply is the answer,
-    marked partial (`RunResult.partial`)."""
+    """At any cap: stop, or make one last call in which no tool may be called, whose reply is
+    the answer, marked partial (`RunResult.partial`)."""
     on_cap: CapHandler | None = None
     """Asked at a step, token or time cap whether to go on (`CapOffer.choices`: +20/+60
     steps, +20000/+60000 tokens, +120/+300 s); None (headless): the run stops."""

@@ -50,8 +50,8 @@ class RunConfig(BaseModel):
     cost_budget: float | None = None
     """Cap on its cost in US dollars (calls whose price is known); None: no cap."""
     at_cap: Literal["stop", "summarize"] = "stop"
-    """What a cap ends the run with: nothing more, or one last call without tools whose reply
-    is the (partial) answer."""
+    """What a cap ends the run with: nothing more, or one last call in which no tool may be
+    called, whose reply is the (partial) answer."""
     checks: tuple[str, ...] = ()
     """The commands that had to pass before its final answer stood; `reins resume` keeps them."""
     reflect: bool = False

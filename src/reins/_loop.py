@@ -44,7 +44,7 @@ from ._model import (
     ThinkingChunk,
     ensure_requests_allowed,
 )
-from ._state import RunState, interrupted
+from ._state import STEERING, RunState, interrupted
 from ._stop import StopReason
 from ._unicode import NOTE, escape_text, escaped_reply, escaped_result
 from .models._catalog import lookup
@@ -173,8 +173,8 @@ class RunLoop:
         if self.cancel.is_set:
             yield await self._finish(StopReason.CANCELLED, detail="cancelled before a model call")
             return
-        while self.steering:  # appended to from any thread; popped only here
-            yield await self._emit(Steered, text=self.steering.popleft())
+        async for event in self._steered():
+            yield event
         ensure_requests_allowed(self.model)
         step = state.step + 1
         # Whatever came before (read-only results, the last response) is made durable before
@@ -240,6 +240,10 @@ class RunLoop:
             cost=self._price(response),
         )
 
+    async def _steered(self) -> AsyncIterator[Event]:
+        while self.steering:  # appended to from any thread; popped only here
+            yield await self._emit(Steered, text=self.steering.popleft())
+
     async def _at_cap(self, source: str, reason: StopReason, detail: str) -> AsyncIterator[Event]:
         """A cap: with someone to ask (`on_cap`), offer to go on; else stop, or summarize."""
         state = self.state
@@ -272,16 +276,19 @@ class RunLoop:
     async def _summarize(
         self, source: str, reason: StopReason, detail: str
     ) -> AsyncIterator[Event]:
-        """At a cap, with `at_cap = "summarize"`: one last model call, without tools, whose
-        reply ends the run as its partial answer (the stop reason stays the cap's)."""
+        """At a cap, with `at_cap = "summarize"`: one last model call, in which no tool may be
+        called, whose reply ends the run as its partial answer (the stop reason stays the cap's)."""
         state = self.state
         request = SUMMARY_REQUEST.format(detail=detail)
         yield await self._emit(Notice, text=request, source=source, level="warning", to_model=True)
         ensure_requests_allowed(self.model)
         step = state.step + 1
         yield await self._emit(ModelRequested, step=step)
+        # The tools go along, none to be called: Anthropic refuses a history with tool calls
+        # and results in it without them, and they keep the cached prompt prefix.
+        tools, settings = self.executor.specs, replace(self.settings, tool_choice="none")
         try:
-            response = await self.cancel.race(self.model.request(state.messages, [], self.settings))
+            response = await self.cancel.race(self.model.request(state.messages, tools, settings))
         except StoreError:
             raise
         except Exception as exc:  # no summary: the run still stops at its cap
@@ -363,6 +370,17 @@ class RunLoop:
     async def _act(self) -> AsyncIterator[Event]:
         state = self.state
         step = state.step
+        if self.steering and not (state.started or state.asked or state.decisions or state.results):
+            # The user spoke after the model chose these calls: they are not run, and the next
+            # round is its turn to reconsider them. The rejection closes the step with their
+            # results first (a user message may not come between calls and their results), and
+            # is committed with the steer, which it refers to.
+            yield await self._emit(
+                ResponseRejected, commit=False, step=step, observation=RECONSIDER, source=STEERING
+            )
+            async for event in self._steered():
+                yield event
+            return
         runnable: list[ToolCall] = []
         waiting: list[ToolCall] = []
         for call in [c for c in state.pending if c.id not in state.results]:
@@ -549,6 +567,13 @@ class RunLoop:
         self._uncommitted = not commit
         await self.log.append(event, commit=commit)
         return event
+
+
+RECONSIDER = (
+    "Your tool calls above were not run: the user sent a new instruction (below) after you "
+    "chose them. Reconsider them in its light: make them again if they are still right, or "
+    "replace them."
+)
 
 
 HOOKS = ("before_round", "after_response", "on_final", "before_tool", "after_tools")

@@ -42,6 +42,8 @@ STEER_PREFIX = "[STEER FROM USER — act on this now] "
 REFLECTION_TAG = "[Reflection:"
 """How what a reflection tells the model begins; a model that echoes such a block in its own
 reply has it stripped from its history."""
+STEERING = "steering"
+"""The `source` of a response rejected because a steer came after the model chose its calls."""
 
 
 @dataclass(kw_only=True)
@@ -172,9 +174,15 @@ class RunState:
                     self.marks.add(event.mark)
             case ResponseRejected():
                 self.review_pending = False
-                self.rejections += 1
+                if event.source == STEERING:
+                    # No repair: the response passed review, as when its calls start.
+                    self.rejections = 0
+                    why = "the user sent a new instruction after you chose this call"
+                else:
+                    self.rejections += 1
+                    why = "the response was rejected"
                 for call in self.pending:
-                    self.results.setdefault(call.id, _not_run(call, "the response was rejected"))
+                    self.results.setdefault(call.id, _not_run(call, why))
                 self._close_step()
                 self.messages.append(UserMessage(content=event.observation))
             case AnswerRejected():

@@ -31,6 +31,7 @@ from .._events import (
     ToolCallStarted,
 )
 from .._messages import AssistantMessage, Message, SystemMessage, ToolResultMessage, UserMessage
+from .._state import STEERING
 from .._stop import StopReason
 from ..store import RunInfo
 
@@ -97,6 +98,8 @@ class EventRenderer:
                 out.print(
                     f"{verdict} {event.tool} [dim](by {event.by}{scope}: {escape(event.rule)})[/]"
                 )
+            case ResponseRejected(source=source) if source == STEERING:
+                out.print("[magenta]↺ calls not run: a steer came after they were chosen[/]")
             case ResponseRejected():
                 out.print(
                     f"[yellow]✗ response rejected by {event.source}:[/] {escape(event.observation)}"

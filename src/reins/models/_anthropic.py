@@ -211,14 +211,17 @@ def _params(
     elif settings.temperature is not None:  # extended thinking takes no temperature
         # Newer SDK releases no longer take `temperature`; servers that do still read it.
         params["extra_body"] = {"temperature": settings.temperature}
-    if tools and settings.tool_choice != "none":
+    if tools:
+        # Sent even when none may be called: the API refuses a history with tool_use or
+        # tool_result blocks and no tools.
         params["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in tools
         ]
-        # With extended thinking the API allows only `auto`.
+        # With extended thinking the API allows only `auto` and `none`.
         forced = settings.tool_choice == "required" and thinking is None
-        params["tool_choice"] = {"type": "any" if forced else "auto"}
+        choice = "none" if settings.tool_choice == "none" else "any" if forced else "auto"
+        params["tool_choice"] = {"type": choice}
     return params
 
 

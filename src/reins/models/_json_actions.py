@@ -132,18 +132,20 @@ def _kind(schema: dict[str, Any]) -> Any:
 
 
 def chat(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict[str, str]]:
-    """The conversation as plain role/content messages, the rules in the system message."""
+    """The conversation as plain role/content messages, the rules in the system message (no
+    rules with no tools: nothing to act with, the reply is plain text)."""
     listing = "\n".join(
         f"- {t.name}: {t.description.splitlines()[0] if t.description else ''} "
         f"arguments: {json.dumps(t.parameters.get('properties', {}))}"
         for t in tools
     )
-    rules = RULES.format(envelope=ENVELOPE, tools=listing)
+    rules = RULES.format(envelope=ENVELOPE, tools=listing) if tools else ""
     out: list[dict[str, str]] = []
     for message in messages:
         match message:
             case SystemMessage():
-                out.append({"role": "system", "content": f"{message.content}\n\n{rules}"})
+                content = f"{message.content}\n\n{rules}" if rules else message.content
+                out.append({"role": "system", "content": content})
             case UserMessage():
                 out.append({"role": "user", "content": message.content})
             case AssistantMessage():
@@ -153,7 +155,7 @@ def chat(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict[st
                 out.append(
                     {"role": "user", "content": f"{label} {message.name}: {message.content}"}
                 )
-    if not out or out[0]["role"] != "system":
+    if rules and (not out or out[0]["role"] != "system"):
         out.insert(0, {"role": "system", "content": rules})
     return out
 

@@ -78,8 +78,11 @@ class LocalModel:
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         stop = threading.Event()
         max_tokens = settings.max_tokens or DEFAULT_MAX_TOKENS
-        grammar = self._grammar(tools, max_tokens) if self.constrained and tools else None
-        chat = _json_actions.chat(messages, tools)
+        # With no tool to be called (the summary at a cap), a plain-text reply: no action
+        # rules, no grammar.
+        actions = () if settings.tool_choice == "none" else tools
+        grammar = self._grammar(actions, max_tokens) if self.constrained and actions else None
+        chat = _json_actions.chat(messages, actions)
 
         def work() -> None:
             def put(kind: str, value: Any) -> None:
@@ -128,7 +131,7 @@ class LocalModel:
                     break
         finally:
             stop.set()
-        message = _json_actions.reply("".join(text), tools)
+        message = _json_actions.reply("".join(text), actions)
         reason: FinishReason = (
             "max_tokens" if finish == "length" else "tool_use" if message.tool_calls else "end_turn"
         )
