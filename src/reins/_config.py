@@ -38,20 +38,26 @@ key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) w
     command = "./scripts/review.sh"
     timeout = 60
 
-    trusted_projects = ["~/src/app"]  # user file only: run these projects' checks and hooks
+    trusted_projects = ["~/src/app"]  # user file only: these projects' checks, hooks, providers
 
 A project file is committed with the code, so it may name a key's variable but not hold a key,
-and its permissions, approval and sandbox can only be stricter than the user's. Its `checks`
-and `stop_hooks` are commands that run unasked when the agent says it is done, so they wait
-(`Config.project_commands`) until the user trusts the project: in their own file
-(`trusted_projects`, the folder that holds `reins.toml`) or when `reins run` asks.
+and its permissions, approval and sandbox can only be stricter than the user's; so can its caps
+(`max_steps`, the budgets, `stop_max_rejections`, `reflect_max_retries`): it may lower one the
+user set, not raise it. What it sets that acts for it waits (`Config.untrusted`) until the user
+trusts the project, in their own file (`trusted_projects`, the folder that holds `reins.toml`)
+or when `reins run` asks: its `checks` and `stop_hooks` (commands that run unasked when the
+agent says it is done; once trusted they run after the user's, never instead), its
+`[providers.*]` tables (where the model's requests go, with the prompts and files, and which
+key they carry), and a `model` that names no provider of the user's (`script:`, `local:PATH`,
+a URL, or an endpoint only the project defines).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -149,24 +155,65 @@ class StopHookConfig(BaseModel):
     timeout: float = 60.0
 
 
-class ProjectCommands(BaseModel):
-    """The commands a project file sets (`checks`, `[[stop_hooks]]`), held aside until the user
-    trusts the project: they would run, unasked, whenever the agent says it is done."""
+class Untrusted(BaseModel):
+    """What a project file sets that acts for it, held aside until the user trusts the project:
+    the commands that would run, unasked, whenever the agent says it is done, and the settings
+    that decide where the model's requests (the prompts, with what the agent read) go and which
+    key they carry."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: Path
     """The project file."""
-    checks: tuple[str, ...] | None = None
-    """None: the file does not set `checks` (the user's stand)."""
-    stop_hooks: tuple[StopHookConfig, ...] | None = None
+    checks: tuple[str, ...] = ()
+    """Run after the user's once trusted (the user's always stand)."""
+    stop_hooks: tuple[StopHookConfig, ...] = ()
+    providers: dict[str, Endpoint] = {}
+    """The project's `[providers.*]` tables: over the user's, key by key, once trusted."""
+    model: str | None = None
+    """A `model` that names none of the user's providers (see `needs_trust`)."""
 
-    def commands(self, *, checks: bool = True) -> list[tuple[str, str]]:
-        """Each command with its kind (`check`, `stop hook`), in the order they would run."""
-        return [
-            *(("check", c) for c in (self.checks or ()) if checks),
-            *(("stop hook", h.command) for h in self.stop_hooks or ()),
+    def items(self, *, checks: bool = True, model: bool = True) -> list[tuple[str, str]]:
+        """Each command or setting with its kind (`check`, `stop hook`, `setting`), commands in
+        the order they would run, settings as the file writes them. `checks=False` and
+        `model=False` leave those out (a resume takes its checks and model from its log)."""
+        settings = [
+            f"providers.{name}.{key} = {json.dumps(value, ensure_ascii=False)}"
+            for name, endpoint in self.providers.items()
+            for key, value in endpoint.model_dump(exclude_unset=True).items()
         ]
+        if model and self.model is not None:
+            settings.append(f"model = {json.dumps(self.model, ensure_ascii=False)}")
+        return [
+            *(("check", c) for c in self.checks if checks),
+            *(("stop hook", h.command) for h in self.stop_hooks),
+            *(("setting", s) for s in settings),
+        ]
+
+
+BUILT_IN_PROVIDERS = ("openai", "anthropic", "ollama")
+CAPS = (
+    "max_steps",
+    "token_budget",
+    "time_budget",
+    "cost_budget",
+    "stop_max_rejections",
+    "reflect_max_retries",
+)
+"""The keys a project file may lower but not raise above the user's."""
+
+
+def needs_trust(model: str, providers: Collection[str]) -> bool:
+    """Whether a project's `model` would act for the project: one of the user's providers
+    (`openai`, `anthropic`, `ollama`, an endpoint in `providers`) or the embedded model does
+    not; a script, a GGUF file, a URL (which gets $OPENAI_API_KEY), or an endpoint only the
+    project defines does."""
+    kind, _, rest = model.partition(":")
+    if not rest:
+        return False  # `local` (`local:` too), or no model at all (an error when resolved)
+    if kind in ("script", "local", "http", "https"):
+        return True
+    return kind not in (*BUILT_IN_PROVIDERS, *providers)
 
 
 class Config(BaseModel):
@@ -200,24 +247,38 @@ class Config(BaseModel):
     """Reflect on each step whose tools ran (`--reflect`; the Reflective agent)."""
     reflect_max_retries: int = Field(default=3, ge=1)
     """Reflections in a row judging a step failed that end the run (`stalled`)."""
-    project_commands: ProjectCommands | None = None
-    """The project file's `checks` and `stop_hooks` when the user's config does not trust the
-    project: not in `checks` and `stop_hooks` (those are the user's) until `trusting_project`."""
+    untrusted: Untrusted | None = None
+    """What the project file sets that waits for the user's trust: not in `checks`,
+    `stop_hooks`, `providers` and `model` (those are the user's) until `trusting_project`."""
 
     def endpoint(self, name: str) -> Endpoint:
         return self.providers.get(name) or Endpoint()
 
     def trusting_project(self) -> Config:
-        """The config with the project file's commands in place of the user's (key by key)."""
-        held = self.project_commands
+        """The config with what the project file holds in it: its checks and stop hooks after
+        the user's, its providers over the user's key by key, its model in place of theirs."""
+        held = self.untrusted
         if held is None:
             return self
-        update: dict[str, object] = {"project_commands": None}
-        if held.checks is not None:
-            update["checks"] = held.checks
-        if held.stop_hooks is not None:
-            update["stop_hooks"] = held.stop_hooks
-        return self.model_copy(update=update)
+        providers = dict(self.providers)
+        for name, endpoint in held.providers.items():
+            mine = providers.get(name, Endpoint())
+            providers[name] = Endpoint.model_validate(
+                {**mine.model_dump(exclude_unset=True), **endpoint.model_dump(exclude_unset=True)}
+            )
+        return self.model_copy(
+            update={
+                "untrusted": None,
+                "checks": (*self.checks, *held.checks),
+                "stop_hooks": (*self.stop_hooks, *held.stop_hooks),
+                "providers": providers,
+                "model": held.model or self.model,
+            }
+        )
+
+    def distrusting_project(self) -> Config:
+        """The config without what the project file holds: the user's alone."""
+        return self.model_copy(update={"untrusted": None})
 
 
 def user_config_path() -> Path:
@@ -236,30 +297,32 @@ def project_config_path(start: Path | None = None) -> Path | None:
 
 
 def load_config(start: Path | None = None) -> Config:
-    """The user's file overlaid with the project's; no file: an empty config."""
+    """The user's file overlaid with the project's; no file: an empty config. What the project
+    file sets that acts for it is held in `untrusted` unless the user's file trusts the project
+    (`trusted_projects`)."""
     merged: dict[str, object] = {}
-    providers: dict[str, Any] = {}
     rules: dict[str, PermissionRules] = {}
     user = user_config_path()
     project = project_config_path(start)
     sandbox = SandboxConfig()
     guards: dict[str, object] = {}
     trusted: list[Path] = []
-    held: ProjectCommands | None = None
+    held: dict[str, Any] | None = None
     if project is not None and user.exists() and project.exists() and project.samefile(user):
         project = None  # $REINS_CONFIG names the project file: it is the user's own
     for path, is_project in ((user, False), (project, True)):
         if path is None or not path.exists():
             continue
         data = _read(path)
-        for key in ("project_permissions", "project_commands"):  # made here, not read
+        for key in ("project_permissions", "untrusted"):  # made here, not read
             if key in data:
                 raise UsageError(f"config {path}: {key}: Extra inputs are not permitted")
         if is_project:
             _refuse_keys(path, data)
             _refuse_looser_approval(path, data)
             _refuse_trust(path, data)
-            held = _project_commands(path, data)
+            _lower_caps(data, merged)
+            held = _held(data, merged.get("providers"))
         else:
             trusted = _trusted_projects(path, data.pop("trusted_projects", []))
         if (table := data.pop("permissions", None)) is not None:
@@ -272,29 +335,72 @@ def load_config(start: Path | None = None) -> Config:
             merged["guards"] = layer_guards  # not a table: the validation below says so
         layer_sandbox = _sandbox(path, data.pop("sandbox", {}))
         sandbox = _tightened(sandbox, layer_sandbox, path) if is_project else layer_sandbox
-        layer = data.pop("providers", None)
-        if isinstance(layer, dict):
-            for name, endpoint in layer.items():
-                if isinstance(endpoint, dict) and isinstance(providers.get(name), dict):
-                    providers[name] = {**providers[name], **endpoint}  # key by key
-                else:
-                    providers[name] = endpoint  # new, or not a table: validated below
-        elif layer is not None:
-            merged["providers"] = layer  # not a table: the validation below says so
         merged.update(data)
     try:
-        config = Config.model_validate(
-            {"providers": providers, "guards": guards, **merged, **rules, "sandbox": sandbox}
-        )
+        config = Config.model_validate({"guards": guards, **merged, **rules, "sandbox": sandbox})
     except ValidationError as exc:
         files = " and ".join(str(p) for p in (user, project) if p is not None and p.exists())
         raise UsageError(f"config ({files}): {_first_error(exc)}") from None
-    if held is None:
+    if project is None or held is None:
         return config
-    config = config.model_copy(update={"project_commands": held})
-    if not held.commands() or held.path.parent in trusted:
-        return config.trusting_project()  # nothing to run, or trusted by the user
-    return config
+    untrusted = _untrusted(project, held, config)
+    if not untrusted.items():
+        return config  # nothing that acts for the project (or only what the user has already)
+    config = config.model_copy(update={"untrusted": untrusted})
+    return config.trusting_project() if project.parent in trusted else config
+
+
+def _lower_caps(data: dict[str, object], mine: dict[str, object]) -> None:
+    """The project's caps, each no higher than the user's (when the user set it)."""
+    for key in CAPS:
+        theirs, cap = data.get(key), mine.get(key)
+        if _number(theirs) and _number(cap) and theirs > cap:  # type: ignore[operator]
+            data[key] = cap
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _held(data: dict[str, object], providers: object) -> dict[str, Any]:
+    """What waits for the user's trust, taken out of the project file's `data`."""
+    held: dict[str, Any] = {
+        key: data.pop(key) for key in ("checks", "stop_hooks", "providers") if key in data
+    }
+    model = data.get("model")
+    mine = providers if isinstance(providers, dict) else {}
+    if isinstance(model, str) and needs_trust(model, mine):
+        held["model"] = data.pop("model")
+    return held
+
+
+def _untrusted(path: Path, held: dict[str, Any], config: Config) -> Untrusted:
+    """The project's held settings, validated, less what changes nothing: a check or a stop
+    hook the user runs anyway, a provider setting equal to the user's, an empty table."""
+    try:
+        untrusted = Untrusted.model_validate({**held, "path": path})
+    except ValidationError as exc:
+        raise UsageError(f"config {path}: {_first_error(exc)}") from None
+    checks = [c for c in dict.fromkeys(untrusted.checks) if c not in config.checks]
+    commands = {h.command for h in config.stop_hooks}
+    hooks = []
+    for hook in untrusted.stop_hooks:
+        if hook.command not in commands:
+            commands.add(hook.command)
+            hooks.append(hook)
+    providers = {}
+    for name, endpoint in untrusted.providers.items():
+        mine = config.providers.get(name, Endpoint() if name in BUILT_IN_PROVIDERS else None)
+        changes = {
+            key: value
+            for key, value in endpoint.model_dump(exclude_unset=True).items()
+            if mine is None or getattr(mine, key) != value
+        }
+        if changes:
+            providers[name] = Endpoint.model_validate(changes)
+    return untrusted.model_copy(
+        update={"checks": tuple(checks), "stop_hooks": tuple(hooks), "providers": providers}
+    )
 
 
 def _read(path: Path) -> dict[str, object]:
@@ -333,17 +439,6 @@ def _refuse_trust(path: Path, data: dict[str, object]) -> None:
             f"{path}: trusted_projects: a project file cannot trust itself (or any project); "
             f"trust a project in {user_config_path()}, or pass --trust-project"
         )
-
-
-def _project_commands(path: Path, data: dict[str, object]) -> ProjectCommands | None:
-    """The project file's commands, taken out of `data`; None if it sets none."""
-    table = {key: data.pop(key) for key in ("checks", "stop_hooks") if key in data}
-    if not table:
-        return None
-    try:
-        return ProjectCommands.model_validate({**table, "path": path})
-    except ValidationError as exc:
-        raise UsageError(f"config {path}: {_first_error(exc)}") from None
 
 
 def _trusted_projects(path: Path, value: object) -> list[Path]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 
-from ._config import Config, load_config
+from ._config import Config, load_config, user_config_path
 from ._errors import UnknownModel, UsageError
 from ._model import Model
 
@@ -20,7 +20,8 @@ OLLAMA_URL = "http://localhost:11434/v1"
 def resolve_model(spec: str, config: Config | None = None) -> Model:
     """The model a string names; see `KNOWN`. Keys and base URLs come from the environment
     (OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OLLAMA_BASE_URL),
-    then from the config files (`reins._config`)."""
+    then from the config files (`reins._config`); a provider an untrusted project's file sets
+    is an error (`Config.trusting_project` or `distrusting_project` settles it first)."""
     kind, _, rest = spec.partition(":")
     if kind == "script" and rest:
         from .testing import ScriptedModel
@@ -36,6 +37,13 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
     if not rest:
         raise UnknownModel(f"unknown model {spec!r}; known forms: {KNOWN}")
     config = config or load_config()
+    held = config.untrusted
+    if held is not None and kind in held.providers:  # the CLI has asked (or refused) before
+        raise UsageError(
+            f"{held.path} sets providers.{kind}, and this project is not trusted: add its "
+            f"folder to trusted_projects in {user_config_path()}, or resolve with "
+            "load_config().trusting_project() (or distrusting_project(): yours alone)"
+        )
     endpoint = config.endpoint(kind)
     base_url = _from_env(kind, "base_url") or endpoint.base_url
     api_key = _from_env(kind, "api_key") or endpoint.key(kind)

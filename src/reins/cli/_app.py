@@ -121,9 +121,10 @@ TrustProjectOpt = Annotated[
     bool,
     typer.Option(
         "--trust-project",
-        help="Run the checks and stop hooks the project's reins.toml sets (they run unasked "
-        "when the agent says it is done); without it, the terminal asks, and with no terminal "
-        "they are refused.",
+        help="Use what the project's reins.toml sets that acts for it: its checks and stop "
+        "hooks (they run unasked when the agent says it is done) and its provider settings and "
+        "model (where the model's requests go, with which key); without it, the terminal asks, "
+        "and with no terminal they are refused.",
     ),
 ]
 DEFAULT_STORE = Path(".reins")

@@ -1,5 +1,7 @@
-"""Trusting a project's commands: the checks and stop hooks its `reins.toml` sets run, unasked,
-whenever the agent says it is done, so they run only once the user trusts them."""
+"""Trusting a project: what its `reins.toml` sets that acts for it — checks and stop hooks,
+which run unasked whenever the agent says it is done, and provider settings, which decide
+where the model's requests go and which key they carry — takes effect only once the user
+trusts the project."""
 
 from __future__ import annotations
 
@@ -10,74 +12,99 @@ import unicodedata
 from rich.console import Console
 from rich.text import Text
 
-from .._config import Config, ProjectCommands, user_config_path
+from .._config import Config, Untrusted, user_config_path
 from .._errors import UsageError
 
 ANSWERS = {"y": True, "yes": True, "n": False, "no": False, "": False}
+Items = list[tuple[str, str]]
 
 
 def trusted(
     config: Config, *, trust_project: bool, console: Console, checks: bool = True
 ) -> Config:
-    """The config with the project file's commands if the user trusts them: in their config
-    (already applied), by `--trust-project`, or by answering yes at the terminal. With no
-    terminal, an untrusted project's commands are an error rather than skipped: a check left
-    out would let a run pass unverified. `checks=False`: only the stop hooks matter (a resume
-    takes its checks from the run's log)."""
-    held = config.project_commands
-    commands = held.commands(checks=checks) if held is not None else []
-    if held is None or not commands:
+    """The config with what the project file holds if the user trusts it: in their config
+    (already applied), by `--trust-project`, or by answering yes at the terminal (no: the
+    user's config alone). With no terminal, an untrusted project's commands and settings are an
+    error rather than dropped: a check left out would let a run pass unverified, and a model
+    other than the one the project names would surprise. `checks=False`: a resume, which takes
+    its checks and its model from the run's log (only the stop hooks and providers matter)."""
+    held = config.untrusted
+    items = held.items(checks=checks, model=checks) if held is not None else []
+    if held is None or not items:
         return config
     if trust_project:
         return config.trusting_project()
     if not sys.stdin.isatty():
-        raise UsageError(_refusal(held, commands))
-    if _ask(console, held, commands):
+        raise UsageError(_refusal(held, items))
+    if _ask(console, held, items):
         return config.trusting_project()
-    console.print(Text("Running without the project's checks and stop hooks."))
-    return config
+    console.print(Text(f"Running without the project's {_what(items)}."))
+    return config.distrusting_project()
 
 
-def _ask(console: Console, held: ProjectCommands, commands: list[tuple[str, str]]) -> bool:
-    """Shows the exact commands and asks once; the default is no. End of input: nobody is
-    there to answer, as with no terminal."""
+def _ask(console: Console, held: Untrusted, items: Items) -> bool:
+    """Shows exactly what the file sets and asks once; the default is no. End of input: nobody
+    is there to answer, as with no terminal."""
+    commands, settings = _split(items)
+    what = []
+    if commands:
+        what.append("commands that run, unasked, when the agent says it is done (in the sandbox)")
+    if settings:
+        what.append(
+            "where the model's requests go (with your prompts and what the agent reads) and "
+            "which of your keys they carry"
+        )
+    console.print(Text(f"\n{visible(str(held.path))} sets {' and '.join(what)}:", "bold"))
+    width = max(len(kind) for kind, _ in items)
+    for kind, text in items:
+        console.print(Text(f"  {kind:<{width}}  {visible(text)}"))
     console.print(
         Text(
-            f"\n{visible(str(held.path))} sets commands that run, unasked, when the agent "
-            "says it is done (in the sandbox):",
-            "bold",
+            f"(--trust-project {'runs' if not settings else 'uses'} them without asking; to "
+            f"trust this project for good, add {_trust_entry(held)})"
         )
     )
-    width = max(len(kind) for kind, _ in commands)
-    for kind, command in commands:
-        console.print(Text(f"  {kind:<{width}}  {visible(command)}"))
-    console.print(
-        Text(
-            f"(--trust-project runs them without asking; to trust this project for good, "
-            f"add {_trust_entry(held)})"
-        )
-    )
+    verb = "Run" if not settings else "Use"
     while True:
-        console.print(Text("Run them? [y]es, [n]o: run without them (default no): "), end="")
+        console.print(Text(f"{verb} them? [y]es, [n]o: run without them (default no): "), end="")
         line = sys.stdin.readline()  # before the run starts: nothing else reads stdin yet
         if not line:
             console.print()
-            raise UsageError(_refusal(held, commands))
+            raise UsageError(_refusal(held, items))
         answer = ANSWERS.get(line.strip().lower())
         if answer is not None:
             return answer
 
 
-def _refusal(held: ProjectCommands, commands: list[tuple[str, str]]) -> str:
-    listed = "; ".join(f"{kind} `{visible(command)}`" for kind, command in commands)
+def _refusal(held: Untrusted, items: Items) -> str:
+    commands, settings = _split(items)
+    what = []
+    if commands:
+        listed = "; ".join(f"{kind} `{visible(command)}`" for kind, command in commands)
+        what.append(f"commands that run when the agent says it is done ({listed})")
+    if settings:
+        listed = "; ".join(visible(setting) for _, setting in settings)
+        what.append(f"where the model's requests go and which key they carry ({listed})")
     return (
-        f"{visible(str(held.path))} sets commands that run when the agent says it is done "
-        f"({listed}), and this project is not trusted: to run them, pass --trust-project, or "
-        f"add {_trust_entry(held)}"
+        f"{visible(str(held.path))} sets {' and '.join(what)}, and this project is not "
+        f"trusted: to {'run' if not settings else 'use'} them, pass --trust-project, or add "
+        f"{_trust_entry(held)}"
     )
 
 
-def _trust_entry(held: ProjectCommands) -> str:
+def _split(items: Items) -> tuple[Items, Items]:
+    """The commands, and the settings."""
+    return [i for i in items if i[0] != "setting"], [i for i in items if i[0] == "setting"]
+
+
+def _what(items: Items) -> str:
+    commands, settings = _split(items)
+    if not settings:
+        return "checks and stop hooks"
+    return "checks, stop hooks and model settings" if commands else "model settings"
+
+
+def _trust_entry(held: Untrusted) -> str:
     """Where the user trusts the project: its folder, as a TOML string, in their config."""
     folder = json.dumps(str(held.path.parent), ensure_ascii=False)
     return f"{visible(folder)} to trusted_projects in {visible(str(user_config_path()))}"
