@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,14 +12,20 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from reins import (
+    EVENT,
     Agent,
     AnswerRejected,
     AssistantMessage,
     Guards,
     MemoryLog,
+    Message,
+    ModelResponded,
     Notice,
     ResponseRejected,
     RunFinished,
+    RunResumed,
+    RunStarted,
+    RunState,
     StopReason,
     ToolCallFinished,
     ToolResultMessage,
@@ -27,8 +34,9 @@ from reins import (
     tool,
 )
 from reins._config import load_config
+from reins._repetition import collapse_repeats
 from reins.cli import app
-from reins.testing import ScriptedModel
+from reins.testing import FunctionModel, ScriptedModel
 
 from .helpers import call, reply
 
@@ -342,6 +350,100 @@ async def test_one_call_per_step_runs_only_the_first(workspace: Path) -> None:
     assert [r.content for r in results] == ["poked 1", "poked 2"]
 
 
+# 7. repetition in a reply's text
+
+REPEATING = (
+    "I will read the file. " * 5 + "\n" + "Checking the config now.\n" * 30 + "Then the fix."
+)
+COLLAPSED = (
+    "I will read the file. [… repeated 5 times] \n"
+    "Checking the config now. [… repeated 30 times]\nThen the fix."
+)
+
+
+async def test_repeated_sentences_and_lines_are_collapsed_in_the_history_not_in_the_log(
+    workspace: Path,
+) -> None:
+    requests: list[list[Message]] = []
+    content = "same line\n" * 5  # a call's arguments are never touched
+    script = [
+        reply(REPEATING, call("write_file", "w", path="a.txt", content=content)),
+        "FINAL_ANSWER: done",
+    ]
+
+    def model(messages: list[Message], tools: object) -> AssistantMessage | str:
+        requests.append(messages)
+        return script[len(requests) - 1]
+
+    agent = Agent(model=FunctionModel(model), workspace=workspace)
+    events = await events_of(agent, "fix it")
+    [raw, _] = [e.message for e in events if isinstance(e, ModelResponded)]
+    assert raw.text == REPEATING  # the log keeps what the model said
+    sent = [m for m in requests[1] if isinstance(m, AssistantMessage)]
+    assert sent == [reply(COLLAPSED, call("write_file", "w", path="a.txt", content=content))]
+    assert (workspace / "a.txt").read_text() == content
+    state = RunState.fold(events)  # type: ignore[arg-type]
+    assert state.messages[2] == sent[0]  # a replay folds the same history
+
+
+async def test_a_final_answer_given_as_text_is_collapsed_too(workspace: Path) -> None:
+    result = await agent_for([REPEATING], workspace).run("fix it")
+    assert result.final_answer == COLLAPSED
+
+
+async def test_text_that_merely_looks_alike_is_left_as_it_is(workspace: Path) -> None:
+    text = (
+        "Plan:\n- read a.py\n- read b.py\n- read c.py\n"
+        "Steps done: I read the file. I read the file. Then I wrote.\n"  # twice is not a run
+        "```python\nx = compute(1)\nx = compute(1)\nx = compute(1)\n```\n"  # code in a fence
+        "| a | b |\n|---|---|\n| 1 | 1 |\n| 1 | 1 |\n| 1 | 1 |\n"  # no letters
+        "}\n}\n}\nok ok ok ok"  # too short
+    )
+    result = await agent_for([text], workspace).run("plan")
+    assert result.final_answer == text
+    for item in range(12):  # lines alike but for a number
+        text = "\n".join(f"- item {i}: read file_{i}.py and check x" for i in range(item, 40))
+        assert collapse_repeats(text) is text
+
+
+def test_phrases_repeated_back_to_back_are_collapsed() -> None:
+    assert collapse_repeats("let me check the file " * 4 + "now") == (
+        "let me check the file [… repeated 4 times] now"
+    )
+    assert collapse_repeats("Okay. " + "I think I should read it. " * 3 + "I will re") == (
+        "Okay. I think I should read it. [… repeated 3 times] I will re"
+    )
+    assert collapse_repeats("Thinking...\n" * 40) == "Thinking... [… repeated 40 times]\n"
+    two = "\n".join(["Step one is done.", "Now step two."] * 3)
+    assert collapse_repeats(two) == "Step one is done.\nNow step two. [… repeated 3 times]"
+    action = '{"name": "write_file", "arguments": {"content": "' + "Same text here. " * 4 + '"}}'
+    assert collapse_repeats(action) is action  # maybe a JSON action: never touched
+
+
+def test_long_texts_take_little_time() -> None:
+    sentence = "I will read the file and then I will fix the bug in it. "
+    texts = [
+        sentence * 400,  # 22 KB, one run
+        "".join(f"Line {i}: " + sentence for i in range(350)),  # alike, no run
+        "0 " * 10_000,
+        ("0 " * 3000 + "x ") * 3,
+        "ab" * 10_000,
+        " ".join(["a", "b", "the", "file."][i * 7 % 4] for i in range(5000)),
+    ]
+    for text in texts:
+        began = time.perf_counter()
+        collapse_repeats(text)
+        assert time.perf_counter() - began < 0.2, text[:40]
+    assert collapse_repeats(texts[0]) == sentence + "[… repeated 400 times] "
+
+
+async def test_the_repetition_guard_can_be_switched_off(workspace: Path) -> None:
+    agent = agent_for([REPEATING], workspace, guards=Guards(repetition=False))
+    result = await agent.run("fix it")
+    assert result.final_answer == REPEATING
+    assert Guards().without("repetition") == Guards(repetition=False)
+
+
 # the switches: command line and config file
 
 
@@ -392,6 +494,30 @@ def test_config_guards_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         load_config()
 
 
+def test_cli_and_config_switch_the_repetition_guard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "say.json"
+    path.write_text(json.dumps([REPEATING]))
+    store = str(tmp_path / "store")
+
+    def answer(*flags: str) -> str | None:
+        command = ["run", "say", "-m", f"script:{path}", "-w", str(tmp_path), "--store", store]
+        done = CliRunner().invoke(app, [*command, "--json", *flags])
+        assert done.exit_code == 0, done.output
+        finished = EVENT.validate_json(done.output.splitlines()[-1])
+        assert isinstance(finished, RunFinished)
+        return finished.final_answer
+
+    assert answer() == COLLAPSED
+    assert answer("--no-guard", "repetition") == REPEATING
+    config = tmp_path / "config.toml"
+    config.write_text("[guards]\nrepetition = false\n")
+    monkeypatch.setenv("REINS_CONFIG", str(config))
+    assert answer() == REPEATING
+    assert answer("--guard", "repetition") == COLLAPSED
+
+
 async def test_strict_json_replies_are_left_to_strict_actions(workspace: Path) -> None:
     model = ScriptedModel(['{"name": "poke", "arguments": {}}', "FINAL_ANSWER: ok"])
     model.actions = "json"  # type: ignore[attr-defined]
@@ -437,13 +563,174 @@ def test_guard_settings_are_checked() -> None:
         Guards().without("loops")
 
 
-def test_cli_resume_takes_the_guard_flags(tmp_path: Path) -> None:
+def test_cli_resume_keeps_the_run_s_guards_unless_the_flags_change_them(tmp_path: Path) -> None:
+    for flags, code in (([], 0), (["--guard", "loop"], 11)):
+        where = tmp_path / f"exit{code}"
+        where.mkdir()
+        done = _reins_run(where, "--max-steps", "4", "--no-guard", "loop")
+        assert done.exit_code == 3, done.output
+        store = str(where / "store")
+        resumed = CliRunner().invoke(app, ["resume", "last", *flags, "--json", "--store", store])
+        assert resumed.exit_code == code, resumed.output  # 11: the loop guard is back
+        first = EVENT.validate_json(resumed.output.splitlines()[0])
+        assert isinstance(first, RunResumed)
+        assert first.guards == (Guards() if flags else None)  # None: the run's, unchanged
+
+
+# the guards in the run's log
+
+
+async def test_a_resume_keeps_the_guards_the_run_was_started_with(workspace: Path) -> None:
+    log = MemoryLog()
+    replies = [reply("", call("poke", f"p{i}")) for i in range(6)] + ["FINAL_ANSWER: ok"]
+    agent = agent_for(replies, workspace, tools=[poke], log=log, guards=Guards(loop=False))
+    agent.max_steps = 3
+    first = await agent.run("poke")
+    assert first.stop_reason is StopReason.MAX_STEPS
+    started = (await log.events(first.run_id))[0]
+    assert isinstance(started, RunStarted)
+    assert started.config.guards == Guards(loop=False)
+    # An agent with the default guards (the loop guard on) resumes it: the loop stays unwarned.
+    resumed = agent_for(replies, workspace, tools=[poke], log=log)
+    events = [e async for e in resumed.resume_iter(first.run_id, max_steps=10)]
+    assert isinstance(events[0], RunResumed)
+    assert events[0].guards is None
+    assert notices(events, "LoopGuard") == []
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)
+    assert (finished.stop_reason, finished.final_answer) == (StopReason.END_TURN, "ok")
+
+
+async def test_a_resume_may_change_the_guards_and_its_event_says_so(workspace: Path) -> None:
+    log = MemoryLog()
+    replies = [reply("", call("poke", f"p{i}")) for i in range(8)] + ["FINAL_ANSWER: ok"]
+    agent = agent_for(replies, workspace, tools=[poke], log=log, guards=Guards(loop=False))
+    agent.max_steps = 2
+    first = await agent.run("poke")
+    events = [e async for e in agent.resume_iter(first.run_id, max_steps=10, guards=Guards())]
+    assert isinstance(events[0], RunResumed)
+    assert events[0].guards == Guards()
+    assert len(notices(events, "LoopGuard")) == 1
+    assert events[-1] == RunFinished.model_validate(
+        {**events[-1].model_dump(), "stop_reason": StopReason.STALLED}
+    )
+    state = await agent.state(first.run_id)
+    assert state.config.guards == Guards()
+
+
+async def test_a_log_older_than_the_guards_folds_and_resumes_with_the_agent_s(
+    workspace: Path,
+) -> None:
+    log = MemoryLog()
+    text = " ".join(["I will poke it now."] * 4)
+    replies = [reply(text, call("poke", f"p{i}")) for i in range(6)] + ["FINAL_ANSWER: ok"]
+    first = await agent_for(replies, workspace, tools=[poke], log=log, max_steps=3).run("poke")
+    old = MemoryLog()  # the same run as a log written before the guards were recorded
+    for event in await log.events(first.run_id):
+        data = json.loads(EVENT.dump_json(event))
+        if isinstance(event, RunStarted):
+            del data["config"]["guards"]
+        await old.append(EVENT.validate_json(json.dumps(data)))
+    state = RunState.fold(await old.events(first.run_id))
+    assert state.config.guards is None
+    said = [m.text for m in state.messages if isinstance(m, AssistantMessage)]
+    assert said == [text] * 3  # then, no reply's text was collapsed: a replay shows it so
+    resumed = agent_for(replies, workspace, tools=[poke], log=old, guards=Guards(loop=False))
+    events = [e async for e in resumed.resume_iter(first.run_id, max_steps=10)]
+    assert isinstance(events[0], RunResumed)
+    assert events[0].guards == Guards(loop=False)  # the resuming agent's, recorded
+    assert notices(events, "LoopGuard") == []
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)
+    assert finished.stop_reason is StopReason.END_TURN
+    state = await resumed.state(first.run_id)
+    said = [m.text for m in state.messages if isinstance(m, AssistantMessage)]
+    assert said == [text] * 3 + ["I will poke it now. [… repeated 4 times]"] * 3 + [
+        "FINAL_ANSWER: ok"
+    ]
+
+
+# the guard settings on the command line
+
+
+def test_cli_guard_settings_win_over_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[guards]\nloop_threshold = 6\ngoal_anchor = 0\n")
+    monkeypatch.setenv("REINS_CONFIG", str(config))
+    done = _reins_run(tmp_path)
+    assert done.exit_code == 0, done.output  # 5 calls in a row: under 6
+    events = [EVENT.validate_json(line) for line in done.output.splitlines()]
+    assert isinstance(events[0], RunStarted)
+    assert events[0].config.guards == Guards(loop_threshold=6, goal_anchor=0)
+    assert notices(events, "GoalAnchor") == []
+    done = _reins_run(tmp_path, "--loop-threshold", "4", "--goal-anchor", "2")
+    assert done.exit_code == 11, done.output
+    events = [EVENT.validate_json(line) for line in done.output.splitlines()]
+    assert isinstance(events[0], RunStarted)
+    assert events[0].config.guards == Guards(loop_threshold=4, goal_anchor=2)
+    assert len(notices(events, "GoalAnchor")) == 2  # before rounds 3 and 5
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)
+    assert (
+        finished.detail
+        == "no progress after a warning: the same call (list_files) 5 times in a row"
+    )
+
+
+def test_cli_stall_threshold(tmp_path: Path) -> None:
+    flags = ["--no-guard", "repeat-cache", "--loop-threshold", "10", "--stall-threshold", "2"]
+    done = _reins_run(tmp_path, *flags)
+    assert done.exit_code == 11, done.output  # the same listing: nothing new after the first
+    assert "no progress after a warning: 3 rounds with no change and no new result" in done.output
+
+
+def test_cli_shows_the_guards_that_differ_from_the_defaults(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    command = ["run", "list", "-m", _looping_script(tmp_path), "-w", str(tmp_path)]
+    flags = ["--no-guard", "loop", "--guard", "one-call", "--goal-anchor", "3"]
+    done = CliRunner().invoke(app, [*command, "--store", store, *flags])
+    assert done.exit_code == 0, done.output
+    assert "guards: loop off, goal_anchor 3, one-call on\n" in done.output
+    replayed = CliRunner().invoke(app, ["replay", "last", "--store", store])
+    assert "guards: loop off, goal_anchor 3, one-call on\n" in replayed.output
+    done = CliRunner().invoke(app, [*command, "--store", store, "--no-guard", "repetition"])
+    assert "guards: repetition off\n" in done.output
+    done = CliRunner().invoke(app, [*command, "--store", store])
+    assert "guards:" not in done.output  # the defaults: not said
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "least"),
+    [
+        ("--loop-threshold", "1", 2),
+        ("--loop-threshold", "three", 2),
+        ("--stall-threshold", "0", 1),
+        ("--goal-anchor", "-1", 0),
+        ("--goal-anchor", "2.5", 0),
+    ],
+)
+def test_cli_bad_guard_settings_are_one_line_and_exit_2(
+    tmp_path: Path, flag: str, value: str, least: int
+) -> None:
+    done = _reins_run(tmp_path, flag, value)
+    assert done.exit_code == 2, done.output
+    assert done.output == f"error: {flag} {value!r}: say a whole number, {least} or more\n"
+
+
+def test_cli_resume_takes_guard_settings(tmp_path: Path) -> None:
     done = _reins_run(tmp_path, "--max-steps", "4", "--no-guard", "loop")
     assert done.exit_code == 3, done.output
     store = str(tmp_path / "store")
-    resumed = CliRunner().invoke(app, ["resume", "last", "--json", "--store", store])
-    assert resumed.exit_code == 11, resumed.output  # the loop guard is back: warned, then stopped
-    resumed = CliRunner().invoke(
-        app, ["resume", "last", "--no-guard", "loop", "--json", "--store", store]
+    flags = ["--guard", "loop", "--loop-threshold", "6"]
+    resumed = CliRunner().invoke(app, ["resume", "last", *flags, "--json", "--store", store])
+    assert resumed.exit_code == 0, resumed.output  # the loop guard is on, at 6: not reached
+    first = EVENT.validate_json(resumed.output.splitlines()[0])
+    assert isinstance(first, RunResumed)
+    assert first.guards == Guards(loop_threshold=6)
+    bad = CliRunner().invoke(app, ["resume", "last", "--goal-anchor", "x", "--store", store])
+    assert (bad.exit_code, bad.output) == (
+        2,
+        "error: --goal-anchor 'x': say a whole number, 0 or more\n",
     )
-    assert resumed.exit_code == 0, resumed.output

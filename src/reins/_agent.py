@@ -48,6 +48,7 @@ from .policies import (
     StopHooks,
     StrictActions,
     budget_stops,
+    guard_policies,
 )
 from .policies._budgets import CONTINUING
 from .sandbox import SandboxPolicy
@@ -266,7 +267,9 @@ class Agent:
     """What the commands tools start may do; the log's folder and `.git` stay read-only."""
     guards: Guards = field(default_factory=Guards)
     """The guards against a model's usual failures (an unwritten file, repeated calls, loops,
-    leaked markup, a lost goal), each on or off and tuned; `Guards(loop=False)`, say."""
+    leaked markup, a lost goal, repeated text), each on or off and tuned; `Guards(loop=False)`,
+    say. A run's log records them: a resume keeps the run's own (`resume(guards=...)` changes
+    them)."""
     checks: Sequence[str] = ()
     """Commands (`pytest -q`, ...) that must pass, in the sandbox and the workspace, before a
     final answer ends the run; a failing one rejects it with its output tail."""
@@ -318,11 +321,13 @@ class Agent:
         cost_budget: float | None = None,
         approvals: Mapping[str, Approval | bool] | None = None,
         cancel: Cancel | None = None,
+        guards: Guards | None = None,
     ) -> RunResult:
         """Continue a run from its log: after a crash, a cap, a cancel, an error, or a pause
         for approval (`approvals` answers its requests by call id). The caps are new totals
         for the run; unset, each stays as it was, but the one that stopped the run grows by as
-        much again (steps, tokens, seconds or dollars)."""
+        much again (steps, tokens, seconds or dollars). The guards stay the run's own (a log
+        too old to hold them: this agent's), unless `guards` says others, from here on."""
         stream = self.resume_iter(
             run_id,
             max_steps=max_steps,
@@ -331,6 +336,7 @@ class Agent:
             cost_budget=cost_budget,
             approvals=approvals,
             cancel=cancel,
+            guards=guards,
         )
         return await stream.result()
 
@@ -358,11 +364,12 @@ class Agent:
         cost_budget: float | None = None,
         approvals: Mapping[str, Approval | bool] | None = None,
         cancel: Cancel | None = None,
+        guards: Guards | None = None,
     ) -> AgentRun:
         """Like `resume`, as an async iterable of events."""
         caps = _Caps(max_steps, token_budget, time_budget, cost_budget)
         return AgentRun(
-            lambda: self._resume(run_id, caps, approvals or {}, cancel),
+            lambda: self._resume(run_id, caps, approvals or {}, cancel, guards),
             self._next_turns(cancel),
             self._running,
         )
@@ -439,6 +446,7 @@ class Agent:
             at_cap=self.at_cap,
             sandbox=self.sandbox.mode,
             network=self.sandbox.network,
+            guards=self.guards,
             checks=tuple(self.checks),
             reflect=self.reflect,
             reflect_max_retries=self.reflect_max_retries,
@@ -459,12 +467,13 @@ class Agent:
         caps: _Caps,
         approvals: Mapping[str, Approval | bool],
         cancel: Cancel | None,
+        guards: Guards | None = None,
     ) -> tuple[list[Event], RunLoop]:
         state = RunState.fold(await self.log.events(run_id))
         self.log.claim(state.session_id, run_id)
         try:
             state = RunState.fold(await self.log.events(run_id))  # as it stands, claimed
-            return await self._resumed(state, caps, approvals, cancel)
+            return await self._resumed(state, caps, approvals, cancel, guards)
         except BaseException:
             self.log.release(state.session_id, run_id)
             raise
@@ -475,6 +484,7 @@ class Agent:
         caps: _Caps,
         approvals: Mapping[str, Approval | bool],
         cancel: Cancel | None,
+        guards: Guards | None = None,
     ) -> tuple[list[Event], RunLoop]:
         run_id = state.run_id
         awaiting = {r.call.id: r for r in state.awaiting()}
@@ -495,6 +505,7 @@ class Agent:
             run_id=state.run_id,
             seq=state.next_seq,
             **caps.in_force(state, capped),
+            guards=_guards_from_here(state.config.guards, guards, self.guards),
         )
         await self.log.append(resumed)
         state.apply(resumed)
@@ -580,7 +591,7 @@ class Agent:
                 MaxTokensRecovery(),
                 *self._protocol_policies(executor),
                 EmptyReply(),
-                *self._guard_policies(executor),
+                *self._guard_policies(executor, state.config.guards or self.guards),
                 *self.policies,
                 *self._final_policies(workspace, state.config.checks),
             ],
@@ -625,9 +636,10 @@ class Agent:
             return [StrictActions(executor.specs)]
         return []
 
-    def _guard_policies(self, executor: ToolExecutor) -> list[Policy]:
+    def _guard_policies(self, executor: ToolExecutor, guards: Guards) -> list[Policy]:
         tools = executor.tools.values()
-        return self.guards.policies(
+        return guard_policies(
+            guards,
             read_only=[t.name for t in tools if t.read_only],
             path_args={t.name: t.path_args for t in tools},
             command_args={t.name: t.command_arg for t in tools if t.command_arg},
@@ -713,6 +725,16 @@ class _Caps:
             else:
                 caps[name] = cap
         return caps
+
+
+def _guards_from_here(
+    recorded: Guards | None, asked: Guards | None, agents: Guards
+) -> Guards | None:
+    """The guards a resume records (None: the run's own, unchanged): those asked for, if
+    other than the run's; for a log too old to hold any, the resuming agent's."""
+    if asked is not None:
+        return None if asked == recorded else asked
+    return agents if recorded is None else None
 
 
 def _describe(config: RunConfig) -> str:

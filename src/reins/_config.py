@@ -58,7 +58,6 @@ import json
 import os
 import tomllib
 from collections.abc import Collection, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -66,7 +65,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._errors import UsageError
 from .permissions import PermissionRules
-from .policies import GUARD_NAMES, Guards
+from .policies import Guards
 from .sandbox import MODES, SandboxMode, SandboxPolicy
 
 PROJECT_FILE = "reins.toml"
@@ -131,19 +130,26 @@ class GuardsConfig(BaseModel):
     markup: bool | None = None
     goal_anchor: int | None = Field(default=None, ge=0)
     one_call: bool | None = None
+    repetition: bool | None = None
 
-    def guards(self, *, off: Sequence[str] = (), on: Sequence[str] = ()) -> Guards:
-        """The guards, with the command line's `--no-guard` and `--guard` winning."""
+    def guards(
+        self,
+        *,
+        off: Sequence[str] = (),
+        on: Sequence[str] = (),
+        loop_threshold: int | None = None,
+        anti_stall_threshold: int | None = None,
+        goal_anchor: int | None = None,
+    ) -> Guards:
+        """The guards, with the command line's `--no-guard`, `--guard` and settings winning."""
         chosen = Guards(**{k: v for k, v in self.model_dump().items() if v is not None})
-        chosen = chosen.without(*off)
-        for name in on:
-            if name not in GUARD_NAMES:
-                chosen.without(name)  # raises UsageError: no such guard
-            field = name.replace("-", "_")
-            if not getattr(chosen, field):
-                default: dict[str, Any] = {field: 5 if field == "goal_anchor" else True}
-                chosen = replace(chosen, **default)
-        return chosen
+        return chosen.switched(
+            off=off,
+            on=on,
+            loop_threshold=loop_threshold,
+            anti_stall_threshold=anti_stall_threshold,
+            goal_anchor=goal_anchor,
+        )
 
 
 class StopHookConfig(BaseModel):

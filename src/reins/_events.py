@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from ._guard_settings import Guards
 from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
 from ._stop import StopReason
 
@@ -52,6 +53,10 @@ class RunConfig(BaseModel):
     at_cap: Literal["stop", "summarize"] = "stop"
     """What a cap ends the run with: nothing more, or one last call in which no tool may be
     called, whose reply is the (partial) answer."""
+    guards: Guards | None = None
+    """Its guards and their settings; a resume keeps them unless told otherwise (None in logs
+    older than this field: then a resume records the resuming agent's, and until then no
+    reply's text was collapsed)."""
     checks: tuple[str, ...] = ()
     """The commands that had to pass before its final answer stood; `reins resume` keeps them."""
     reflect: bool = False
@@ -88,6 +93,8 @@ class RunResumed(_Event):
     """The budgets in force from here on (None: no cap)."""
     time_budget: float | None = None
     cost_budget: float | None = None
+    guards: Guards | None = None
+    """The guards from here on, when they change (None: as they were)."""
 
 
 class BudgetExtended(_Event):

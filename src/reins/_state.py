@@ -35,6 +35,7 @@ from ._events import (
     ToolCallStarted,
 )
 from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
+from ._repetition import collapsed
 
 FINAL_ANSWER_TOOL = "final_answer"
 FINAL_ANSWER_PREFIX = "FINAL_ANSWER:"
@@ -141,6 +142,8 @@ class RunState:
                 message = event.message
                 if self.config.reflect and REFLECTION_TAG in message.text:
                     message = message.model_copy(update={"text": strip_reflections(message.text)})
+                if message.text and (guards := self.config.guards) and guards.repetition:
+                    message = collapsed(message)  # the log keeps the raw text
                 self.messages.append(message)
                 self.completion = None
                 self.review_pending = True
@@ -213,6 +216,8 @@ class RunState:
                 self._close_span(self.last_ts)  # a crash: the span ended at its last event
                 self.active_since = event.ts
                 self._set_caps(event)
+                if event.guards is not None:
+                    self.config = self.config.model_copy(update={"guards": event.guards})
             case BudgetExtended():
                 self._set_caps(event)
             case RunStarted():

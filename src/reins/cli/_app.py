@@ -83,13 +83,36 @@ GuardOffOpt = Annotated[
     typer.Option(
         "--no-guard",
         metavar="NAME",
-        help="Switch a guard off: file-action, repeat-cache, loop, markup, goal-anchor "
-        "(repeatable).",
+        help="Switch a guard off: file-action, repeat-cache, loop, markup, goal-anchor, "
+        "repetition (repeatable).",
     ),
 ]
 GuardOnOpt = Annotated[
     list[str] | None,
     typer.Option("--guard", metavar="NAME", help="Switch a guard on, e.g. one-call (repeatable)."),
+]
+LoopThresholdOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--loop-threshold",
+        metavar="N",
+        help="A loop: the same call N rounds in a row, or two calls alternating N times "
+        "(default 3; at least 2).",
+    ),
+]
+StallThresholdOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--stall-threshold",
+        metavar="N",
+        help="A stall: N rounds with no change and no new result (default 8).",
+    ),
+]
+GoalAnchorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--goal-anchor", metavar="N", help="Restate the goal every N rounds (default 5; 0: never)."
+    ),
 ]
 NetworkOpt = Annotated[
     bool | None,
@@ -181,6 +204,9 @@ def run(
     network: NetworkOpt = None,
     no_guard: GuardOffOpt = None,
     guard: GuardOnOpt = None,
+    loop_threshold: LoopThresholdOpt = None,
+    stall_threshold: StallThresholdOpt = None,
+    goal_anchor: GoalAnchorOpt = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
     check: Annotated[
@@ -208,6 +234,7 @@ def run(
     from ..tools import builtin_tools
 
     config = _config(trust_project)  # asked and settled before the log is opened
+    flags = _guard_flags(no_guard, guard, loop_threshold, stall_threshold, goal_anchor)
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         approval = _approval(config, yes)
@@ -227,7 +254,7 @@ def run(
             approval=approval,
             on_cap=on_cap,
             sandbox=config.sandbox.policy(mode=sandbox, network=network),
-            guards=config.guards.guards(off=no_guard or (), on=guard or ()),
+            guards=config.guards.guards(**flags),
             checks=[*config.checks, *(check or [])],
             stop_hooks=_stop_hooks(config),
             stop_max_rejections=config.stop_max_rejections,
@@ -268,12 +295,16 @@ def resume(
     network: NetworkOpt = None,
     no_guard: GuardOffOpt = None,
     guard: GuardOnOpt = None,
+    loop_threshold: LoopThresholdOpt = None,
+    stall_threshold: StallThresholdOpt = None,
+    goal_anchor: GoalAnchorOpt = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
     trust_project: TrustProjectOpt = False,
 ) -> None:
     """Continue a run after a crash, a cap, a cancel, an error or a pause for approval. New
-    caps are totals for the run; by default the cap that stopped it grows by as much again."""
+    caps are totals for the run; by default the cap that stopped it grows by as much again.
+    The guards are the run's, but for those the guard flags change."""
     from .._agent import Agent
     from .._resolve import resolve_model
     from .._state import RunState
@@ -281,6 +312,7 @@ def resume(
     from ..tools import builtin_tools
 
     config = _config(trust_project, checks=False)  # the run's checks are in its log
+    flags = _guard_flags(no_guard, guard, loop_threshold, stall_threshold, goal_anchor)
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         info = find_run(await log.runs(), run_id)
@@ -290,6 +322,7 @@ def resume(
             **dict.fromkeys(awaiting if deny == ["all"] else deny or [], False),
             **dict.fromkeys(awaiting if approve == ["all"] else approve or [], True),
         }
+        guards = state.config.guards or config.guards.guards()  # a log too old to hold them
         agent = Agent(
             model=resolve_model(state.config.model, config),
             tools=builtin_tools([t for t in state.config.tools if t != "final_answer"]),
@@ -302,7 +335,7 @@ def resume(
                 mode=sandbox or state.config.sandbox,
                 network=state.config.network if network is None else network,
             ),
-            guards=config.guards.guards(off=no_guard or (), on=guard or ()),
+            guards=guards,
             stop_hooks=_stop_hooks(config),
             stop_max_rejections=config.stop_max_rejections,
         )
@@ -314,6 +347,7 @@ def resume(
             cost_budget=cost_budget,
             approvals=answers,
             cancel=cancel,
+            guards=guards.switched(**flags),  # no flag: the same, and nothing is recorded
         )
         return await _drive(stream, json_lines)
 
@@ -411,6 +445,36 @@ def _config(trust_project: bool, *, checks: bool = True) -> Config:
 
     with _one_line_errors():
         return trusted(load_config(), trust_project=trust_project, console=err, checks=checks)
+
+
+def _guard_flags(
+    off: list[str] | None,
+    on: list[str] | None,
+    loop_threshold: str | None,
+    stall_threshold: str | None,
+    goal_anchor: str | None,
+) -> dict[str, Any]:
+    """The guard flags, as `Guards.switched` takes them (a bad number: one error line)."""
+    with _one_line_errors():
+        return {
+            "off": off or (),
+            "on": on or (),
+            "loop_threshold": _whole("--loop-threshold", loop_threshold, 2),
+            "anti_stall_threshold": _whole("--stall-threshold", stall_threshold, 1),
+            "goal_anchor": _whole("--goal-anchor", goal_anchor, 0),
+        }
+
+
+def _whole(flag: str, value: str | None, least: int) -> int | None:
+    if value is None:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = least - 1
+    if number < least:
+        raise UsageError(f"{flag} {value!r}: say a whole number, {least} or more")
+    return number
 
 
 def _stop_hooks(config: Config) -> list[CommandHook]:

@@ -61,8 +61,15 @@ class EventRenderer:
                     f"model {escape(config.model)} · workspace {escape(config.workspace)}[/]"
                 )
                 out.print(f"[bold]goal[/] {escape(event.goal)}")
+                if config.guards is not None and (changes := config.guards.changes()):
+                    out.print(f"[dim]guards: {', '.join(changes)}[/]")
             case RunResumed():
-                out.print(f"[bold]resumed[/] {event.run_id}  [dim]step cap {event.max_steps}[/]")
+                more = ""
+                if event.guards is not None:  # the guards changed
+                    more = f" · guards: {', '.join(event.guards.changes()) or 'the defaults'}"
+                out.print(
+                    f"[bold]resumed[/] {event.run_id}  [dim]step cap {event.max_steps}{more}[/]"
+                )
             case BudgetExtended():
                 out.print(f"[yellow]continued[/] {escape(event.choice)} ({event.source})")
             case ModelRequested():

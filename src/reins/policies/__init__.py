@@ -1,5 +1,6 @@
 """Policies: small objects the loop consults at fixed hook points (see `Policy`)."""
 
+from .._guard_settings import GUARD_NAMES, Guards
 from ._base import (
     CONTINUE,
     AfterResponse,
@@ -31,15 +32,14 @@ from ._budgets import (
 from ._caps import MaxSteps, MaxTokensRecovery
 from ._checks import Checks
 from ._guards import (
-    GUARD_NAMES,
     FileActionGuard,
     GoalAnchor,
-    Guards,
     LeakedMarkup,
     LoopGuard,
     OneCallPerStep,
     RepeatCache,
     RunFacts,
+    guard_policies,
 )
 from ._reflect import Reflection, Reflective, parse_reflection
 from ._repair import EmptyReply, StrictActions
@@ -92,5 +92,6 @@ __all__ = [
     "Verified",
     "budget_policies",
     "budget_stops",
+    "guard_policies",
     "parse_reflection",
 ]

@@ -8,6 +8,9 @@
     GoalAnchor        the goal restated every few rounds
     OneCallPerStep    only the first call of a response runs (for small models)
 
+Which of them a run has is `Guards` (recorded in its config); `guard_policies` makes them. The
+`repetition` guard is no policy: the fold collapses a reply's repeated text (`_repetition.py`).
+
 What they know of the run is `RunFacts`, an incremental fold of the run's messages shared by the
 guards of one loop: it reads each message once, and a resumed run rebuilds it from its log. A
 guard's own notices are recognized in the messages by their first words, so that what it has
@@ -18,10 +21,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
-from .._errors import UsageError
+from .._guard_settings import Guards
 from .._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
 from .._state import FINAL_ANSWER_TOOL, RunState
 from .._stop import StopReason
@@ -46,83 +47,40 @@ ANCHOR_NOTE = "Reminder of your goal"
 MARKUP_NOTE = "Your reply contains tool-call markup as text"
 CACHED_CHARS = 500
 
-GUARD_NAMES = ("file-action", "repeat-cache", "loop", "markup", "goal-anchor", "one-call")
-"""The guards' names, as `--no-guard NAME` and the config's `[guards]` table spell them."""
 
-
-@dataclass(frozen=True, kw_only=True)
-class Guards:
-    """Which guards a run has, and their settings (`Agent(guards=...)`, `[guards]`)."""
-
-    file_action: bool = True
-    """Refuse a final answer while a file the goal asks for is not written (twice at most)."""
-    repeat_cache: bool = True
-    """Answer an exact repeat of a successful read-only call with its earlier result."""
-    loop: bool = True
-    """Warn, then stop (`stalled`), a run that repeats itself or makes no progress."""
-    loop_threshold: int = 3
-    """The same call this many rounds in a row, or an A-B oscillation this many times over."""
-    anti_stall_threshold: int = 8
-    """Rounds in a row with no successful change and no new result."""
-    markup: bool = True
-    """Nudge a reply that writes tool-call markup as text (twice at most); strip it from a
-    final answer."""
-    goal_anchor: int = 5
-    """Restate the goal every this many rounds; 0: never."""
-    one_call: bool = False
-    """Run only the first tool call of a response (for small models); off by default."""
-
-    def __post_init__(self) -> None:
-        if self.loop_threshold < 2 or self.anti_stall_threshold < 1 or self.goal_anchor < 0:
-            raise UsageError(
-                "guards: loop_threshold must be at least 2, anti_stall_threshold at least 1, "
-                "goal_anchor at least 0"
-            )
-
-    def without(self, *names: str) -> Guards:
-        """These guards switched off (names as in `GUARD_NAMES`)."""
-        from dataclasses import replace
-
-        off: dict[str, Any] = {}
-        for name in names:
-            if name not in GUARD_NAMES:
-                raise UsageError(f"no guard {name!r}; the guards: {', '.join(GUARD_NAMES)}")
-            field = name.replace("-", "_")
-            off[field] = 0 if field == "goal_anchor" else False
-        return replace(self, **off)
-
-    def policies(
-        self,
-        *,
-        read_only: Sequence[str],
-        path_args: Mapping[str, Sequence[str]],
-        command_args: Mapping[str, str],
-        tool_names: Sequence[str],
-        strict_actions: bool = False,
-    ) -> list[Policy]:
-        """One run's guard policies, sharing one fold of its messages."""
-        # `final_answer` changes nothing, but it is not a read: it is never answered from cache.
-        reads = [name for name in read_only if name != FINAL_ANSWER_TOOL]
-        facts = RunFacts(
-            read_only=reads,
-            path_args=path_args,
-            command_args=command_args,
-            loop_threshold=self.loop_threshold,
-        )
-        guards: list[Policy] = []
-        if self.one_call:
-            guards.append(OneCallPerStep())
-        if self.repeat_cache and reads:
-            guards.append(RepeatCache(facts))
-        if self.loop:
-            guards.append(LoopGuard(facts, self.loop_threshold, self.anti_stall_threshold))
-        if self.goal_anchor > 0:
-            guards.append(GoalAnchor(facts, self.goal_anchor))
-        if self.markup:
-            guards.append(LeakedMarkup(tool_names, strict_actions=strict_actions))
-        if self.file_action:
-            guards.append(FileActionGuard(facts))
-        return guards
+def guard_policies(
+    guards: Guards,
+    *,
+    read_only: Sequence[str],
+    path_args: Mapping[str, Sequence[str]],
+    command_args: Mapping[str, str],
+    tool_names: Sequence[str],
+    strict_actions: bool = False,
+) -> list[Policy]:
+    """One run's guard policies, sharing one fold of its messages. (The `repetition` guard is
+    no policy: the fold of the run's events applies it, see `RunState.apply`.)"""
+    # `final_answer` changes nothing, but it is not a read: it is never answered from cache.
+    reads = [name for name in read_only if name != FINAL_ANSWER_TOOL]
+    facts = RunFacts(
+        read_only=reads,
+        path_args=path_args,
+        command_args=command_args,
+        loop_threshold=guards.loop_threshold,
+    )
+    policies: list[Policy] = []
+    if guards.one_call:
+        policies.append(OneCallPerStep())
+    if guards.repeat_cache and reads:
+        policies.append(RepeatCache(facts))
+    if guards.loop:
+        policies.append(LoopGuard(facts, guards.loop_threshold, guards.anti_stall_threshold))
+    if guards.goal_anchor > 0:
+        policies.append(GoalAnchor(facts, guards.goal_anchor))
+    if guards.markup:
+        policies.append(LeakedMarkup(tool_names, strict_actions=strict_actions))
+    if guards.file_action:
+        policies.append(FileActionGuard(facts))
+    return policies
 
 
 def call_key(call: ToolCall) -> tuple[str, str]:

@@ -1,0 +1,115 @@
+"""`Guards`: which guards a run has, and their settings.
+
+A run's config records them (`RunConfig.guards`), so a resume and a replay use what the run was
+started with; the policies they make are in `policies/_guards.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from ._errors import UsageError
+
+GUARD_NAMES = (
+    "file-action",
+    "repeat-cache",
+    "loop",
+    "markup",
+    "goal-anchor",
+    "one-call",
+    "repetition",
+)
+"""The guards' names, as `--no-guard NAME` and the config's `[guards]` table spell them."""
+
+GOAL_ANCHOR = 5
+"""How often the goal is restated when the guard is switched on by name (`--guard goal-anchor`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Guards:
+    """Which guards a run has, and their settings (`Agent(guards=...)`, `[guards]`)."""
+
+    file_action: bool = True
+    """Refuse a final answer while a file the goal asks for is not written (twice at most)."""
+    repeat_cache: bool = True
+    """Answer an exact repeat of a successful read-only call with its earlier result."""
+    loop: bool = True
+    """Warn, then stop (`stalled`), a run that repeats itself or makes no progress."""
+    loop_threshold: int = 3
+    """The same call this many rounds in a row, or an A-B oscillation this many times over."""
+    anti_stall_threshold: int = 8
+    """Rounds in a row with no successful change and no new result."""
+    markup: bool = True
+    """Nudge a reply that writes tool-call markup as text (twice at most); strip it from a
+    final answer."""
+    goal_anchor: int = GOAL_ANCHOR
+    """Restate the goal every this many rounds; 0: never."""
+    one_call: bool = False
+    """Run only the first tool call of a response (for small models); off by default."""
+    repetition: bool = True
+    """A sentence, line or phrase a reply's text repeats back to back (3 times or more) is
+    collapsed to one copy and `[… repeated N times]` in the history sent back to the model
+    (and in a final answer given as text); the log keeps the reply as the model wrote it."""
+
+    def __post_init__(self) -> None:
+        if self.loop_threshold < 2 or self.anti_stall_threshold < 1 or self.goal_anchor < 0:
+            raise UsageError(
+                "guards: loop_threshold must be at least 2, anti_stall_threshold at least 1, "
+                "goal_anchor at least 0"
+            )
+
+    def without(self, *names: str) -> Guards:
+        """These guards switched off (names as in `GUARD_NAMES`)."""
+        off: dict[str, Any] = {}
+        for name in names:
+            field = _field(name)
+            off[field] = 0 if field == "goal_anchor" else False
+        return replace(self, **off)
+
+    def switched(
+        self,
+        *,
+        off: Sequence[str] = (),
+        on: Sequence[str] = (),
+        loop_threshold: int | None = None,
+        anti_stall_threshold: int | None = None,
+        goal_anchor: int | None = None,
+    ) -> Guards:
+        """These guards with the command line's say: `off` switched off, then `on` switched on
+        (a goal anchor that was off: every 5 rounds), then the settings given (None: as they
+        are)."""
+        chosen = self.without(*off)
+        turned: dict[str, Any] = {}
+        for name in on:
+            field = _field(name)
+            if not getattr(chosen, field):
+                turned[field] = GOAL_ANCHOR if field == "goal_anchor" else True
+        settings = {
+            "loop_threshold": loop_threshold,
+            "anti_stall_threshold": anti_stall_threshold,
+            "goal_anchor": goal_anchor,
+        }
+        turned.update({k: v for k, v in settings.items() if v is not None})
+        return replace(chosen, **turned) if turned else chosen
+
+    def changes(self) -> list[str]:
+        """What differs from the defaults, briefly (`loop off`, `goal_anchor 3`)."""
+        default = Guards()
+        said = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value == getattr(default, f.name):
+                continue
+            if isinstance(value, bool):
+                said.append(f"{f.name.replace('_', '-')} {'on' if value else 'off'}")
+            else:
+                said.append(f"{f.name} {value}")
+        return said
+
+
+def _field(name: str) -> str:
+    if name not in GUARD_NAMES:
+        raise UsageError(f"no guard {name!r}; the guards: {', '.join(GUARD_NAMES)}")
+    return name.replace("-", "_")
