@@ -311,7 +311,7 @@ class RunLoop:
         yield await self._emit(
             RunFinished,
             stop_reason=reason,
-            final_answer=message.text,
+            final_answer=state.turn_answer(),  # as the history has it (repetition collapsed)
             detail=f"{detail}; the answer summarizes the partial work",
             partial=True,
         )
