@@ -173,8 +173,9 @@ class RunLoop:
         if self.cancel.is_set:
             yield await self._finish(StopReason.CANCELLED, detail="cancelled before a model call")
             return
-        async for event in self._steered():
-            yield event
+        if self.steering:  # no generator in the usual round
+            async for event in self._steered():
+                yield event
         ensure_requests_allowed(self.model)
         step = state.step + 1
         # Whatever came before (read-only results, the last response) is made durable before
