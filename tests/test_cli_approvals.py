@@ -113,3 +113,23 @@ def test_resume_keeps_the_sandbox_the_run_had(project: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "Read-only file system" in done.stdout
     assert not (project / "ws" / "made.txt").exists()
+
+
+@needs_bwrap
+def test_a_line_typed_while_no_prompt_waits_steers_the_run(project: Path) -> None:
+    # One reader of the terminal: "y" answers the approval prompt; the next line, typed while
+    # the approved command runs, steers the run; the second call's prompt is answered too.
+    slow = {"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 1"}}]}
+    model = script(project / "s.json", [slow, TOUCH, "FINAL_ANSWER: done"])
+    code, screen = run_in_terminal(
+        project,
+        ["run", "go", "-m", model, "-w", "ws"],
+        [b"y\nuse the other file\n", b"y\n"],
+        prompt=b"Allow?",
+    )
+    assert code == 0, screen
+    assert "» steered: use the other file" in screen
+    assert screen.count("Allow?") == 2
+    assert (project / "ws" / "made.txt").exists()
+    steered, second = screen.index("steered: use the other"), screen.rindex("Allow?")
+    assert steered < second  # told before the next round

@@ -9,7 +9,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
@@ -20,6 +19,7 @@ from rich.markup import escape
 
 from .._errors import ReinsError, UsageError
 from .._stop import StopReason
+from ._stdin import TerminalLines
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from .._agent import AgentRun
@@ -237,9 +237,7 @@ def run(
     flags = _guard_flags(no_guard, guard, loop_threshold, stall_threshold, goal_anchor)
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
-        approval = _approval(config, yes)
-        # The terminal either answers prompts (approvals, the offer at a cap) or steers.
-        on_cap = None if isinstance(approval, str) else _on_cap()
+        lines = TerminalLines()  # a line answers a prompt waiting for one, or steers
         agent = Agent(
             model=resolve_model(model or config.model or "local", config),
             tools=builtin_tools(tools.split(",") if tools else None),
@@ -251,8 +249,8 @@ def run(
             at_cap=_at_cap(at_cap or config.at_cap),
             log=log,
             permissions=_permissions(config),
-            approval=approval,
-            on_cap=on_cap,
+            approval=_approval(config, yes, lines),
+            on_cap=_on_cap(lines),
             sandbox=config.sandbox.policy(mode=sandbox, network=network),
             guards=config.guards.guards(**flags),
             checks=[*config.checks, *(check or [])],
@@ -262,8 +260,7 @@ def run(
             reflect_max_retries=config.reflect_max_retries,
         )
         stream = agent.iter(goal, session_id=session, cancel=cancel)
-        if on_cap is None and isinstance(approval, str):  # no prompt reads stdin: lines steer
-            _steer_from_stdin(stream)
+        lines.start(stream.steer)
         return await _drive(stream, json_lines)
 
     _execute(store, go)
@@ -323,13 +320,14 @@ def resume(
             **dict.fromkeys(awaiting if approve == ["all"] else approve or [], True),
         }
         guards = state.config.guards or config.guards.guards()  # a log too old to hold them
+        lines = TerminalLines()
         agent = Agent(
             model=resolve_model(state.config.model, config),
             tools=builtin_tools([t for t in state.config.tools if t != "final_answer"]),
             log=log,
             permissions=_permissions(config),
-            approval=_approval(config, yes),
-            on_cap=_on_cap(),
+            approval=_approval(config, yes, lines),
+            on_cap=_on_cap(lines),
             # As the run was, unless the command line says otherwise.
             sandbox=config.sandbox.policy(
                 mode=sandbox or state.config.sandbox,
@@ -349,6 +347,7 @@ def resume(
             cancel=cancel,
             guards=guards.switched(**flags),  # no flag: the same, and nothing is recorded
         )
+        lines.start(stream.steer)
         return await _drive(stream, json_lines)
 
     _execute(store, go)
@@ -423,12 +422,12 @@ def replay(
     _execute(store, go, create=False)
 
 
-def _on_cap() -> CapHandler | None:
+def _on_cap(lines: TerminalLines) -> CapHandler | None:
     """At a cap, the person at the terminal is offered to go on; headless, the run stops."""
     if sys.stdin.isatty():
         from ._offer import TerminalCapOffer
 
-        return TerminalCapOffer(err)
+        return TerminalCapOffer(err, lines)
     return None
 
 
@@ -489,7 +488,7 @@ def _permissions(config: Config) -> Permissions:
     return Permissions(user=config.permissions, project=config.project_permissions)
 
 
-def _approval(config: Config, yes: bool) -> ApprovalHandler | ApprovalMode:
+def _approval(config: Config, yes: bool, lines: TerminalLines) -> ApprovalHandler | ApprovalMode:
     """Who answers a permission ask: nobody with --yes, the person at the terminal if there
     is one, else nobody (denied), or a later `reins resume` with approval = "pause"."""
     if yes or config.approval == "never-ask":
@@ -499,7 +498,7 @@ def _approval(config: Config, yes: bool) -> ApprovalHandler | ApprovalMode:
     if sys.stdin.isatty():
         from ._approve import TerminalApprover
 
-        return TerminalApprover(err)
+        return TerminalApprover(err, lines)
     return "deny"
 
 
@@ -566,23 +565,6 @@ async def _drive(stream: AgentRun, json_lines: bool) -> StopReason:
         if isinstance(event, RunFinished):
             reason = event.stop_reason
     return reason
-
-
-def _steer_from_stdin(stream: AgentRun) -> None:
-    """Each line typed (or piped) while the run runs steers it; read in a daemon thread."""
-
-    def read() -> None:
-        while True:
-            try:
-                line = sys.stdin.readline()
-            except (OSError, ValueError):
-                return
-            if not line:
-                return
-            if line.strip():
-                stream.steer(line.strip())
-
-    threading.Thread(target=read, name="reins-steer", daemon=True).start()
 
 
 def _printer(json_lines: bool) -> Callable[[Any], None]:

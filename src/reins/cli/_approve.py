@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import sys
-import threading
-
 from rich.console import Console
 from rich.text import Text
 
 from ..permissions import Approval, ApprovalRequest
+from ._stdin import TerminalLines
 
 ANSWERS = {
     "y": Approval(True),
@@ -25,8 +22,9 @@ ANSWERS = {
 class TerminalApprover:
     """Shows the exact call and asks on the terminal (stderr, so `--json` output stays clean)."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, lines: TerminalLines) -> None:
         self.console = console
+        self.lines = lines
 
     async def __call__(self, request: ApprovalRequest) -> Approval:
         out = self.console
@@ -35,31 +33,10 @@ class TerminalApprover:
         choices = f"[y]es, [n]o, [a]lways allow {request.grant!r} this session"
         while True:
             out.print(Text(f"Allow? {choices} (default no): "), end="")
-            line = await _read_line()
+            line = await self.lines.line()
             if not line:  # end of input: nobody is there to say yes
                 out.print()
                 return Approval(False)
             answer = ANSWERS.get(line.strip().lower())
             if answer is not None:
                 return answer
-
-
-def _read_line() -> asyncio.Future[str]:
-    """A line of stdin, read in a daemon thread: the event loop (and Ctrl-C) go on meanwhile,
-    and a run that ends while the prompt waits does not wait for the person."""
-    loop = asyncio.get_running_loop()
-    line: asyncio.Future[str] = loop.create_future()
-
-    def settle(text: str) -> None:
-        if not line.done():
-            line.set_result(text)
-
-    def read() -> None:
-        try:
-            text = sys.stdin.readline()
-        except (OSError, ValueError):
-            text = ""
-        loop.call_soon_threadsafe(settle, text)
-
-    threading.Thread(target=read, name="reins-approval", daemon=True).start()
-    return line

@@ -6,14 +6,15 @@ from rich.console import Console
 from rich.text import Text
 
 from ..policies import CapOffer
-from ._approve import _read_line
+from ._stdin import TerminalLines
 
 
 class TerminalCapOffer:
     """Asks on the terminal (stderr, so `--json` output stays clean); the default is stop."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, lines: TerminalLines) -> None:
         self.console = console
+        self.lines = lines
 
     async def __call__(self, offer: CapOffer) -> str | None:
         out = self.console
@@ -21,7 +22,7 @@ class TerminalCapOffer:
         numbered = ", ".join(f"[{i}] {choice}" for i, choice in enumerate(offer.choices, 1))
         while True:
             out.print(Text(f"Continue? {numbered}, [s]top (default stop): "), end="")
-            line = await _read_line()
+            line = await self.lines.line()
             if not line:  # end of input: nobody is there to choose
                 out.print()
                 return None

@@ -1,0 +1,61 @@
+"""The one reader of stdin while a run runs: a line answers the prompt that waits for one (an
+approval, the offer at a cap); any other line steers the run."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import Callable
+
+
+class TerminalLines:
+    """Reads stdin in a daemon thread, so the event loop (and Ctrl-C) go on meanwhile and a run
+    that ends while a prompt waits does not wait for the person."""
+
+    def __init__(self) -> None:
+        self._steer: Callable[[str], None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiting: asyncio.Future[str] | None = None
+        self._ended = False
+
+    def start(self, steer: Callable[[str], None] | None = None) -> None:
+        """Read from here on (called on the event loop); lines no prompt waits for go to
+        `steer` (none: they are dropped)."""
+        self._steer = steer
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+            threading.Thread(target=self._read, name="reins-stdin", daemon=True).start()
+
+    async def line(self) -> str:
+        """The next line typed, for a prompt; "" at the end of input (nobody is there)."""
+        self.start(self._steer)
+        if self._ended:
+            return ""
+        waiting: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._waiting = waiting
+        return await waiting
+
+    def _read(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        while True:
+            try:
+                line = sys.stdin.readline()
+            except (OSError, ValueError):
+                line = ""
+            try:
+                loop.call_soon_threadsafe(self._deliver, line)
+            except RuntimeError:  # the event loop is closed: the command is over
+                return
+            if not line:
+                return
+
+    def _deliver(self, line: str) -> None:
+        waiting, self._waiting = self._waiting, None
+        if not line:
+            self._ended = True
+        if waiting is not None and not waiting.done():
+            waiting.set_result(line)
+        elif line.strip() and self._steer is not None:
+            self._steer(line.strip())
