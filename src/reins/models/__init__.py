@@ -1,8 +1,35 @@
-"""Model providers: OpenAI-compatible servers, Anthropic, the embedded llama.cpp model."""
+"""Model providers: OpenAI-compatible servers, Anthropic, the embedded llama.cpp model.
 
-from ._anthropic import AnthropicModel
-from ._local import LocalModel
-from ._openai import OpenAIModel
-from ._resilience import backoff, resilient
+Names load on first use (PEP 562): the loop needs only the catalog, and the providers bring
+their SDKs and the JSON action contract (jsonschema), a tenth of a second to import."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._anthropic import AnthropicModel
+    from ._local import LocalModel
+    from ._openai import OpenAIModel
+    from ._resilience import backoff, resilient
+
+_LAZY = {
+    "AnthropicModel": "._anthropic",
+    "LocalModel": "._local",
+    "OpenAIModel": "._openai",
+    "backoff": "._resilience",
+    "resilient": "._resilience",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'reins.models' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["AnthropicModel", "LocalModel", "OpenAIModel", "backoff", "resilient"]
