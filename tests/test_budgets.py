@@ -177,6 +177,19 @@ async def test_step_marks_scope_checkpoint_and_wrap_up(workspace: Path) -> None:
     assert state.marks == {"steps 50% of 20", "steps 70% of 20", "steps 90% of 20"}
 
 
+async def test_budget_notices_switched_off_say_nothing_and_a_resume_keeps_that(
+    workspace: Path,
+) -> None:
+    agent = busy_agent(workspace, max_steps=20, token_budget=1500, budget_notices=False)
+    result = await agent.run("loop")
+    assert result.stop_reason is StopReason.TOKEN_BUDGET  # the caps still stop the run
+    assert await notices_of(agent, result.run_id) == []
+    resumed = await busy_agent(workspace, log=agent.log).resume(result.run_id)  # notices on
+    assert resumed.stop_reason is StopReason.MAX_STEPS  # its 20 steps used, silently
+    notices = await notices_of(agent, result.run_id)
+    assert [n.text.split("]")[0] for n in notices] == ["[CONTINUING AFTER A CAP"]
+
+
 async def test_a_short_cap_has_the_checkpoint_only(workspace: Path) -> None:
     agent = busy_agent(workspace, max_steps=12)
     result = await agent.run("loop")

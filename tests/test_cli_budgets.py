@@ -63,6 +63,18 @@ def test_budgets_that_are_not_reached_change_nothing(project: Path) -> None:
     assert "[BUDGET] step 2 of 30;" in done.stdout  # the notice each round
 
 
+def test_no_budget_notices_on_the_command_line(project: Path) -> None:
+    model = script(project / "s.json", HELLO)
+    args = ["run", "say hi", "-m", model, "-w", "ws", "--token-budget", "1000000", "--json"]
+    done = reins(*args, "--no-budget-notices", cwd=project)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[0]["config"]["budget_notices"] is False
+    assert not [e for e in events if e.get("source") == "BudgetNotices"]
+    done = reins(*args, cwd=project)
+    assert '"source":"BudgetNotices"' in done.stdout
+
+
 def test_config_keys_set_the_caps_and_summarize(project: Path) -> None:
     (project / "reins.toml").write_text('token_budget = 1\nat_cap = "summarize"\n')
     model = script(project / "s.json", HELLO)

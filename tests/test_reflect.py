@@ -426,6 +426,8 @@ def test_config_turns_reflection_on_and_the_flag_off(
     assert started["config"]["reflect"] is True
     assert started["config"]["reflect_max_retries"] == 2
     assert '"kind":"reflected"' in done.output
+    done = _reins_run(tmp_path, "--json", "--reflect-max-retries", "5")
+    assert json.loads(done.output.splitlines()[0])["config"]["reflect_max_retries"] == 5
     done = _reins_run(tmp_path, "--json", "--no-reflect")
     assert '"kind":"reflected"' not in done.output
     config.write_text("reflect_max_retries = 0\n")

@@ -242,6 +242,10 @@ class Agent:
     """Cap on the run's wall-clock seconds (the time it was running, across resumes)."""
     cost_budget: float | None = None
     """Cap on the run's cost in US dollars (of calls whose price the catalog knows)."""
+    budget_notices: bool = True
+    """Tell the model what is left of its budgets (the step checkpoint, the wrap-up warnings,
+    the status each round when a token, time or cost budget is set); False: the caps still
+    stop the run, silently."""
     at_cap: Literal["stop", "summarize"] = "stop"
     """At any cap: stop, or make one last call in which no tool may be called, whose reply is
     the answer, marked partial (`RunResult.partial`)."""
@@ -443,6 +447,7 @@ class Agent:
             token_budget=self.token_budget,
             time_budget=self.time_budget,
             cost_budget=self.cost_budget,
+            budget_notices=self.budget_notices,
             at_cap=self.at_cap,
             sandbox=self.sandbox.mode,
             network=self.sandbox.network,
@@ -587,7 +592,7 @@ class Agent:
                 MaxSteps(),
                 *budget_stops(state),
                 *reflection,  # after the caps (a reflection is a model call), before notices
-                BudgetNotices(),
+                *([BudgetNotices()] if config.budget_notices else []),
                 MaxTokensRecovery(),
                 *self._protocol_policies(executor),
                 EmptyReply(),

@@ -12,6 +12,7 @@ key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) w
     time_budget = 600
     cost_budget = 2.0
     at_cap = "summarize"              # or "stop": what a cap ends the run with
+    budget_notices = false            # the caps stop the run without telling the model first
 
     [providers.openai]
     api_key_env = "WORK_OPENAI_KEY"   # the variable that holds the key
@@ -243,6 +244,8 @@ class Config(BaseModel):
     token_budget: int | None = Field(default=None, gt=0)
     time_budget: float | None = Field(default=None, gt=0)
     cost_budget: float | None = Field(default=None, gt=0)
+    budget_notices: bool = True
+    """Tell the model what is left of its budgets (`--no-budget-notices`: not)."""
     at_cap: Literal["stop", "summarize"] = "stop"
     checks: tuple[str, ...] = ()
     """Commands that must pass before a final answer ends a run (`--check` adds to them)."""

@@ -50,6 +50,8 @@ class RunConfig(BaseModel):
     `RunState.elapsed`); None: no cap."""
     cost_budget: float | None = None
     """Cap on its cost in US dollars (calls whose price is known); None: no cap."""
+    budget_notices: bool = True
+    """Whether the model was told what is left of its budgets (`BudgetNotices`)."""
     at_cap: Literal["stop", "summarize"] = "stop"
     """What a cap ends the run with: nothing more, or one last call in which no tool may be
     called, whose reply is the (partial) answer."""

@@ -189,6 +189,13 @@ def run(
             help="At a cap: stop (default), or summarize the partial work as the answer.",
         ),
     ] = None,
+    budget_notices: Annotated[
+        bool | None,
+        typer.Option(
+            "--budget-notices/--no-budget-notices",
+            help="Tell the model what is left of its budgets (default: yes).",
+        ),
+    ] = None,
     workspace: Annotated[
         Path, typer.Option("--workspace", "-w", help="Folder the tools work in.")
     ] = Path("."),
@@ -226,6 +233,15 @@ def run(
             "comes next (default: the config's `reflect`, else off).",
         ),
     ] = None,
+    reflect_max_retries: Annotated[
+        int | None,
+        typer.Option(
+            "--reflect-max-retries",
+            min=1,
+            metavar="N",
+            help="Reflections in a row judging a step failed that stop the run (default 3).",
+        ),
+    ] = None,
     trust_project: TrustProjectOpt = False,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
@@ -247,6 +263,7 @@ def run(
             time_budget=time_budget or config.time_budget,
             cost_budget=cost_budget or config.cost_budget,
             at_cap=_at_cap(at_cap or config.at_cap),
+            budget_notices=config.budget_notices if budget_notices is None else budget_notices,
             log=log,
             permissions=_permissions(config),
             approval=_approval(config, yes, lines),
@@ -257,7 +274,7 @@ def run(
             stop_hooks=_stop_hooks(config),
             stop_max_rejections=config.stop_max_rejections,
             reflect=config.reflect if reflect is None else reflect,
-            reflect_max_retries=config.reflect_max_retries,
+            reflect_max_retries=reflect_max_retries or config.reflect_max_retries,
         )
         stream = agent.iter(goal, session_id=session, cancel=cancel)
         lines.start(stream.steer)
