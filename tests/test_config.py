@@ -319,6 +319,7 @@ def test_a_new_endpoint_from_a_project_needs_trust_even_with_no_key(
         ("ollama:llama3", False),
         ("vllm:qwen", False),  # an endpoint of the user's
         ("local", False),
+        ("local:qwen-1.5b", False),  # an embedded model the user installed
         ("nonsense", False),  # no provider: an error when resolved, whoever set it
         ("https://evil.example/v1", True),  # would get $OPENAI_API_KEY
         ("http://127.0.0.1:8000/v1", True),

@@ -212,12 +212,16 @@ CAPS = (
 
 def needs_trust(model: str, providers: Collection[str]) -> bool:
     """Whether a project's `model` would act for the project: one of the user's providers
-    (`openai`, `anthropic`, `ollama`, an endpoint in `providers`) or the embedded model does
+    (`openai`, `anthropic`, `ollama`, an endpoint in `providers`) or an embedded model does
     not; a script, a GGUF file, a URL (which gets $OPENAI_API_KEY), or an endpoint only the
     project defines does."""
+    from .models._embedded import EMBEDDED
+
     kind, _, rest = model.partition(":")
     if not rest:
         return False  # `local` (`local:` too), or no model at all (an error when resolved)
+    if kind == "local" and rest in EMBEDDED:
+        return False  # an embedded model the user installed
     if kind in ("script", "local", "http", "https"):
         return True
     return kind not in (*BUILT_IN_PROVIDERS, *providers)

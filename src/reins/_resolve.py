@@ -10,7 +10,8 @@ from ._errors import UnknownModel, UsageError
 from ._model import Model
 
 KNOWN = (
-    "local, local:PATH.gguf, openai:NAME, anthropic:NAME, ollama:NAME, ENDPOINT:NAME (an endpoint "
+    "local, local:NAME (an embedded model: smollm2, qwen-0.5b, qwen-1.5b), local:PATH.gguf, "
+    "openai:NAME, anthropic:NAME, ollama:NAME, ENDPOINT:NAME (an endpoint "
     "of the config), http(s)://HOST/v1 (an OpenAI-compatible server; model name from "
     "REINS_MODEL_NAME), script:FILE.json"
 )
@@ -77,15 +78,22 @@ def _from_env(provider: str, setting: str) -> str | None:
 
 
 def _local(path: str | None) -> Model:
+    """`local` (the default embedded model), `local:NAME` (an embedded model), or
+    `local:PATH.gguf`. An embedded model's parts are only found here (a clear error now if they
+    are missing); the first load assembles them."""
+    from .models._embedded import DEFAULT_EMBEDDED, EMBEDDED, check_installed, embedded_model
+
+    name = DEFAULT_EMBEDDED if path is None else path if path in EMBEDDED else None
     if importlib.util.find_spec("llama_cpp") is None:
+        extra = embedded_model(name).extra if name else "local"
         raise UsageError(
-            "the local model needs llama-cpp-python; install it with pip install 'reins[local]'"
+            f"the local model needs llama-cpp-python; install it with pip install 'reins[{extra}]'"
         )
     from .models import LocalModel
-    from .models._embedded import embedded_gguf
 
-    if path is None:
-        embedded_gguf()  # a clear error now if the model file is missing
-    elif not os.path.isfile(path):
-        raise UsageError(f"no GGUF model file at {path!r}")
+    if name is not None:
+        check_installed(name)
+        return LocalModel(embedded=path)
+    if not os.path.isfile(path or ""):
+        raise UsageError(f"no GGUF model file at {path!r} (embedded models: {', '.join(EMBEDDED)})")
     return LocalModel(path=path)

@@ -20,7 +20,7 @@ from .._events import FinishReason
 from .._messages import Message, ToolSpec, Usage
 from .._model import ModelResponse, ModelSettings, StreamItem, TextChunk, final_response
 from . import _json_actions
-from ._embedded import embedded_gguf
+from ._embedded import DEFAULT_EMBEDDED, embedded_gguf
 from ._resilience import resilient
 
 DEFAULT_MAX_TOKENS = 512
@@ -28,10 +28,13 @@ DEFAULT_MAX_TOKENS = 512
 
 @dataclass(kw_only=True)
 class LocalModel:
-    """A GGUF model run by llama-cpp-python; by default the embedded SmolLM2-135M-Instruct."""
+    """A GGUF model run by llama-cpp-python; by default the default embedded model."""
 
     path: str | Path | None = None
-    """The GGUF file; None: the embedded model."""
+    """The GGUF file; None: an embedded model."""
+    embedded: str | None = None
+    """The embedded model's name (`reins.models._embedded.EMBEDDED`) when `path` is None;
+    None: `DEFAULT_EMBEDDED`."""
     n_ctx: int = 8192
     threads: int | None = None
     constrained: bool = True
@@ -43,7 +46,9 @@ class LocalModel:
 
     @property
     def name(self) -> str:
-        return "local" if self.path is None else f"local:{self.path}"
+        if self.path is not None:
+            return f"local:{self.path}"
+        return "local" if self.embedded is None else f"local:{self.embedded}"
 
     def load(self) -> Any:
         if self._llm is None:
@@ -53,7 +58,11 @@ class LocalModel:
                 raise UsageError(
                     "the local model needs llama-cpp-python: pip install 'reins[local]'"
                 ) from None
-            path = Path(self.path) if self.path is not None else embedded_gguf()
+            path = (
+                Path(self.path)
+                if self.path is not None
+                else embedded_gguf(self.embedded or DEFAULT_EMBEDDED)
+            )
             if not path.is_file():
                 raise UsageError(f"no GGUF model file at {path}")
             self._llm = Llama(
