@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import threading
 import tomllib
 from collections.abc import Callable
@@ -12,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import reins
 from reins import ModelSettings, SystemMessage, UsageError, UserMessage, resolve_model
 from reins._actions import parse_action
 from reins.models import LocalModel, _embedded
@@ -120,6 +125,7 @@ def test_the_parts_are_assembled_in_order_once_and_reused(
 
     monkeypatch.setattr(_embedded, "part_files", no_parts)
     assert embedded_gguf(model.name) == path  # reused: checked by size, not re-read
+    check_installed(model.name)  # assembled: the parts may even be uninstalled now
 
 
 def test_a_cached_file_of_the_wrong_size_is_assembled_again(
@@ -170,6 +176,39 @@ def test_concurrent_loads_are_safe(
     assert not errors
     assert results == [b"".join(bytes([i]) * 200_000 for i in range(1, 9))] * 8
     assert not [name for name in leftovers() if name.endswith(".tmp")]
+
+
+CHILD = """
+import dataclasses, hashlib, json, sys
+sys.path.insert(0, sys.argv[1])
+from reins.models import _embedded
+model = _embedded.EmbeddedModel(**json.loads(sys.argv[2]))
+_embedded.CHUNK = 4096
+path = _embedded.assemble(model, _embedded.part_files(model), _embedded.cached_path(model))
+print(hashlib.sha256(path.read_bytes()).hexdigest())
+"""
+
+
+def test_concurrent_processes_assemble_safely(
+    fake: Callable[..., EmbeddedModel], tmp_path: Path
+) -> None:
+    model = fake(parts=[bytes([i]) * 300_000 for i in range(1, 9)])
+    site = next(tmp_path.glob("site-*"))
+    spec = {field.name: getattr(model, field.name) for field in dataclasses.fields(EmbeddedModel)}
+    env = {**os.environ, "PYTHONPATH": str(Path(reins.__file__).parents[1])}
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(site), json.dumps(spec)],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    outputs = [child.communicate(timeout=60)[0].strip() for child in children]
+    assert [child.returncode for child in children] == [0] * 4
+    assert outputs == [model.sha256] * 4
+    assert leftovers() == [_embedded.cached_path(model).name + suffix for suffix in ("", ".lock")]
 
 
 def test_a_missing_or_other_version_of_a_part_is_a_clear_error(

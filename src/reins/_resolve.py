@@ -8,9 +8,10 @@ import os
 from ._config import Config, load_config, user_config_path
 from ._errors import UnknownModel, UsageError
 from ._model import Model
+from .models._embedded import DEFAULT_EMBEDDED, EMBEDDED, check_installed, embedded_model
 
 KNOWN = (
-    "local, local:NAME (an embedded model: smollm2, qwen-0.5b, qwen-1.5b), local:PATH.gguf, "
+    f"local, local:NAME (an embedded model: {', '.join(EMBEDDED)}), local:PATH.gguf, "
     "openai:NAME, anthropic:NAME, ollama:NAME, ENDPOINT:NAME (an endpoint "
     "of the config), http(s)://HOST/v1 (an OpenAI-compatible server; model name from "
     "REINS_MODEL_NAME), script:FILE.json"
@@ -81,8 +82,6 @@ def _local(path: str | None) -> Model:
     """`local` (the default embedded model), `local:NAME` (an embedded model), or
     `local:PATH.gguf`. An embedded model's parts are only found here (a clear error now if they
     are missing); the first load assembles them."""
-    from .models._embedded import DEFAULT_EMBEDDED, EMBEDDED, check_installed, embedded_model
-
     name = DEFAULT_EMBEDDED if path is None else path if path in EMBEDDED else None
     if importlib.util.find_spec("llama_cpp") is None:
         extra = embedded_model(name).extra if name else "local"

@@ -111,19 +111,25 @@ def embedded_gguf(name: str = DEFAULT_EMBEDDED) -> Path:
     model = embedded_model(name)
     if model.file is not None:
         return _packaged_file(model)
-    target = cache_dir() / f"{model.name}-{model.sha256[:12]}.gguf"
+    target = cached_path(model)
     if _complete(target, model):
         return target
     return assemble(model, part_files(model), target)
 
 
 def check_installed(name: str) -> None:
-    """A clear error now, cheaply, if the model `name` is not installed (nothing is read)."""
+    """A clear error now, cheaply, if the model `name` is not installed (nothing is read): its
+    file or parts are missing, and it was not assembled before."""
     model = embedded_model(name)
     if model.file is not None:
         _packaged_file(model)
-    else:
+    elif not _complete(cached_path(model), model):
         part_files(model)
+
+
+def cached_path(model: EmbeddedModel) -> Path:
+    """Where a model made of parts is assembled."""
+    return cache_dir() / f"{model.name}-{model.sha256[:12]}.gguf"
 
 
 def cache_dir() -> Path:
