@@ -230,9 +230,9 @@ class OpenAIModel:
     ) -> ModelResponse:
         """The response; tool calls the model wrote as text become calls, where it may call."""
         notes: tuple[str, ...] = ()
-        if not calls and self.text_calls and tools and settings.tool_choice != "none":
-            if not refusal and (found := recover(text, tools)) is not None:
-                text, calls, notes = found.text, found.calls, (found.note(),)
+        may_call = tools and settings.tool_choice != "none" and not refusal
+        if not calls and self.text_calls and may_call and (found := recover(text, tools)):
+            text, calls, notes = found.text, found.calls, (found.note(),)
         return ModelResponse(
             message=AssistantMessage(text=text, thinking=thinking, tool_calls=calls),
             usage=usage,

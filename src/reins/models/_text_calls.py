@@ -25,6 +25,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from .._messages import ToolCall, ToolSpec
@@ -80,7 +81,7 @@ def recover(text: str, tools: Sequence[ToolSpec]) -> Recovered | None:
             kept.append(block)
         if not calls:
             continue
-        after = [text[a.end : b.start] for a, b in zip(kept, kept[1:], strict=False)]
+        after = [text[a.end : b.start] for a, b in pairwise(kept)]
         dropped = "\n".join(s.strip() for s in [*after, text[kept[-1].end :]] if s.strip())
         return Recovered(
             calls=tuple(calls), text=text[: kept[0].start].strip(), form=form, dropped=dropped
