@@ -1,13 +1,16 @@
 """Tool calls a model wrote as text over an OpenAI-compatible server: recovered as calls when
 they are well-formed calls of offered tools, left as text (for the `LeakedMarkup` guard) when not.
 
-The provider and the agent are tested against a scripted HTTP server (`test_model_faults`'s):
-whether a real small model writes such markup is up to its sampling, and a server that parses
-it turns it into native calls before reins sees it."""
+The provider and the agent are tested against a scripted HTTP server (`test_model_faults`'s),
+for every form, and against a real one: llama.cpp's `llama-server` on SmolLM2, whose own chat
+template has no tools (the server drops them and parses no calls out of the reply). Left to
+itself the model answers in prose or Python; the server's default grammar (`--grammar`) makes
+it write Hermes `<tool_call>` markup, as a small model trained on that format does."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ from reins import (
     Agent,
     AssistantMessage,
     ModelResponded,
+    ModelResponse,
     ModelSettings,
     Notice,
     ResponseRejected,
@@ -27,11 +31,13 @@ from reins import (
     UserMessage,
 )
 from reins.models import OpenAIModel
+from reins.models._embedded import embedded_gguf
 from reins.models._text_calls import recover
 from reins.policies import LeakedMarkup
 from reins.policies._guards import strip_markup
 from reins.tools import write_file
 
+from .llama_server import BUILD_SCRIPT, llama_server_binary, run_llama_server
 from .test_model_faults import Peer, answer, completion, streamed
 
 POKE = ToolSpec(
@@ -329,6 +335,92 @@ async def test_markup_for_an_unknown_tool_is_nudged_not_run(peer: Peer, workspac
     finished = events[-1]
     assert isinstance(finished, RunFinished)
     assert finished.final_answer == "I cannot do that."
+
+
+# --- a real server that returns the markup as text ----------------------------------------------
+
+HERMES_GRAMMAR = r"""root ::= "<tool_call>\n" call "\n</tool_call>"
+call ::= "{\"name\": \"write_file\", \"arguments\": " arguments "}"
+arguments ::= "{\"path\": \"" name ".txt\", \"content\": \"" words "\"}"
+name ::= [a-z]{1,12}
+words ::= [a-z ]{1,24}
+"""
+
+
+@pytest.fixture(scope="module")
+def markup_server() -> Iterator[str]:
+    binary = llama_server_binary()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"llama-server is not built; .ci/run builds it with {BUILD_SCRIPT}")
+        pytest.skip(f"llama-server is not built; run {BUILD_SCRIPT}")
+    grammar = ("--grammar", HERMES_GRAMMAR)
+    with run_llama_server(binary, embedded_gguf(), threads=2, extra_args=grammar) as base_url:
+        yield f"{base_url}/v1"
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_real_server_returns_markup_and_reins_recovers_it(
+    markup_server: str, stream: bool
+) -> None:
+    model = OpenAIModel(model="smollm2", base_url=markup_server, api_key="x", provider="llamacpp")
+    settings = ModelSettings(temperature=0.0, max_tokens=160)
+    try:
+        if stream:
+            items = [item async for item in model.stream(HELLO, [write_file.spec], settings)]
+            response = items[-1]
+            assert isinstance(response, ModelResponse)
+        else:
+            response = await model.request(HELLO, [write_file.spec], settings)
+        off = OpenAIModel(model="smollm2", base_url=markup_server, api_key="x", text_calls=False)
+        raw = await off.request(HELLO, [write_file.spec], settings)
+        await off.aclose()
+    finally:
+        await model.aclose()
+    assert raw.message.text.startswith("<tool_call>\n"), raw  # the server parsed nothing
+    assert not raw.message.tool_calls
+    [call] = response.message.tool_calls
+    assert call.name == "write_file"
+    assert set(call.arguments) == {"path", "content"}
+    assert call.arguments["path"].endswith(".txt")
+    assert (response.message.text, response.finish) == ("", "tool_use")
+    assert response.notes == (NOTE,)
+
+
+@pytest.mark.real_model
+async def test_an_agent_runs_the_markup_of_a_real_server(
+    markup_server: str, workspace: Path
+) -> None:
+    model = OpenAIModel(model="smollm2", base_url=markup_server, api_key="x", provider="llamacpp")
+    settings = ModelSettings(temperature=0.0, max_tokens=160)
+    try:
+        agent = Agent(
+            model=model, tools=[write_file], workspace=workspace, max_steps=2, settings=settings
+        )
+        run = agent.iter("Create the file hello.txt containing the word hi")
+        events = [e async for e in run]
+    finally:
+        await model.aclose()
+    ok = {
+        e.result.call_id
+        for e in events
+        if isinstance(e, ToolCallFinished) and not e.result.is_error
+    }
+    calls = [
+        call
+        for e in events
+        if isinstance(e, ModelResponded)
+        for call in e.message.tool_calls
+        if call.id in ok
+    ]
+    assert calls, events
+    arguments = calls[-1].arguments  # the file holds what the last good write sent
+    assert (workspace / arguments["path"]).read_text() == arguments["content"]
+    assert NOTE in [e.text for e in events if isinstance(e, Notice) and e.source == "model"]
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)
+    assert finished.stop_reason in (StopReason.END_TURN, StopReason.MAX_STEPS)
 
 
 # --- the guard knows the markup -----------------------------------------------------------------
