@@ -228,6 +228,8 @@ class RunLoop:
             yield await self._emit(
                 Notice, commit=False, source="unicode", level="warning", text=f"the reply: {NOTE}"
             )
+        for note in response.notes:
+            yield await self._emit(Notice, commit=False, source="model", text=note)
         # Committed with what the review records next (calls started, a rejection, the
         # finish), and in any case before a side effect or the next model call.
         yield await self._emit(

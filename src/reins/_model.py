@@ -56,6 +56,9 @@ class ModelResponse:
     usage: Usage
     finish: FinishReason
     model_name: str
+    notes: tuple[str, ...] = ()
+    """What the provider did to the reply that the log should show (tool calls it recovered
+    from the text, say); the loop records each as a notice."""
 
 
 @dataclass(frozen=True)

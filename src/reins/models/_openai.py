@@ -35,6 +35,7 @@ from .._model import (
 )
 from ._resilience import resilient
 from ._sdk_errors import sdk_errors
+from ._text_calls import recover
 
 FINISH: dict[str, FinishReason] = {
     "stop": "end_turn",
@@ -57,6 +58,10 @@ class OpenAIModel:
     provider: str = "openai"
     stream_usage: bool = True
     """Ask for usage in the stream (`stream_options`); turn off for servers that refuse it."""
+    text_calls: bool = True
+    """Run tool calls the model wrote as text (`<tool_call>` markup, a JSON action in a fence,
+    Mistral's `[TOOL_CALLS]`, ...) when the server did not parse them: small models on servers
+    with no tool-call parser for them do this (see `_text_calls`). The log says so (a notice)."""
     _client: Any = field(default=None, init=False, repr=False)
     _streams_tools: bool = field(default=True, init=False, repr=False)
     """Cleared when the server answers a streamed request with tools by an empty stream, or
@@ -132,13 +137,15 @@ class OpenAIModel:
         calls = tuple(
             _call(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or ()
         )
-        yield ModelResponse(
-            message=AssistantMessage(
-                text=message.content or "", thinking=reasoning, tool_calls=calls
-            ),
+        yield self._response(
+            text=message.content or "",
+            thinking=reasoning,
+            calls=calls,
             usage=_usage(completion.usage),
-            finish=_finish(choice.finish_reason, message.refusal, calls),
-            model_name=self.name,
+            reason=choice.finish_reason,
+            refusal=message.refusal,
+            tools=tools,
+            settings=settings,
         )
 
     async def _stream_once(
@@ -198,13 +205,40 @@ class OpenAIModel:
         tool_calls = tuple(
             _call(c["id"], c["name"], c["arguments"]) for _, c in sorted(calls.items())
         )
-        yield ModelResponse(
-            message=AssistantMessage(
-                text="".join(text), thinking="".join(thinking), tool_calls=tool_calls
-            ),
+        yield self._response(
+            text="".join(text),
+            thinking="".join(thinking),
+            calls=tool_calls,
             usage=usage,
-            finish=_finish(finish, refusal, tool_calls),
+            reason=finish,
+            refusal=refusal,
+            tools=tools,
+            settings=settings,
+        )
+
+    def _response(
+        self,
+        *,
+        text: str,
+        thinking: str,
+        calls: tuple[ToolCall, ...],
+        usage: Usage,
+        reason: str | None,
+        refusal: str | None,
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+    ) -> ModelResponse:
+        """The response; tool calls the model wrote as text become calls, where it may call."""
+        notes: tuple[str, ...] = ()
+        may_call = tools and settings.tool_choice != "none" and not refusal
+        if not calls and self.text_calls and may_call and (found := recover(text, tools)):
+            text, calls, notes = found.text, found.calls, (found.note(),)
+        return ModelResponse(
+            message=AssistantMessage(text=text, thinking=thinking, tool_calls=calls),
+            usage=usage,
+            finish=_finish(reason, refusal, calls),
             model_name=self.name,
+            notes=notes,
         )
 
     def _params(

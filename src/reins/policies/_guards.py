@@ -404,15 +404,19 @@ _BLOCKS = re.compile(
     r"|<｜tool▁calls▁begin｜>.*?(?:<｜tool▁calls▁end｜>|\Z)"
     r"|<｜tool▁call▁begin｜>.*?(?:<｜tool▁call▁end｜>|\Z)"
     r"|<｜DSML｜function_calls>.*?(?:</｜DSML｜function_calls>|\Z)"
+    r"|<tools>.*?(?:</tools>|\Z)"
+    r"|<\|python_tag\|>.*?(?:<\|eom_id\|>|<\|eot_id\|>|\Z)"
+    r"|\[TOOL_CALLS\].*"
     r"|<thought>.*?(?:</thought>|\Z)",
     re.DOTALL,
 )
 _TAGS = re.compile(
-    r"</?(?:tool_call|function_calls|invoke|parameter|thought)\b[^>]*>|</?｜[^｜<>]{1,40}｜>?"
-    r"|<\|tool[\w▁]*\|>"
+    r"</?(?:tool_call|tools|function_calls|invoke|parameter|thought)\b[^>]*>"
+    r"|</?｜[^｜<>]{1,40}｜>?|<\|(?:tool[\w▁]*|python_tag|eom_id|eot_id)\|>|\[TOOL_CALLS\]"
 )
 _CALL_MARKUP = re.compile(
-    r"</?tool_call>|<invoke\b|<function_calls>|<｜(?:tool▁|DSML)|<\|tool[\w▁]*\|>"
+    r"</?tool_call>|</?tools>|<invoke\b|<function_calls>|<｜(?:tool▁|DSML)|<\|tool[\w▁]*\|>"
+    r"|<\|python_tag\|>|\[TOOL_CALLS\]"
 )
 _JSON_ACTION = re.compile(r'\{\s*"(?:name|tool)"\s*:\s*"([^"]+)"\s*,\s*"(?:arguments|parameters)"')
 
@@ -424,11 +428,15 @@ def strip_markup(text: str) -> str:
 
 
 class LeakedMarkup(Policy):
-    """A reply with no tool call that writes one as text (`<tool_call>`, `<invoke`, DeepSeek's
-    `<｜tool▁call▁begin｜>`, a JSON action in prose or a fence) is rejected with a nudge to make
-    a proper call, `nudges` times at most; markup and `<thought>` tags are stripped from a
-    final answer. On the strict JSON action protocol the reply is `StrictActions`' to judge,
-    so only the stripping is done."""
+    """A reply with no tool call that writes one as text (`<tool_call>`, `<tools>`, `<invoke`,
+    DeepSeek's `<｜tool▁call▁begin｜>`, Mistral's `[TOOL_CALLS]`, Llama's `<|python_tag|>`, a
+    JSON action in prose or a fence) is rejected with a nudge to make a proper call, `nudges`
+    times at most; markup and `<thought>` tags are stripped from a final answer. On the strict
+    JSON action protocol the reply is `StrictActions`' to judge, so only the stripping is done.
+
+    The OpenAI-compatible provider runs such markup itself when every call in it is a
+    well-formed call of an offered tool (`models/_text_calls.py`); what reaches this guard is
+    the rest: an unknown tool, broken JSON, or a provider that does not recover calls."""
 
     def __init__(
         self, tool_names: Sequence[str], *, strict_actions: bool = False, nudges: int = 2
@@ -438,7 +446,7 @@ class LeakedMarkup(Policy):
         self.nudges = nudges
 
     def leaked(self, text: str) -> bool:
-        if "<" in text and _CALL_MARKUP.search(text):
+        if ("<" in text or "[TOOL_CALLS]" in text) and _CALL_MARKUP.search(text):
             return True
         if '"' in text:
             for match in _JSON_ACTION.finditer(text):
@@ -458,7 +466,7 @@ class LeakedMarkup(Policy):
         )
 
     async def on_final(self, state: RunState, answer: str) -> OnFinal:
-        if "<" not in answer:
+        if "<" not in answer and "[TOOL_CALLS]" not in answer:
             return CONTINUE
         stripped = strip_markup(answer)
         return CONTINUE if stripped == answer else Answer(stripped)
