@@ -30,6 +30,7 @@ from reins import (
     tool,
 )
 from reins._actions import MAX_REPAIRS, parse_action
+from reins._model import ModelResponse, TextChunk
 from reins.models import LocalModel, OpenAIModel
 from reins.models._json_actions import MAX_STRING, MIN_STRING, action_schema, chat
 from reins.testing import FunctionModel, ScriptedModel
@@ -329,3 +330,30 @@ async def test_a_reflection_on_the_embedded_model_is_a_valid_reflect_call(
         call.arguments["assessment"],
         call.arguments["next_action"],
     )
+
+
+@pytest.mark.real_model
+async def test_a_raw_newline_the_grammar_allows_is_a_valid_action(local: LocalModel) -> None:
+    """llama.cpp's JSON grammar lets a string hold a raw newline. Shown one, SmolLM2 types its
+    own file's lines that way; the reply must still be the action it is (it was text that the
+    strict parser rejected: "Invalid control character")."""
+    shown = '{"name": "write_file", "arguments": {"path": "a.txt", "content": "one\ntwo\n"}}'
+    messages = [
+        SystemMessage(content="You are an agent."),
+        UserMessage(content="Write a.txt with the lines one and two."),
+        AssistantMessage(text=shown),
+        UserMessage(content="Result of write_file: wrote a.txt"),
+        UserMessage(content="Now write b.txt with the lines three and four."),
+    ]
+    chunks = [
+        c async for c in local.stream(messages, [write_file.spec], ModelSettings(max_tokens=64))
+    ]
+    raw = "".join(c.text for c in chunks if isinstance(c, TextChunk))
+    assert "\n" in raw.strip()  # a raw newline inside the content string
+    with pytest.raises(json.JSONDecodeError, match="Invalid control character"):
+        json.loads(raw)
+    response = chunks[-1]
+    assert isinstance(response, ModelResponse)
+    [call] = response.message.tool_calls
+    assert call.name == "write_file"
+    assert "\n" in call.arguments["content"]
