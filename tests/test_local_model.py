@@ -33,6 +33,7 @@ from reins._actions import MAX_REPAIRS, parse_action
 from reins._model import ModelResponse, TextChunk
 from reins.models import LocalModel, OpenAIModel
 from reins.models._json_actions import MAX_STRING, MIN_STRING, action_schema, chat
+from reins.policies._repair import REPEAT_TEMPERATURE
 from reins.testing import FunctionModel, ScriptedModel
 from reins.tools import final_answer, list_files, read_file, write_file
 
@@ -357,3 +358,44 @@ async def test_a_raw_newline_the_grammar_allows_is_a_valid_action(local: LocalMo
     [call] = response.message.tool_calls
     assert call.name == "write_file"
     assert "\n" in call.arguments["content"]
+
+
+class Deterministic(FunctionModel):
+    """At temperature 0 (or unset) the same bad reply, whatever the repair says; sampled at
+    a higher temperature, a valid action. Records each request's temperature."""
+
+    actions = "json"
+
+    def __init__(self) -> None:
+        super().__init__(self.answer)
+        self.temperatures: list[float | None] = []
+
+    async def request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> Any:
+        self.temperatures.append(settings.temperature)
+        return await super().request(messages, tools, settings)
+
+    def answer(self, messages: list[Message], tools: list[ToolSpec]) -> AssistantMessage:
+        from reins.models._json_actions import reply
+
+        if self.temperatures[-1]:
+            return reply('{"name": "final_answer", "arguments": {"answer": "done"}}', tools)
+        return reply('Sure! {"name": "final_answer", "arguments": {"answer": "done"}}', tools)
+
+
+async def test_a_repair_that_repeats_the_rejected_reply_raises_the_temperature(
+    workspace: Path,
+) -> None:
+    model = Deterministic()
+    run = Agent(model=model, tools=[list_files], workspace=workspace).iter("go")
+    events = [e async for e in run]
+    first, second = [e for e in events if isinstance(e, ResponseRejected)]
+    assert first.temperature is None
+    assert not first.observation.startswith("You sent the same reply")
+    assert second.temperature == REPEAT_TEMPERATURE  # recorded: the log says why it changed
+    assert second.observation.startswith("You sent the same reply as before")
+    assert model.temperatures == [None, None, REPEAT_TEMPERATURE]  # for one request only
+    assert run.state.finished is not None
+    assert run.state.finished.final_answer == "done"
+    assert run.state.temperature is None

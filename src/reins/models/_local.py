@@ -36,6 +36,10 @@ class LocalModel:
     threads: int | None = None
     constrained: bool = True
     """Constrain decoding to valid actions (a grammar from the tools' JSON schemas)."""
+    seed: int | None = 0
+    """The sampling seed of every request: above temperature 0 (a repair's bump), the same
+    conversation gets the same reply, run after run. None: llama-cpp-python's own (it
+    changes from request to request)."""
     actions: ClassVar[str] = "json"
     """The action protocol: the loop adds the strict-actions policy for it."""
     _llm: Any = field(default=None, init=False, repr=False)
@@ -96,6 +100,7 @@ class LocalModel:
                         grammar=grammar,
                         max_tokens=max_tokens,
                         temperature=0.0 if settings.temperature is None else settings.temperature,
+                        seed=self.seed,
                         stream=True,
                     )
                     tokens = 0
