@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -399,3 +400,24 @@ async def test_a_repair_that_repeats_the_rejected_reply_raises_the_temperature(
     assert run.state.finished is not None
     assert run.state.finished.final_answer == "done"
     assert run.state.temperature is None
+
+
+def test_the_local_model_uses_every_core_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    import llama_cpp
+
+    made: list[dict[str, Any]] = []
+    monkeypatch.setattr(llama_cpp, "Llama", lambda **kw: made.append(kw))
+    monkeypatch.delenv("REINS_LOCAL_THREADS", raising=False)
+    LocalModel().load()
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.setenv("REINS_LOCAL_THREADS", "3")
+    LocalModel().load()
+    LocalModel(threads=1).load()
+    assert [(kw["n_threads"], kw["n_threads_batch"]) for kw in made] == [
+        (cores, cores),
+        (3, 3),
+        (1, 1),
+    ]
+    monkeypatch.setenv("REINS_LOCAL_THREADS", "all")
+    with pytest.raises(UsageError, match="REINS_LOCAL_THREADS='all'"):
+        LocalModel().load()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,8 @@ class LocalModel:
     """The GGUF file; None: the embedded model."""
     n_ctx: int = 8192
     threads: int | None = None
+    """Threads for decoding and prompt processing; None: `$REINS_LOCAL_THREADS`, else every
+    core this process may run on (llama-cpp-python's own default is half the cores)."""
     constrained: bool = True
     """Constrain decoding to valid actions (a grammar from the tools' JSON schemas)."""
     seed: int | None = 0
@@ -60,8 +63,13 @@ class LocalModel:
             path = Path(self.path) if self.path is not None else embedded_gguf()
             if not path.is_file():
                 raise UsageError(f"no GGUF model file at {path}")
+            threads = self.threads or _default_threads()
             self._llm = Llama(
-                model_path=str(path), n_ctx=self.n_ctx, n_threads=self.threads, verbose=False
+                model_path=str(path),
+                n_ctx=self.n_ctx,
+                n_threads=threads,
+                n_threads_batch=threads,
+                verbose=False,
             )
         return self._llm
 
@@ -153,3 +161,13 @@ class LocalModel:
 
         schema = json.dumps(_json_actions.action_schema(tools, max_chars=max_tokens))
         return LlamaGrammar.from_json_schema(schema, verbose=False)
+
+
+def _default_threads() -> int:
+    if raw := os.environ.get("REINS_LOCAL_THREADS"):
+        if not raw.isdigit() or int(raw) < 1:
+            raise UsageError(f"REINS_LOCAL_THREADS={raw!r} is not a number of threads above 0")
+        return int(raw)
+    if hasattr(os, "sched_getaffinity"):  # the cores this process may use (a container's)
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
