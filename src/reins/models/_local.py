@@ -36,7 +36,10 @@ class LocalModel:
     n_ctx: int = 8192
     threads: int | None = None
     """Threads for decoding and prompt processing; None: `$REINS_LOCAL_THREADS`, else every
-    core this process may run on (llama-cpp-python's own default is half the cores)."""
+    physical core this process may run on (llama-cpp-python's own default is half the
+    logical CPUs: one of two cores on a machine without hyperthreads). On a machine busy with
+    other work (parallel runs), fewer threads are far faster: llama.cpp's threads wait on each
+    other, so one descheduled thread stalls them all."""
     constrained: bool = True
     """Constrain decoding to valid actions (a grammar from the tools' JSON schemas)."""
     seed: int | None = 0
@@ -164,10 +167,20 @@ class LocalModel:
 
 
 def _default_threads() -> int:
+    """`$REINS_LOCAL_THREADS`, else one thread per physical core this process may use: a
+    second hyperthread on a core slows llama.cpp's matrix work rather than speeding it."""
     if raw := os.environ.get("REINS_LOCAL_THREADS"):
         if not raw.isdigit() or int(raw) < 1:
             raise UsageError(f"REINS_LOCAL_THREADS={raw!r} is not a number of threads above 0")
         return int(raw)
-    if hasattr(os, "sched_getaffinity"):  # the cores this process may use (a container's)
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    if not hasattr(os, "sched_getaffinity"):
+        return os.cpu_count() or 1
+    cpus = os.sched_getaffinity(0)  # a container's or taskset's share, not the whole machine
+    try:
+        cores = {
+            Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/core_cpus_list").read_text()
+            for cpu in cpus
+        }
+    except OSError:  # no topology to read: count every CPU
+        return len(cpus)
+    return len(cores)
