@@ -419,3 +419,19 @@ def test_the_local_model_uses_every_core_unless_told(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("REINS_LOCAL_THREADS", "all")
     with pytest.raises(UsageError, match="REINS_LOCAL_THREADS='all'"):
         LocalModel().load()
+
+
+def test_each_round_renders_the_earlier_rounds_unchanged() -> None:
+    """llama.cpp reuses the KV cache of the longest common prompt prefix: the rules and the
+    history must render the same every round, only new messages added at the end."""
+    messages: list[Message] = [SystemMessage(content="Be brief."), UserMessage(content="go")]
+    before = chat(messages, TOOLS)
+    for k in range(4):
+        call = ToolCall(id=f"c{k}", name="read_file", arguments={"path": f"{k}.txt"})
+        messages += [
+            AssistantMessage(tool_calls=(call,)),
+            ToolResultMessage(call_id=call.id, name="read_file", content=f"line\n{k}"),
+        ]
+        now = chat(messages, TOOLS)
+        assert now[: len(before)] == before
+        before = now
