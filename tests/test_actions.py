@@ -128,6 +128,16 @@ def test_a_fence_inside_a_string_does_not_end_the_outer_fence() -> None:
     assert parse_action(text, TOOLS).arguments == args
 
 
+def test_raw_control_characters_inside_strings_are_accepted() -> None:
+    """llama.cpp's JSON grammar lets a model type a newline or tab into a string unescaped; the
+    parser must accept what the grammar allowed, or a constrained run ends in `error`."""
+    text = '{"name": "write_file", "arguments": {"path": "a.py", "content": "x = 1\n\ty = 2\r\n"}}'
+    with pytest.raises(json.JSONDecodeError, match="Invalid control character"):
+        json.loads(text)  # what the parser did before
+    action = parse_action(text, TOOLS)
+    assert action.arguments["content"] == "x = 1\n\ty = 2\r\n"
+
+
 def test_nested_schema_with_refs_enums_and_optionals_is_validated() -> None:
     arguments = {"query": "q", "options": {"mode": "exact", "limit": 2}, "tags": ["a"]}
     text = json.dumps({"name": "search", "arguments": arguments})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,10 @@ from reins import (
     tool,
 )
 from reins._actions import MAX_REPAIRS, parse_action
+from reins._model import ModelResponse, TextChunk
 from reins.models import LocalModel, OpenAIModel
 from reins.models._json_actions import MAX_STRING, MIN_STRING, action_schema, chat
+from reins.policies._repair import REPEAT_TEMPERATURE
 from reins.testing import FunctionModel, ScriptedModel
 from reins.tools import final_answer, list_files, read_file, write_file
 
@@ -329,3 +332,106 @@ async def test_a_reflection_on_the_embedded_model_is_a_valid_reflect_call(
         call.arguments["assessment"],
         call.arguments["next_action"],
     )
+
+
+@pytest.mark.real_model
+async def test_a_raw_newline_the_grammar_allows_is_a_valid_action(local: LocalModel) -> None:
+    """llama.cpp's JSON grammar lets a string hold a raw newline. Shown one, SmolLM2 types its
+    own file's lines that way; the reply must still be the action it is (it was text that the
+    strict parser rejected: "Invalid control character")."""
+    shown = '{"name": "write_file", "arguments": {"path": "a.txt", "content": "one\ntwo\n"}}'
+    messages = [
+        SystemMessage(content="You are an agent."),
+        UserMessage(content="Write a.txt with the lines one and two."),
+        AssistantMessage(text=shown),
+        UserMessage(content="Result of write_file: wrote a.txt"),
+        UserMessage(content="Now write b.txt with the lines three and four."),
+    ]
+    chunks = [
+        c async for c in local.stream(messages, [write_file.spec], ModelSettings(max_tokens=64))
+    ]
+    raw = "".join(c.text for c in chunks if isinstance(c, TextChunk))
+    assert "\n" in raw.strip()  # a raw newline inside the content string
+    with pytest.raises(json.JSONDecodeError, match="Invalid control character"):
+        json.loads(raw)
+    response = chunks[-1]
+    assert isinstance(response, ModelResponse)
+    [call] = response.message.tool_calls
+    assert call.name == "write_file"
+    assert "\n" in call.arguments["content"]
+
+
+class Deterministic(FunctionModel):
+    """At temperature 0 (or unset) the same bad reply, whatever the repair says; sampled at
+    a higher temperature, a valid action. Records each request's temperature."""
+
+    actions = "json"
+
+    def __init__(self) -> None:
+        super().__init__(self.answer)
+        self.temperatures: list[float | None] = []
+
+    async def request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> Any:
+        self.temperatures.append(settings.temperature)
+        return await super().request(messages, tools, settings)
+
+    def answer(self, messages: list[Message], tools: list[ToolSpec]) -> AssistantMessage:
+        from reins.models._json_actions import reply
+
+        if self.temperatures[-1]:
+            return reply('{"name": "final_answer", "arguments": {"answer": "done"}}', tools)
+        return reply('Sure! {"name": "final_answer", "arguments": {"answer": "done"}}', tools)
+
+
+async def test_a_repair_that_repeats_the_rejected_reply_raises_the_temperature(
+    workspace: Path,
+) -> None:
+    model = Deterministic()
+    run = Agent(model=model, tools=[list_files], workspace=workspace).iter("go")
+    events = [e async for e in run]
+    first, second = [e for e in events if isinstance(e, ResponseRejected)]
+    assert first.temperature is None
+    assert not first.observation.startswith("You sent the same reply")
+    assert second.temperature == REPEAT_TEMPERATURE  # recorded: the log says why it changed
+    assert second.observation.startswith("You sent the same reply as before")
+    assert model.temperatures == [None, None, REPEAT_TEMPERATURE]  # for one request only
+    assert run.state.finished is not None
+    assert run.state.finished.final_answer == "done"
+    assert run.state.temperature is None
+
+
+def test_the_local_model_uses_every_core_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    import llama_cpp
+
+    made: list[dict[str, Any]] = []
+    monkeypatch.setattr(llama_cpp, "Llama", lambda **kw: made.append(kw))
+    monkeypatch.delenv("REINS_LOCAL_THREADS", raising=False)
+    LocalModel().load()
+    monkeypatch.setenv("REINS_LOCAL_THREADS", "3")
+    LocalModel().load()
+    LocalModel(threads=1).load()
+    cores, told, given = [(kw["n_threads"], kw["n_threads_batch"]) for kw in made]
+    assert cores[0] == cores[1]
+    assert 1 <= cores[0] <= len(os.sched_getaffinity(0))  # a physical core each
+    assert (told, given) == ((3, 3), (1, 1))
+    monkeypatch.setenv("REINS_LOCAL_THREADS", "all")
+    with pytest.raises(UsageError, match="REINS_LOCAL_THREADS='all'"):
+        LocalModel().load()
+
+
+def test_each_round_renders_the_earlier_rounds_unchanged() -> None:
+    """llama.cpp reuses the KV cache of the longest common prompt prefix: the rules and the
+    history must render the same every round, only new messages added at the end."""
+    messages: list[Message] = [SystemMessage(content="Be brief."), UserMessage(content="go")]
+    before = chat(messages, TOOLS)
+    for k in range(4):
+        call = ToolCall(id=f"c{k}", name="read_file", arguments={"path": f"{k}.txt"})
+        messages += [
+            AssistantMessage(tool_calls=(call,)),
+            ToolResultMessage(call_id=call.id, name="read_file", content=f"line\n{k}"),
+        ]
+        now = chat(messages, TOOLS)
+        assert now[: len(before)] == before
+        before = now

@@ -175,8 +175,12 @@ def _decode(text: str, payload: str, start: int) -> Any:
             f"JSON nested deeper than {MAX_DEPTH} levels at {_where(text, start + deep)}",
         )
     try:
+        # strict=False: raw control characters (a newline typed into a file's content) are
+        # accepted inside strings. llama.cpp's JSON-schema grammar admits them (its `char` is
+        # [^"\\]), and a small model writing a multi-line file that way means no other text.
         value = json.loads(
             payload,
+            strict=False,
             object_pairs_hook=_object,
             parse_constant=_constant,
             parse_int=_int,

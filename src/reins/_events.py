@@ -190,6 +190,8 @@ class ResponseRejected(_Event):
     step: int
     observation: str
     source: str
+    temperature: float | None = None
+    """The next request samples at this temperature at least (a repair that must differ)."""
 
 
 class AnswerRejected(_Event):

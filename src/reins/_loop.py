@@ -182,7 +182,12 @@ class RunLoop:
         # the model call, the slowest and costliest wait of a run.
         yield await self._emit(ModelRequested, commit=self._uncommitted, step=step)
         response: ModelResponse | None = None
-        stream = self.model.stream(state.messages, self.executor.specs, self.settings)
+        settings = self.settings
+        if state.temperature is not None:  # a repair that must not repeat the rejected reply
+            settings = replace(
+                settings, temperature=max(state.temperature, settings.temperature or 0)
+            )
+        stream = self.model.stream(state.messages, self.executor.specs, settings)
         try:
             while response is None:
                 item = await self.cancel.race(anext(stream))
@@ -332,12 +337,13 @@ class RunLoop:
             match await policy.after_response(state, response):
                 case Continue():
                     pass
-                case Reject(observation):
+                case Reject(observation, temperature):
                     return await self._emit(
                         ResponseRejected,
                         step=state.step,
                         observation=observation,
                         source=policy.name,
+                        temperature=temperature,
                     )
                 case Stop(reason, detail):
                     return await self._finish(reason, detail=detail)

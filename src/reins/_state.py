@@ -69,6 +69,8 @@ class RunState:
     finished: RunFinished | None = None
     rejections: int = 0
     """Responses rejected in a row: the strict-actions policy caps its repairs with it."""
+    temperature: float | None = None
+    """The temperature the next model request samples at least (set by a rejection)."""
     cost: float = 0.0
     """US dollars spent on model calls whose price is known."""
     cutoffs: int = 0
@@ -137,6 +139,7 @@ class RunState:
                 pass
             case ModelResponded():
                 self.step = event.step
+                self.temperature = None  # it was for the request just answered
                 self.usage = self.usage + event.usage
                 self.cost += event.cost or 0.0
                 message = event.message
@@ -183,6 +186,7 @@ class RunState:
                     why = "the user sent a new instruction after you chose this call"
                 else:
                     self.rejections += 1
+                    self.temperature = event.temperature
                     why = "the response was rejected"
                 for call in self.pending:
                     self.results.setdefault(call.id, _not_run(call, why))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -37,8 +38,17 @@ class LocalModel:
     None: `DEFAULT_EMBEDDED`."""
     n_ctx: int = 8192
     threads: int | None = None
+    """Threads for decoding and prompt processing; None: `$REINS_LOCAL_THREADS`, else every
+    physical core this process may run on (llama-cpp-python's own default is half the
+    logical CPUs: one of two cores on a machine without hyperthreads). On a machine busy with
+    other work (parallel runs), fewer threads are far faster: llama.cpp's threads wait on each
+    other, so one descheduled thread stalls them all."""
     constrained: bool = True
     """Constrain decoding to valid actions (a grammar from the tools' JSON schemas)."""
+    seed: int | None = 0
+    """The sampling seed of every request: above temperature 0 (a repair's bump), the same
+    conversation gets the same reply, run after run. None: llama-cpp-python's own (it
+    changes from request to request)."""
     actions: ClassVar[str] = "json"
     """The action protocol: the loop adds the strict-actions policy for it."""
     _llm: Any = field(default=None, init=False, repr=False)
@@ -65,8 +75,13 @@ class LocalModel:
             )
             if not path.is_file():
                 raise UsageError(f"no GGUF model file at {path}")
+            threads = self.threads or _default_threads()
             self._llm = Llama(
-                model_path=str(path), n_ctx=self.n_ctx, n_threads=self.threads, verbose=False
+                model_path=str(path),
+                n_ctx=self.n_ctx,
+                n_threads=threads,
+                n_threads_batch=threads,
+                verbose=False,
             )
         return self._llm
 
@@ -105,6 +120,7 @@ class LocalModel:
                         grammar=grammar,
                         max_tokens=max_tokens,
                         temperature=0.0 if settings.temperature is None else settings.temperature,
+                        seed=self.seed,
                         stream=True,
                     )
                     tokens = 0
@@ -157,3 +173,23 @@ class LocalModel:
 
         schema = json.dumps(_json_actions.action_schema(tools, max_chars=max_tokens))
         return LlamaGrammar.from_json_schema(schema, verbose=False)
+
+
+def _default_threads() -> int:
+    """`$REINS_LOCAL_THREADS`, else one thread per physical core this process may use: a
+    second hyperthread on a core slows llama.cpp's matrix work rather than speeding it."""
+    if raw := os.environ.get("REINS_LOCAL_THREADS"):
+        if not raw.isdigit() or int(raw) < 1:
+            raise UsageError(f"REINS_LOCAL_THREADS={raw!r} is not a number of threads above 0")
+        return int(raw)
+    if not hasattr(os, "sched_getaffinity"):
+        return os.cpu_count() or 1
+    cpus = os.sched_getaffinity(0)  # a container's or taskset's share, not the whole machine
+    try:
+        cores = {
+            Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/core_cpus_list").read_text()
+            for cpu in cpus
+        }
+    except OSError:  # no topology to read: count every CPU
+        return len(cpus)
+    return len(cores)

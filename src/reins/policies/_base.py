@@ -47,6 +47,9 @@ class Reject:
     """Refuse the response, final answer or tool call; the model sees `observation`."""
 
     observation: str
+    temperature: float | None = None
+    """From `after_response`: sample the next request at this temperature (at least), so a
+    deterministic model does not send the rejected reply again."""
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,18 @@ from .._state import RunState
 from .._stop import StopReason
 from ._base import CONTINUE, AfterResponse, Policy, Reject, Stop
 
+REPEAT_TEMPERATURE = 0.7
+"""The temperature of the request after a repair that repeated the rejected reply."""
+
 
 class StrictActions(Policy):
     """For models on the strict JSON action protocol: a reply that is not exactly one valid
     action is rejected with one specific repair message; after `MAX_REPAIRS` rejections in a
-    row the run stops with `error`."""
+    row the run stops with `error`.
+
+    A reply identical to the one just rejected means the model (deterministic at temperature
+    0) did not take the repair in: it is told so, and the next request samples at
+    `REPEAT_TEMPERATURE` at least, so it cannot come back the same."""
 
     def __init__(self, tools: Sequence[ToolSpec]) -> None:
         self.tools = list(tools)
@@ -31,8 +38,23 @@ class StrictActions(Policy):
                     StopReason.ERROR,
                     f"no valid action after {MAX_REPAIRS} repairs; last: {error.message}",
                 )
-            return Reject(repair_message(error, self.tools))
+            if not _repeated(state, response):
+                return Reject(repair_message(error, self.tools))
+            again = (
+                "You sent the same reply as before, which was rejected for the same reason. "
+                "Do not repeat it: change it as follows.\n"
+            )
+            return Reject(again + repair_message(error, self.tools), REPEAT_TEMPERATURE)
         return CONTINUE  # it parses after all (the model kept it as text): let it through
+
+
+def _repeated(state: RunState, response: AssistantMessage) -> bool:
+    """The reply is the same as the one rejected just before."""
+    if state.rejections == 0:
+        return False
+    earlier = (m for m in reversed(state.messages[:-1]) if isinstance(m, AssistantMessage))
+    before = next(earlier, None)
+    return before is not None and before.text == response.text
 
 
 class EmptyReply(Policy):
