@@ -20,7 +20,16 @@ from pathlib import Path
 import pytest
 
 from reins import ToolCall, ToolContext, ToolError, ToolResultMessage, Workspace, tool
-from reins.tools import BUILTIN_TOOLS, Tool, ToolExecutor, edit_file, grep, read_file, write_file
+from reins.tools import (
+    BUILTIN_TOOLS,
+    Tool,
+    ToolExecutor,
+    edit_file,
+    grep,
+    list_files,
+    read_file,
+    write_file,
+)
 
 SECRET = "SECRET-outside-the-workspace"
 
@@ -371,9 +380,13 @@ def test_errors_of_the_walk_are_plain(workspace: Path) -> None:
     ctx = ToolContext(workspace=Workspace(workspace), session_id="s", run_id="r")
     with pytest.raises(ToolError, match=r"^'f.txt/x': f.txt is not a folder$"):
         read_file.fn(ctx, path="f.txt/x")
-    missing = r"^'nope/x' does not exist; list_files shows what is there$"
+    missing = (
+        r"^'nope/x' does not exist; list_files shows what is there, and write_file creates a file$"
+    )
     with pytest.raises(ToolError, match=missing):
         read_file.fn(ctx, path="nope/x")
+    with pytest.raises(ToolError, match=missing):  # a small model lists the file to create
+        list_files.fn(ctx, path="nope/x")
     with pytest.raises(ToolError, match=missing):
         edit_file.fn(ctx, path="nope/x", old="a", new="b")
     assert os.listdir(workspace) == ["f.txt"]  # edit_file made no folders

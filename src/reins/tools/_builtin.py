@@ -28,6 +28,9 @@ MAX_READ_CHARS = 24_000
 MAX_LINE_CHARS = 20_000
 MAX_GREP_LINE_CHARS = 64 * 1024
 """grep matches the head of a longer line."""
+MISSING = "list_files shows what is there, and write_file creates a file"
+"""After "does not exist": small models look for the file they were asked to create, again
+and again; this tells them how to make it."""
 MAX_SCAN_BYTES = 64 * 1024 * 1024
 """read_file, and grep in each file, stop reading after this much."""
 MAX_EDIT_BYTES = 16 * 1024 * 1024
@@ -153,11 +156,11 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
         target = ctx.workspace.locate_for_write(path, stop, make_folders=False)
     except ToolError as exc:
         if str(exc).endswith("does not exist"):
-            raise ToolError(f"{exc}; list_files shows what is there") from None
+            raise ToolError(f"{exc}; {MISSING}") from None
         raise
     try:
         if target.mode is None:
-            raise ToolError(f"{path!r} does not exist; list_files shows what is there")
+            raise ToolError(f"{path!r} does not exist; {MISSING}")
         text = _whole_text(target, path)
         count = text.count(old)
         if count == 0:
@@ -444,7 +447,7 @@ def _regular_file(ctx: ToolContext, path: str) -> Iterator[Opened]:
         opened = ctx.workspace.open(path)
     except ToolError as exc:
         if str(exc).endswith("does not exist"):
-            raise ToolError(f"{exc}; list_files shows what is there") from None
+            raise ToolError(f"{exc}; {MISSING}") from None
         raise
     with _checked(opened, path) as checked:
         yield checked
@@ -452,7 +455,12 @@ def _regular_file(ctx: ToolContext, path: str) -> Iterator[Opened]:
 
 @contextmanager
 def _folder(ctx: ToolContext, path: str) -> Iterator[Opened]:
-    opened = ctx.workspace.open(path, folder=True)
+    try:
+        opened = ctx.workspace.open(path, folder=True)
+    except ToolError as exc:
+        if str(exc).endswith("does not exist"):
+            raise ToolError(f"{exc}; {MISSING}") from None
+        raise
     try:
         yield opened
     finally:
