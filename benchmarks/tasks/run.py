@@ -140,7 +140,7 @@ async def attempt(model: Any, model_id: str, config: str, options: dict[str, Any
         tool_errors=sum(m.is_error for m in results),
         check_output=output,
         error=error,
-        transcript=[m.model_dump(exclude_defaults=True) for m in messages],
+        transcript=[{"role": m.role, **m.model_dump(exclude_defaults=True)} for m in messages],
     )
 
 
