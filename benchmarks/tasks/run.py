@@ -156,7 +156,7 @@ async def run_all(args: argparse.Namespace, tasks: list[Task]) -> list[Outcome]:
             outcome = await attempt(model, args.model, config, options, task, args.max_steps)
             outcomes.append(outcome)
             # written as it goes, so an interrupted run still leaves its results
-            Path(args.details).write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+            save(args.details, outcomes)
             mark = "ok  " if outcome.success else "FAIL"
             print(
                 f"  {mark} {task.id:<15} {config:<20} {outcome.steps:>2} steps "
@@ -165,6 +165,10 @@ async def run_all(args: argparse.Namespace, tasks: list[Task]) -> list[Outcome]:
                 flush=True,
             )
     return outcomes
+
+
+def save(path: str, outcomes: list[Outcome]) -> None:
+    Path(path).write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
 
 
 HEADER = [
@@ -237,7 +241,7 @@ def main() -> None:
     started = time.perf_counter()
     print(f"Tasks: {len(tasks)} on {args.model}, max {args.max_steps} steps:", file=sys.stderr)
     outcomes = asyncio.run(run_all(args, tasks))
-    Path(args.details).write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+    save(args.details, outcomes)
     print(table(outcomes))
     print()
     print(per_task(outcomes))

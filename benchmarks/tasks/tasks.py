@@ -49,7 +49,7 @@ TASKS: list[Task] = [
         id="create_json",
         category="create",
         goal='Create config.json containing the JSON object {"debug": true}',
-        check="python3 -c 'import json; assert json.load(open(\"config.json\")) == {\"debug\": True}'",
+        check='python3 -c \'import json; assert json.load(open("config.json")) == {"debug": 1}\'',
     ),
     Task(
         id="create_nested",
@@ -63,7 +63,8 @@ TASKS: list[Task] = [
         category="edit",
         goal="Append the line 'walk the dog' to todo.txt",
         setup={"todo.txt": "buy milk\n"},
-        check='test "$(head -n1 todo.txt)" = "buy milk" && test "$(tail -n1 todo.txt)" = "walk the dog"',
+        check='test "$(head -n1 todo.txt)" = "buy milk" '
+        '&& test "$(tail -n1 todo.txt)" = "walk the dog"',
     ),
     Task(
         id="replace_word",
@@ -84,7 +85,7 @@ TASKS: list[Task] = [
         category="edit",
         goal="Remove the line 'remove me' from list.txt",
         setup={"list.txt": "apples\nremove me\npears\n"},
-        check="test \"$(cat list.txt)\" = \"$(printf 'apples\\npears')\"",
+        check='test "$(cat list.txt)" = "$(printf \'apples\\npears\')"',
     ),
     # count: answer with a number
     Task(
