@@ -49,7 +49,8 @@ TASKS: list[Task] = [
         id="create_json",
         category="create",
         goal='Create config.json containing the JSON object {"debug": true}',
-        check='python3 -c \'import json; assert json.load(open("config.json")) == {"debug": 1}\'',
+        check='python3 -c \'import json; d = json.load(open("config.json")); '
+        'assert list(d) == ["debug"] and d["debug"] is True\'',
     ),
     Task(
         id="create_nested",
