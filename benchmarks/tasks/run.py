@@ -11,7 +11,7 @@ interleaved per task (rotated), so a busy spell of the machine slows them alike:
          and no budget notices.
 
 python benchmarks/tasks/run.py [--model local] [--configs on,off] [--limit N] [--only ID,...]
-                               [--max-steps 10] [--details FILE.json]
+                               [--max-steps 10] [--tools a,b] [--details FILE.json]
 """
 
 from __future__ import annotations
@@ -98,8 +98,9 @@ def check(task: Task, folder: Path, answer: str | None) -> tuple[bool, str]:
 
 
 async def attempt(model: Any, model_id: str, config: str, options: dict[str, Any], task: Task,
-                  max_steps: int) -> Outcome:  # fmt: skip
+                  max_steps: int, tools: list[str] | None) -> Outcome:  # fmt: skip
     from reins import Agent, MemoryLog, ToolResultMessage
+    from reins.tools import builtin_tools
 
     with tempfile.TemporaryDirectory(prefix=f"task-{task.id}-") as name:
         folder = Path(name)
@@ -111,6 +112,7 @@ async def attempt(model: Any, model_id: str, config: str, options: dict[str, Any
             log=MemoryLog(),
             max_steps=max_steps,
             approval="allow",
+            tools=builtin_tools(tools),
             **options,
         )
         start = time.perf_counter()
@@ -153,7 +155,8 @@ async def run_all(args: argparse.Namespace, tasks: list[Task]) -> list[Outcome]:
     for index, task in enumerate(tasks):
         shift = index % len(chosen)
         for config, options in chosen[shift:] + chosen[:shift]:
-            outcome = await attempt(model, args.model, config, options, task, args.max_steps)
+            tools = args.tools.split(",") if args.tools else None
+            outcome = await attempt(model, args.model, config, options, task, args.max_steps, tools)
             outcomes.append(outcome)
             # written as it goes, so an interrupted run still leaves its results
             save(args.details, outcomes)
@@ -230,6 +233,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="the first N tasks; 0 = all")
     parser.add_argument("--only", help="comma-separated task ids")
     parser.add_argument("--max-steps", type=int, default=10)
+    parser.add_argument("--tools", help="comma-separated built-in tools (default: all of them)")
     parser.add_argument("--details", default="tasks-results.json", help="per-task JSON results")
     args = parser.parse_args()
     tasks = TASKS
