@@ -38,6 +38,8 @@ bench: setup
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/sandbox.py
 	$(BIN)/python benchmarks/bfcl/run.py
+	$(BIN)/python benchmarks/tasks/oracle.py
+	$(BIN)/python benchmarks/tasks/run.py --details /tmp/reins-tasks.json
 
 # The main job: an agent on the embedded model (SmolLM2-135M, in-process, offline), in a scratch
 # workspace, then its log. A model this small often fumbles the task; the run still shows the

@@ -1,0 +1,259 @@
+"""Does the agent finish real tasks? The suite of tasks.py through reins' public API.
+
+Each task runs in a fresh temporary workspace (its setup files written first), with the default
+tools, an in-memory log, approvals allowed (`run_command` runs in the default sandbox:
+workspace-write, no network) and `--max-steps` steps; then its check runs in the workspace with
+the final answer in `$ANSWER`: exit 0 is a success. Configurations, A/B in one invocation and
+interleaved per task (rotated), so a busy spell of the machine slows them alike:
+
+- `on`:  reins as shipped, every default-on policy (the guards, the budget notices);
+- `off`: the guards all off (file-action, repeat-cache, loop, markup, goal-anchor, repetition)
+         and no budget notices.
+
+python benchmarks/tasks/run.py [--model local] [--configs on,off] [--limit N] [--only ID,...]
+                               [--max-steps 10] [--tools a,b] [--details FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tasks import TASKS, Task
+
+TASK_TIMEOUT_S = 300.0
+CHECK_TIMEOUT_S = 30.0
+
+
+@dataclass(kw_only=True)
+class Outcome:
+    config: str
+    task: str
+    category: str
+    success: bool
+    steps: int
+    seconds: float
+    stop_reason: str
+    answer: str | None
+    tool_calls: int = 0
+    tool_errors: int = 0
+    check_output: str = ""
+    error: str | None = None
+    transcript: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+
+
+def configs(names: list[str]) -> dict[str, dict[str, Any]]:
+    from reins import Guards
+
+    off = Guards(
+        file_action=False,
+        repeat_cache=False,
+        loop=False,
+        markup=False,
+        goal_anchor=0,
+        repetition=False,
+        one_call=False,
+    )
+    known = {
+        "on": {},  # the defaults
+        "off": {"guards": off, "budget_notices": False},
+    }
+    return {f"reins, policies {name}": known[name] for name in names}
+
+
+def prepare(task: Task, folder: Path) -> None:
+    for relative, content in task.setup.items():
+        path = folder / relative
+        if relative.endswith("/"):
+            path.mkdir(parents=True, exist_ok=True)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+
+
+def check(task: Task, folder: Path, answer: str | None) -> tuple[bool, str]:
+    env = {**os.environ, "ANSWER": answer or ""}
+    try:
+        done = subprocess.run(
+            ["sh", "-c", task.check],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=CHECK_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return False, "check timed out"
+    return done.returncode == 0, (done.stdout + done.stderr)[-500:]
+
+
+async def attempt(model: Any, model_id: str, config: str, options: dict[str, Any], task: Task,
+                  max_steps: int, tools: list[str] | None) -> Outcome:  # fmt: skip
+    from reins import Agent, MemoryLog, ToolResultMessage
+    from reins.tools import builtin_tools
+
+    with tempfile.TemporaryDirectory(prefix=f"task-{task.id}-") as name:
+        folder = Path(name)
+        prepare(task, folder)
+        agent = Agent(
+            model=model,
+            model_id=model_id,
+            workspace=folder,
+            log=MemoryLog(),
+            max_steps=max_steps,
+            approval="allow",
+            tools=builtin_tools(tools),
+            **options,
+        )
+        start = time.perf_counter()
+        result = None
+        error: str | None = None
+        try:
+            result = await asyncio.wait_for(agent.run(task.goal), TASK_TIMEOUT_S)
+        except TimeoutError:
+            error = f"timed out after {TASK_TIMEOUT_S:.0f} s"
+        except Exception as exc:  # a harness failure is a failed task, never the end of the run
+            error = f"{type(exc).__name__}: {exc}"[:300]
+        seconds = time.perf_counter() - start
+        answer = result.final_answer if result is not None else None
+        success, output = check(task, folder, answer)
+    messages = result.messages if result is not None else []
+    results = [m for m in messages if isinstance(m, ToolResultMessage)]
+    return Outcome(
+        config=config,
+        task=task.id,
+        category=task.category,
+        success=success,
+        steps=result.steps if result is not None else 0,
+        seconds=seconds,
+        stop_reason=result.stop_reason.value if result is not None else "harness error",
+        answer=answer,
+        tool_calls=len(results),
+        tool_errors=sum(m.is_error for m in results),
+        check_output=output,
+        error=error,
+        transcript=[{"role": m.role, **m.model_dump(exclude_defaults=True)} for m in messages],
+    )
+
+
+async def run_all(args: argparse.Namespace, tasks: list[Task]) -> list[Outcome]:
+    from reins import resolve_model
+
+    model = resolve_model(args.model)
+    chosen = list(configs(args.configs.split(",")).items())
+    outcomes: list[Outcome] = []
+    for index, task in enumerate(tasks):
+        shift = index % len(chosen)
+        for config, options in chosen[shift:] + chosen[:shift]:
+            tools = args.tools.split(",") if args.tools else None
+            outcome = await attempt(model, args.model, config, options, task, args.max_steps, tools)
+            outcomes.append(outcome)
+            # written as it goes, so an interrupted run still leaves its results
+            save(args.details, outcomes)
+            mark = "ok  " if outcome.success else "FAIL"
+            print(
+                f"  {mark} {task.id:<15} {config:<20} {outcome.steps:>2} steps "
+                f"{outcome.seconds:6.1f} s  {outcome.stop_reason}",
+                file=sys.stderr,
+                flush=True,
+            )
+    return outcomes
+
+
+def save(path: str, outcomes: list[Outcome]) -> None:
+    Path(path).write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+
+
+HEADER = [
+    "config",
+    "tasks",
+    "success %",
+    "steps (median)",
+    "s/task (median)",
+    "s/step (median)",
+    "tool errors %",
+    "stop reasons",
+]
+
+
+def row(config: str, group: list[Outcome]) -> list[str]:
+    n = len(group)
+    per_step = [o.seconds / o.steps for o in group if o.steps]
+    calls = sum(o.tool_calls for o in group)
+    reasons: dict[str, int] = {}
+    for o in group:
+        reasons[o.stop_reason] = reasons.get(o.stop_reason, 0) + 1
+    return [
+        config,
+        str(n),
+        f"{100 * sum(o.success for o in group) / n:.0f} ({sum(o.success for o in group)}/{n})",
+        f"{statistics.median(o.steps for o in group):.0f}",
+        f"{statistics.median(o.seconds for o in group):.1f}",
+        f"{statistics.median(per_step):.2f}" if per_step else "—",
+        f"{100 * sum(o.tool_errors for o in group) / calls:.0f}" if calls else "—",
+        ", ".join(f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])),
+    ]
+
+
+def table(outcomes: list[Outcome]) -> str:
+    names = list(dict.fromkeys(o.config for o in outcomes))
+    rows = [row(name, [o for o in outcomes if o.config == name]) for name in names]
+    lines = [HEADER, ["---"] * len(HEADER), *rows]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+
+
+def per_task(outcomes: list[Outcome]) -> str:
+    names = list(dict.fromkeys(o.config for o in outcomes))
+    tasks = list(dict.fromkeys(o.task for o in outcomes))
+    header = ["task", *names]
+    lines = [header, ["---"] * len(header)]
+    for task in tasks:
+        cells = [task]
+        for name in names:
+            o = next(o for o in outcomes if o.task == task and o.config == name)
+            cells.append(f"{'✓' if o.success else '✗'} {o.steps} st, {o.seconds:.0f} s")
+        lines.append(cells)
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="local", help="a model string (default: local)")
+    parser.add_argument("--configs", default="on,off", help="comma-separated: on, off")
+    parser.add_argument("--limit", type=int, default=0, help="the first N tasks; 0 = all")
+    parser.add_argument("--only", help="comma-separated task ids")
+    parser.add_argument("--max-steps", type=int, default=10)
+    parser.add_argument("--tools", help="comma-separated built-in tools (default: all of them)")
+    parser.add_argument("--details", default="tasks-results.json", help="per-task JSON results")
+    args = parser.parse_args()
+    tasks = TASKS
+    if args.only:
+        wanted = set(args.only.split(","))
+        tasks = [t for t in tasks if t.id in wanted]
+    if args.limit:
+        tasks = tasks[: args.limit]
+    started = time.perf_counter()
+    print(f"Tasks: {len(tasks)} on {args.model}, max {args.max_steps} steps:", file=sys.stderr)
+    outcomes = asyncio.run(run_all(args, tasks))
+    save(args.details, outcomes)
+    print(table(outcomes))
+    print()
+    print(per_task(outcomes))
+    print(
+        f"\nTotal {time.perf_counter() - started:.0f} s; {len(tasks)} tasks on {args.model}, "
+        f"max {args.max_steps} steps; per-task results in {args.details}."
+    )
+
+
+if __name__ == "__main__":
+    main()
