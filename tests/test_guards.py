@@ -329,6 +329,44 @@ async def test_goal_is_restated_every_five_rounds(workspace: Path) -> None:
     assert notices(await events_of(agent, "poke"), "GoalAnchor") == []
 
 
+# schema echo
+
+
+async def test_an_argument_that_copies_the_schema_is_not_run(workspace: Path) -> None:
+    replies = [
+        reply("", call("final_answer", "f1", answer="The final answer.")),
+        reply("", call("write_file", "w1", path="file_path", content="hi")),
+        reply("", call("write_file", "w2", path="out.txt", content="hi")),
+        reply("", call("final_answer", "f2", answer="Wrote out.txt.")),
+    ]
+    result = await agent_for(replies, workspace).run("Create out.txt containing hi")
+    results = [m for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert results[0].is_error
+    assert results[0].content.startswith(
+        "Not run: 'The final answer.' is what the schema says of the argument `answer`"
+    )
+    assert results[1].is_error
+    assert "the argument `path`" in results[1].content
+    assert not (workspace / "file_path").exists()
+    assert (workspace / "out.txt").read_text() == "hi"
+    assert (result.stop_reason, result.final_answer) == (StopReason.END_TURN, "Wrote out.txt.")
+
+
+async def test_a_value_the_goal_asks_for_is_no_echo_and_the_guard_switches_off(
+    workspace: Path,
+) -> None:
+    (workspace / "a.txt").write_text("a pattern here\n")
+    replies = [reply("", call("grep", "g1", pattern="pattern")), "FINAL_ANSWER: a.txt"]
+    result = await agent_for(replies, workspace).run("Which file mentions the word pattern?")
+    [found] = [m for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert not found.is_error
+    assert "a pattern here" in found.content
+    replies = [reply("", call("final_answer", "f1", answer="The final answer."))]
+    off = agent_for(replies, workspace, guards=Guards(schema_echo=False))
+    result = await off.run("Say something")
+    assert result.final_answer == "The final answer."
+
+
 # 6. one call per step
 
 

@@ -650,6 +650,7 @@ class Agent:
             command_args={t.name: t.command_arg for t in tools if t.command_arg},
             tool_names=list(executor.tools),
             strict_actions=getattr(self.model, "actions", "native") == "json",
+            specs=executor.specs,
         )
 
     def _may_ask(self) -> bool:

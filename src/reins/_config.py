@@ -132,6 +132,7 @@ class GuardsConfig(BaseModel):
     goal_anchor: int | None = Field(default=None, ge=0)
     one_call: bool | None = None
     repetition: bool | None = None
+    schema_echo: bool | None = None
 
     def guards(
         self,

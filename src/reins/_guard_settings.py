@@ -20,6 +20,7 @@ GUARD_NAMES = (
     "goal-anchor",
     "one-call",
     "repetition",
+    "schema-echo",
 )
 """The guards' names, as `--no-guard NAME` and the config's `[guards]` table spell them."""
 
@@ -52,6 +53,10 @@ class Guards:
     """A sentence, line or phrase a reply's text repeats back to back (3 times or more) is
     collapsed to one copy and `[… repeated N times]` in the history sent back to the model
     (and in a final answer given as text); the log keeps the reply as the model wrote it."""
+
+    schema_echo: bool = True
+    """Refuse a call whose argument is its parameter's name or description (`path="file_path"`,
+    `answer="The final answer."`): what small models write when they copy the schema."""
 
     def __post_init__(self) -> None:
         if self.loop_threshold < 2 or self.anti_stall_threshold < 1 or self.goal_anchor < 0:

@@ -23,7 +23,14 @@ import re
 from collections.abc import Mapping, Sequence
 
 from .._guard_settings import Guards
-from .._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
+from .._messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
 from .._state import FINAL_ANSWER_TOOL, RunState
 from .._stop import StopReason
 from ._base import (
@@ -56,6 +63,7 @@ def guard_policies(
     command_args: Mapping[str, str],
     tool_names: Sequence[str],
     strict_actions: bool = False,
+    specs: Sequence[ToolSpec] = (),
 ) -> list[Policy]:
     """One run's guard policies, sharing one fold of its messages. (The `repetition` guard is
     no policy: the fold of the run's events applies it, see `RunState.apply`.)"""
@@ -80,6 +88,8 @@ def guard_policies(
         policies.append(LeakedMarkup(tool_names, strict_actions=strict_actions))
     if guards.file_action:
         policies.append(FileActionGuard(facts))
+    if guards.schema_echo and specs:
+        policies.append(SchemaEcho(specs))
     return policies
 
 
@@ -496,3 +506,55 @@ class OneCallPerStep(Policy):
             f"Not run: one call per step. Only the first call ({pending[0].name}) ran; make "
             "this call again in your next step if you still need it."
         )
+
+
+class SchemaEcho(Policy):
+    """A call whose string argument is that parameter's name or description (`path=
+    "file_path"`, `answer="The final answer."`) copies the schema instead of filling it in: it
+    is not run, and the model is told which argument and what belongs there."""
+
+    def __init__(self, specs: Sequence[ToolSpec]) -> None:
+        self.echoes: dict[str, dict[str, tuple[str, ...]]] = {}
+        for spec in specs:
+            properties = spec.parameters.get("properties", {})
+            echoes = {
+                name: _echoes(name, str(schema.get("description", "")))
+                for name, schema in properties.items()
+                if isinstance(schema, dict) and schema.get("type") == "string"
+            }
+            if echoes:
+                self.echoes[spec.name] = echoes
+
+    async def before_tool(self, state: RunState, call: ToolCall) -> BeforeTool:
+        echoes = self.echoes.get(call.name)
+        if echoes is None:
+            return CONTINUE
+        for name, value in call.arguments.items():
+            if (
+                name in echoes
+                and isinstance(value, str)
+                and len(value) < 80
+                and _plain(value) in echoes[name]
+                and _plain(value) not in _plain(state.goal)  # asked for: `grep "pattern"`
+            ):
+                return Reject(
+                    f"Not run: {value!r} is what the schema says of the argument `{name}`, "
+                    f"not a value for it. Put the real {name.replace('_', ' ')} there "
+                    "(taken from the goal or from what you found)."
+                )
+        return CONTINUE
+
+
+def _plain(text: str) -> str:
+    """Lower case, words only: `File_path.` and `file path` read alike."""
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _echoes(name: str, description: str) -> tuple[str, ...]:
+    """What a copied schema looks like for one parameter: its name, its description (or its
+    first sentence), the description's first two or three words ("file path")."""
+    first = description.split(". ")[0].split(", ")[0]
+    words = _plain(first).split()
+    found = {_plain(name), _plain(description), _plain(first)}
+    found.update(" ".join(words[:n]) for n in (2, 3) if len(words) >= n)
+    return tuple(sorted(f for f in found if f))
