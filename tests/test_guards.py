@@ -329,6 +329,31 @@ async def test_goal_is_restated_every_five_rounds(workspace: Path) -> None:
     assert notices(await events_of(agent, "poke"), "GoalAnchor") == []
 
 
+async def test_a_repeated_successful_write_is_not_run_again_until_its_path_changes(
+    workspace: Path,
+) -> None:
+    write = {"path": "out.txt", "content": "hi"}
+    replies = [
+        reply("", call("write_file", "w1", **write)),
+        reply("", call("write_file", "w2", **write)),
+        reply("", call("edit_file", "e1", path="out.txt", old="hi", new="ho")),
+        reply("", call("write_file", "w3", **write)),
+        "FINAL_ANSWER: done",
+    ]
+    result = await agent_for(replies, workspace).run("Create out.txt containing hi")
+    results = [m.content for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert results[0].startswith("Wrote")
+    assert results[1].startswith("Already done: you made this exact call before and it succeeded")
+    assert not results[3].startswith("Already done")  # the edit touched the path: run again
+    assert (workspace / "out.txt").read_text() == "hi"
+    off = agent_for(
+        [*replies[:2], "FINAL_ANSWER: done"], workspace, guards=Guards(repeat_cache=False)
+    )
+    result = await off.run("Create out.txt containing hi")
+    results = [m.content for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert results[1].startswith("Wrote")
+
+
 # schema echo
 
 

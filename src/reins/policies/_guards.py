@@ -48,6 +48,7 @@ from ._base import (
 from ._reflect import FAILED_NOTE
 
 CACHED = "Cached: "
+DONE = "Already done: "
 FILE_NOTE = "You have not written the file yet"
 LOOP_NOTE = "Warning: you are going in circles"
 ANCHOR_NOTE = "Reminder of your goal"
@@ -128,6 +129,9 @@ class RunFacts:
         self.seen = seen
         self.cache: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
         """Successful read-only results by call key, with the paths the call named."""
+        self.done: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
+        """Successful changes by a file tool, by call key: doing one again changes nothing
+        (until another change touches its path)."""
         self.written = False
         """A write (a file tool's, or a command that writes) succeeded this run."""
         self.file_refusals = 0
@@ -194,14 +198,22 @@ class RunFacts:
                 self._results.add(fingerprint)
                 self.progress = True
             return
+        if result.content.startswith(DONE):
+            return  # not run again: no change, no progress
         # A change (or an attempt at one): the reads it may have made stale are forgotten.
         paths = self._paths(call)
         if paths and self.cache:
             self.cache = {k: v for k, v in self.cache.items() if not _touches(v[1], k[1], paths)}
         elif self.cache:
             self.cache = {}
+        if paths and self.done:
+            self.done = {k: v for k, v in self.done.items() if not _touches(v[1], k[1], paths)}
+        elif self.done:
+            self.done = {}
         if result.is_error:
             return
+        if paths:
+            self.done[call_key(call)] = (result.content, paths)
         self.progress = True
         if not self.written and (paths or self._writes(call)):
             self.written = True
@@ -298,14 +310,25 @@ class RepeatCache(Policy):
     """An exact repeat (same tool, same arguments) of a read-only call that succeeded is not
     run again: the model gets the earlier result (its first 500 characters) and is told to use
     it. A change invalidates the cached reads that name its path (all of them when it names
-    none); failures are never cached, so a failed call may be retried."""
+    none); failures are never cached, so a failed call may be retried. So is an exact repeat of
+    a file tool's change that succeeded (small models write the same file again and again):
+    until another change touches its path, the model is told it is done already."""
 
     def __init__(self, facts: RunFacts) -> None:
         self.facts = facts
 
     async def before_tool(self, state: RunState, call: ToolCall) -> BeforeTool:
         if call.name not in self.facts.read_only:
-            return CONTINUE  # the usual case, with no fold needed
+            if call.name not in self.facts.path_args:
+                return CONTINUE  # the usual case, with no fold needed
+            done = self.facts.update(state).done.get(call_key(call))
+            if done is None:
+                return CONTINUE
+            return Answer(
+                f"{DONE}you made this exact call before and it succeeded ({_clip(done[0])}); "
+                "nothing has touched that path since, so it was not run again. If the goal is "
+                "reached, give your final answer now."
+            )
         facts = self.facts.update(state)
         if not facts.cache:
             return CONTINUE
@@ -558,3 +581,7 @@ def _echoes(name: str, description: str) -> tuple[str, ...]:
     found = {_plain(name), _plain(description), _plain(first)}
     found.update(" ".join(words[:n]) for n in (2, 3) if len(words) >= n)
     return tuple(sorted(f for f in found if f))
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
