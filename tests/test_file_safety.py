@@ -125,7 +125,9 @@ async def test_a_symlink_swapped_in_mid_call_never_leads_outside(
                 text = {t.name: t for t in BUILTIN_TOOLS}[name].fn(ctx, **args)
             except ToolError as exc:
                 text = str(exc)
-                assert "outside the workspace" in text, text
+                # A refusal either way; the walk's retries on a name that keeps flipping
+                # between folder and symlink count against the symlink cap (seen under load).
+                assert "outside the workspace" in text or "too many symlinks" in text, text
                 outcomes["outside"] += 1
             else:
                 outcomes["ok"] += 1
