@@ -388,7 +388,12 @@ def test_the_reflect_tool_is_what_the_issue_asks_for() -> None:
     properties = REFLECT_TOOL.parameters["properties"]
     assert properties["assessment"]["enum"] == ["success", "failure", "partial", "unknown"]
     assert properties["next_action"]["enum"] == ["continue", "change_plan", "complete", "retry"]
-    assert json.dumps(REFLECT_TOOL.parameters)  # a schema a provider can be sent
+    assert REFLECT_TOOL.parameters["required"] == [
+        "assessment",
+        "reasoning",
+        "next_action",
+        "revised_approach",
+    ]
 
 
 # the command line and the config file
