@@ -48,7 +48,7 @@ demo: setup
 	rm -rf $(DEMO) && mkdir -p $(DEMO)
 	$(BIN)/reins run "Create the file hello.txt containing the text: Hello from reins" \
 		--tools write_file,read_file --max-steps 4 --workspace $(DEMO) --store $(DEMO)/.reins \
-		|| test $$? -eq 3  # exit 3: it used up its steps, which a model this small may do
+		|| case $$? in 3|11) ;; *) exit 1 ;; esac  # out of steps (3) or going in circles (11): a model this small may
 	$(BIN)/reins show last --store $(DEMO)/.reins
 	ls -l $(DEMO)
 
