@@ -196,10 +196,11 @@ CASES = [
     ('{"name": "finish", "arguments": "none"}', Kind.ARGUMENTS_NOT_OBJECT, ["string"]),
     ('{"name": "finish", "arguments": null}', Kind.ARGUMENTS_NOT_OBJECT, ["null"]),
     (
-        '{"thought": "t", "name": "finish", "arguments": {}, "id": 1}',
+        '{"thought": "t", "name": "finish", "arguments": {}, "id": 1, "why": 2}',
         Kind.EXTRA_KEYS,
-        ['"thought", "id"'],
+        ['"id", "why"', 'only "thought", "name" and "arguments"'],
     ),
+    ('{"thought": ["a"], "name": "finish", "arguments": {}}', Kind.THOUGHT_NOT_STRING, ["array"]),
     (
         '{"name": "write_file", "arguments": {"path": "a"}}',
         Kind.SCHEMA_INVALID,
@@ -244,6 +245,11 @@ def test_extra_keys_are_rejected_even_when_the_action_is_otherwise_valid() -> No
     assert outcome(WRITE_JSON) == Action(**WRITE)
 
 
+def test_a_thought_before_the_action_is_kept_beside_it() -> None:
+    text = json.dumps({"thought": " a.txt is missing: write it ", **WRITE})
+    assert outcome(text) == Action(**WRITE, thought="a.txt is missing: write it")
+
+
 def test_without_tools_every_name_is_unknown() -> None:
     error = reject('{"name": "finish", "arguments": {}}', tools=[])
     assert (error.kind, error.message) == (
@@ -260,7 +266,7 @@ def test_long_model_text_is_clipped_in_messages() -> None:
     many = {f"key{i}": i for i in range(50)}
     error = reject(json.dumps({"name": "finish", "arguments": {}, **many}))
     assert error.kind is Kind.EXTRA_KEYS
-    assert error.message.endswith('and 45 more: only "name" and "arguments" are allowed')
+    assert error.message.endswith('and 45 more: only "thought", "name" and "arguments" are allowed')
     huge = {"name": "write_file", "arguments": {"path": ["p" * 10_000], "content": 1}}
     error = reject(json.dumps(huge))
     assert error.kind is Kind.SCHEMA_INVALID
@@ -306,7 +312,9 @@ def test_the_repair_message_restates_the_contract() -> None:
     error = reject('{"name": "wirte_file", "arguments": {}}')
     message = repair_message(error, TOOLS)
     assert message.startswith(f"Your reply was rejected: {error.message}\n")
-    assert ENVELOPE == '{"name": "<tool>", "arguments": {...}}'
+    assert ENVELOPE == (
+        '{"thought": "<what you know, what you do next>", "name": "<tool>", "arguments": {...}}'
+    )
     assert f"exactly one JSON object and nothing else: {ENVELOPE}" in message
     assert "No prose" in message
     assert "Allowed tools: write_file, search, save, finish." in message
@@ -456,7 +464,11 @@ def first_problem(value: dict[str, Any]) -> ActionErrorKind:
         return Kind.MISSING_ARGUMENTS
     if not isinstance(arguments, dict):
         return Kind.ARGUMENTS_NOT_OBJECT
-    return Kind.EXTRA_KEYS if set(value) != {"name", "arguments"} else Kind.SCHEMA_INVALID
+    if set(value) - {"thought", "name", "arguments"}:
+        return Kind.EXTRA_KEYS
+    if not isinstance(value.get("thought", ""), str):
+        return Kind.THOUGHT_NOT_STRING
+    return Kind.SCHEMA_INVALID
 
 
 @relaxed

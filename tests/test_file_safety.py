@@ -100,7 +100,7 @@ async def test_a_symlink_swapped_in_mid_call_never_leads_outside(
     calls = [
         ("read_file", {"path": "d/secret.txt"}),
         ("write_file", {"path": "d/new.txt", "content": "x"}),
-        ("edit_file", {"path": "d/secret.txt", "old": "inside", "new": "inside"}),
+        ("edit_file", {"path": "d/secret.txt", "old": "inside\n", "new": "inside\n\n"}),
         ("grep", {"pattern": "SECRET", "path": "d"}),
         ("find_files", {"pattern": "*", "path": "d"}),
     ]
@@ -435,7 +435,8 @@ async def test_pages_of_a_long_mixed_file_add_up_to_the_file(workspace: Path) ->
     past = await run(ex, "read_file", path="mixed.txt", start_line=6001)
     assert past.content == "[mixed.txt has 6000 lines; start_line=6001 is past its end]"
     some = await run(ex, "read_file", path="mixed.txt", start_line=2990, end_line=3010)
-    assert some.content == "\n".join(shown[2989:3010]) + "\n"
+    page = "\n".join(shown[2989:3010]) + "\n"
+    assert some.content == page + "\n[more lines follow; read on with start_line=3011]"
     found = (await run(ex, "grep", pattern="^(é€)+$", path="mixed.txt")).content.split("\n")
     numbers = [i for i, line in enumerate(lines, 1) if line.startswith("é€")]
     assert [int(f.split(":")[1]) for f in found if not f.startswith("[")] == numbers[:200]

@@ -358,8 +358,9 @@ async def test_a_repeated_successful_write_is_not_run_again_until_its_path_chang
 
 
 async def test_an_argument_that_copies_the_schema_is_not_run(workspace: Path) -> None:
+    echo = "The number, name or text the user asked for, or what you changed and where."
     replies = [
-        reply("", call("final_answer", "f1", answer="The final answer.")),
+        reply("", call("final_answer", "f1", answer=echo)),
         reply("", call("write_file", "w1", path="file_path", content="hi")),
         reply("", call("write_file", "w2", path="out.txt", content="hi")),
         reply("", call("final_answer", "f2", answer="Wrote out.txt.")),
@@ -368,7 +369,7 @@ async def test_an_argument_that_copies_the_schema_is_not_run(workspace: Path) ->
     results = [m for m in result.messages if isinstance(m, ToolResultMessage)]
     assert results[0].is_error
     assert results[0].content.startswith(
-        "Not run: 'The final answer.' is what the schema says of the argument `answer`"
+        f"Not run: {echo!r} is what the schema says of the argument `answer`"
     )
     assert results[1].is_error
     assert "the argument `path`" in results[1].content

@@ -33,7 +33,13 @@ from reins import (
 from reins._actions import MAX_REPAIRS, parse_action
 from reins._model import ModelResponse, TextChunk
 from reins.models import LocalModel, OpenAIModel
-from reins.models._json_actions import MAX_STRING, MIN_STRING, action_schema, chat
+from reins.models._json_actions import (
+    MAX_STRING,
+    MIN_STRING,
+    action_schema,
+    chat,
+    thought_cap,
+)
 from reins.policies._repair import REPEAT_TEMPERATURE
 from reins.testing import FunctionModel, ScriptedModel
 from reins.tools import final_answer, list_files, read_file, write_file
@@ -141,7 +147,8 @@ def test_a_fitted_action_always_fits_its_budget(budget: int) -> None:
         assert size <= budget, (action["name"], size)
     [write] = [b for b in schema["anyOf"] if b["properties"]["name"]["const"] == "write_file"]
     content = write["properties"]["arguments"]["properties"]["content"]["maxLength"]
-    assert content >= min(budget // 2 - 40, MAX_STRING)  # the budget is shared, not wasted
+    # the budget is shared, not wasted
+    assert content >= min((budget - thought_cap(budget)) // 2 - 70, MAX_STRING)
 
 
 def test_a_budget_too_small_to_fit_keeps_usable_floors() -> None:
@@ -176,15 +183,19 @@ def test_history_is_flattened_for_a_text_only_model() -> None:
             AssistantMessage(tool_calls=(call,)),
             ToolResultMessage(call_id="c1", name="read_file", content="hi"),
             ToolResultMessage(call_id="c2", name="grep", content="bad regex", is_error=True),
+            AssistantMessage(text="It says hi.", tool_calls=(call,)),
         ],
         TOOLS,
     )
-    assert [m["role"] for m in flat] == ["system", "user", "assistant", "user", "user"]
+    assert [m["role"] for m in flat] == ["system", "user", "assistant", "user", "user", "assistant"]
     assert flat[0]["content"].startswith("Be brief.\n\nYou act by replying with exactly one JSON")
-    assert "- write_file: Create or overwrite a text file" in flat[0]["content"]
+    assert "- write_file: Create a text file, replace its whole content" in flat[0]["content"]
     assert flat[2]["content"] == '{"name": "read_file", "arguments": {"path": "a.txt"}}'
     assert flat[3]["content"] == "Result of read_file: hi"
     assert flat[4]["content"] == "Error from grep: bad regex"
+    assert flat[5]["content"] == (  # the thought goes back where the model wrote it
+        '{"thought": "It says hi.", "name": "read_file", "arguments": {"path": "a.txt"}}'
+    )
 
 
 class FakeLlama:
@@ -339,7 +350,10 @@ async def test_a_raw_newline_the_grammar_allows_is_a_valid_action(local: LocalMo
     """llama.cpp's JSON grammar lets a string hold a raw newline. Shown one, SmolLM2 types its
     own file's lines that way; the reply must still be the action it is (it was text that the
     strict parser rejected: "Invalid control character")."""
-    shown = '{"name": "write_file", "arguments": {"path": "a.txt", "content": "one\ntwo\n"}}'
+    shown = (
+        '{"thought": "Two lines, one per line.", "name": "write_file", '
+        '"arguments": {"path": "a.txt", "content": "one\ntwo\n"}}'
+    )
     messages = [
         SystemMessage(content="You are an agent."),
         UserMessage(content="Write a.txt with the lines one and two."),

@@ -1,10 +1,11 @@
 """The strict JSON action contract, for text-only and small models.
 
-The whole reply must be one JSON object, `{"name": <tool>, "arguments": {...}}`, with at most
-one ```json (or bare ```) fence and whitespace around it. Nothing is guessed: prose, a second
-object or an extra key is rejected, never dropped, because a guessed action would run with
-consequences the model did not choose. Every rejection is an `ActionError` of a closed
-`ActionErrorKind`; `repair_message` turns it into the one instruction the model gets back.
+The whole reply must be one JSON object, `{"thought": ..., "name": <tool>, "arguments": {...}}`
+(the thought optional), with at most one ```json (or bare ```) fence and whitespace around it.
+Nothing is guessed: prose, a second object or an extra key is rejected, never dropped, because
+a guessed action would run with consequences the model did not choose. Every rejection is an
+`ActionError` of a closed `ActionErrorKind`; `repair_message` turns it into the one instruction
+the model gets back.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ MAX_DEPTH = 64
 """Deepest nesting of arrays and objects accepted. Deeper replies are NOT_JSON: no decoder or
 validator recursion can then overflow, and no real tool call nests this deep."""
 
-ENVELOPE = '{"name": "<tool>", "arguments": {...}}'
+ENVELOPE = '{"thought": "<what you know, what you do next>", "name": "<tool>", "arguments": {...}}'
+ENVELOPE_KEYS = ("thought", "name", "arguments")
 
 
 class ActionErrorKind(StrEnum):
@@ -51,6 +53,7 @@ class ActionErrorKind(StrEnum):
     MISSING_ARGUMENTS = "missing_arguments"
     ARGUMENTS_NOT_OBJECT = "arguments_not_object"
     EXTRA_KEYS = "extra_keys"
+    THOUGHT_NOT_STRING = "thought_not_string"
     SCHEMA_INVALID = "schema_invalid"
 
 
@@ -74,6 +77,9 @@ class Action:
 
     name: str
     arguments: dict[str, Any]
+    thought: str = ""
+    """The reasoning the model gave before acting: a small model that may not write prose
+    around its action (or is held to a grammar) thinks here."""
 
     def to_call(self, call_id: str) -> ToolCall:
         return ToolCall(id=call_id, name=self.name, arguments=self.arguments)
@@ -107,14 +113,20 @@ def parse_action(text: str, tools: Sequence[ToolSpec]) -> Action:
             ActionErrorKind.ARGUMENTS_NOT_OBJECT,
             f'"arguments" is a JSON {_json_type(arguments)}, not an object',
         )
-    if extra := [key for key in value if key not in ("name", "arguments")]:
+    if extra := [key for key in value if key not in ENVELOPE_KEYS]:
         _fail(
             ActionErrorKind.EXTRA_KEYS,
-            f'unexpected keys {_list(extra)}: only "name" and "arguments" are allowed',
+            f'unexpected keys {_list(extra)}: only "thought", "name" and "arguments" are allowed',
+        )
+    thought = value.get("thought", "")
+    if not isinstance(thought, str):
+        _fail(
+            ActionErrorKind.THOUGHT_NOT_STRING,
+            f'"thought" is a JSON {_json_type(thought)}, not a string',
         )
     if problems := _schema_problems(by_name[name], arguments):
         _fail(ActionErrorKind.SCHEMA_INVALID, f"invalid arguments for {name}: {problems}")
-    return Action(name=name, arguments=arguments)
+    return Action(name=name, arguments=arguments, thought=thought.strip())
 
 
 def repair_message(error: ActionError, tools: Sequence[ToolSpec]) -> str:
@@ -141,6 +153,7 @@ _RECOVERY: dict[ActionErrorKind, str] = {
     ActionErrorKind.MISSING_ARGUMENTS: 'Put the arguments inside "arguments" ({} if none).',
     ActionErrorKind.ARGUMENTS_NOT_OBJECT: 'Make "arguments" an object of argument names to values.',
     ActionErrorKind.EXTRA_KEYS: 'Put every argument inside "arguments"; add no other keys.',
+    ActionErrorKind.THOUGHT_NOT_STRING: 'Give "thought" as one string, or leave it out.',
     ActionErrorKind.SCHEMA_INVALID: "Fix those arguments to match the tool's parameters.",
 }
 

@@ -390,7 +390,6 @@ class Agent:
             history: list[Message] = [
                 SystemMessage(
                     content=system_prompt(
-                        workspace=workspace.root,
                         instructions=self.instructions,
                         approvals=self._may_ask(),
                     )

@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ._state import FINAL_ANSWER_PREFIX, FINAL_ANSWER_TOOL
 
 BASE_PROMPT = """\
-You are an autonomous agent working in the folder {workspace}.
+You are an autonomous agent working in a folder, the workspace.
 Work towards the user's goal step by step: think briefly, then call one or more tools.
-Paths are relative to that folder; the file tools cannot reach files outside it.{approvals}
-When the goal is reached, call the `{tool}` tool with your answer (or reply with a line that starts
-with `{prefix}`, followed by the answer)."""
+Give paths relative to the workspace, such as `notes.txt` or `src/app.py`; the file tools cannot
+reach files outside it.{approvals}
+Use the tools to find out what you need (do not guess) and to make the changes the goal asks for.
+When the goal is reached, call the `{tool}` tool with your answer: the number, name or text
+asked for, or what you changed (or reply with a line that starts with `{prefix}`, followed by
+the answer)."""
 
 
 APPROVALS = """
 Some calls need the user's approval; a call that is denied says so: do not repeat it."""
 
 
-def system_prompt(*, workspace: Path, instructions: str, approvals: bool = False) -> str:
-    """`approvals`: some of the run's calls may be put to the user (or denied)."""
+def system_prompt(*, instructions: str, approvals: bool = False) -> str:
+    """`approvals`: some of the run's calls may be put to the user (or denied).
+
+    The workspace's absolute path is left out: small models copied it into their paths and
+    got it wrong; every tool takes paths relative to it."""
     base = BASE_PROMPT.format(
-        workspace=workspace,
         tool=FINAL_ANSWER_TOOL,
         prefix=FINAL_ANSWER_PREFIX,
         approvals=APPROVALS if approvals else "",

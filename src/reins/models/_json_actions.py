@@ -21,10 +21,16 @@ from .._messages import (
 RULES = """\
 You act by replying with exactly one JSON object and nothing else:
 {envelope}
-No prose before or after it. One action per reply; you will see its result, then act again.
+No prose before or after it: think in "thought", in a sentence or two (what the last result
+tells you, what is still to do). One action per reply; you will see its result, then act again.
 When the task is done, call final_answer with your answer.
 Tools:
 {tools}"""
+
+THOUGHT_CHARS = 200
+MIN_THOUGHT_BUDGET = 400
+"""The grammar's cap on a thought: room for a short reasoning step (small models count and
+add better when they write the items out first), not for an essay before every action."""
 
 
 MIN_STRING = 16
@@ -45,23 +51,39 @@ def action_schema(tools: Sequence[ToolSpec], max_chars: int | None = None) -> di
     of a tool share what its other arguments leave (up to `MAX_STRING` characters each), and
     lists get at most `MAX_ITEMS` items.
     A token is at least one character (of ASCII text), so with `max_chars` = the output-token
-    cap no action is cut off, however the model loops inside a string."""
+    cap no action is cut off, however the model loops inside a string.
+
+    Every action starts with a thought (required here, optional to the parser): a model held
+    to JSON has nowhere else to reason before it acts."""
+    chars = thought_cap(max_chars)
+    thought = {"thought": {"type": "string", "maxLength": chars}} if chars else {}
+    # the rest of the envelope: {"thought": "", "name": "", "arguments": }
+    room = None if max_chars is None else max_chars - 30 - (chars + 15 if chars else 0)
     return {
         "anyOf": [
             {
                 "type": "object",
                 "properties": {
+                    **thought,
                     "name": {"const": tool.name},
                     "arguments": tool.parameters
-                    if max_chars is None
-                    else _fit(tool.parameters, max_chars - len(tool.name) - 30),
+                    if room is None
+                    else _fit(tool.parameters, room - len(tool.name)),
                 },
-                "required": ["name", "arguments"],
+                "required": [*thought, "name", "arguments"],
                 "additionalProperties": False,
             }
             for tool in tools
         ]
     }
+
+
+def thought_cap(max_chars: int | None) -> int:
+    """The longest thought: `THOUGHT_CHARS`, or a fifth of a smaller budget (the arguments get
+    the rest); none at all below `MIN_THOUGHT_BUDGET`, where the action needs every character."""
+    if max_chars is None:
+        return THOUGHT_CHARS
+    return min(THOUGHT_CHARS, max_chars // 5) if max_chars >= MIN_THOUGHT_BUDGET else 0
 
 
 def _fit(schema: dict[str, Any], chars: int) -> dict[str, Any]:
@@ -166,11 +188,14 @@ def reply(text: str, tools: Sequence[ToolSpec]) -> AssistantMessage:
         action = parse_action(text, tools)
     except ActionError:
         return AssistantMessage(text=text)
-    return AssistantMessage(tool_calls=(action.to_call(""),))
+    return AssistantMessage(text=action.thought, tool_calls=(action.to_call(""),))
 
 
 def _as_text(message: AssistantMessage) -> str:
     if not message.tool_calls:
         return message.text
     call = message.tool_calls[0]
-    return json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+    action = {"name": call.name, "arguments": call.arguments}
+    if message.text:  # the thought, back in its place
+        action = {"thought": message.text, **action}
+    return json.dumps(action, ensure_ascii=False)

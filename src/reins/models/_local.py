@@ -24,7 +24,7 @@ from . import _json_actions
 from ._embedded import DEFAULT_EMBEDDED, embedded_gguf
 from ._resilience import resilient
 
-DEFAULT_MAX_TOKENS = 512
+DEFAULT_MAX_TOKENS = 1024
 
 
 @dataclass(kw_only=True)

@@ -67,13 +67,16 @@ def read_file(ctx: ToolContext, path: str, start_line: int = 1, end_line: int | 
             return text
         if start_line > max(last, 1) and lines.ended:  # (an empty file reads as "")
             return f"[{path} has {last} lines; start_line={start_line} is past its end]"
+        if end_line is not None and next_line > end_line:  # the range ended, not the page
+            total = f"{last} lines in all" if lines.ended else "more lines follow"
+            return f"{text}\n[{total}; read on with start_line={next_line}]"
         return text + _read_note(lines, size, last, next_line)
 
 
 def _page(lines: Lines, start_line: int, end_line: int | None) -> tuple[str, int, int | None]:
     """The page from `start_line`, the number of lines seen (all of them, if the page is cut
     short: the rest are counted), and the line to read on from (0: none; None: the page is
-    the whole range asked for, up to `end_line`)."""
+    the whole range asked for, up to `end_line`, and no line after it was seen)."""
     page: list[str] = []
     size = number = shown = 0  # characters and lines in the page, lines before this batch
     batches = iter(lines)
@@ -100,7 +103,8 @@ def _page(lines: Lines, start_line: int, end_line: int | None) -> tuple[str, int
                 size, shown = size + len(line), shown + 1
         number += len(batch)
         if end_line is not None and number >= end_line:
-            return "".join(page), number, None
+            # lines past the range in this batch: say so, or a model reads on line by line
+            return "".join(page), number, end_line + 1 if number > end_line else None
     return "".join(page), number, 0
 
 
@@ -120,27 +124,37 @@ def _read_note(lines: Lines, size: int, last: int, next_line: int) -> str:
 
 @_stoppable
 @tool(path_args=("path",))
-def write_file(ctx: ToolContext, path: str, content: str) -> str:
-    """Create or overwrite a text file with the given content; parent folders are created.
+def write_file(ctx: ToolContext, path: str, content: str, append: bool = False) -> str:
+    """Create a text file, replace its whole content, or add to its end; parent folders are
+    created. To change part of a file, use edit_file.
 
     Args:
         path: File path, relative to the workspace root.
-        content: The whole new content of the file.
+        content: The file's whole new content (with append: the text to add at its end).
+        append: Add content at the end of the file instead of replacing what it holds.
     """
     stop = current_stop()
-    data = content.encode()
     target = ctx.workspace.locate_for_write(path, stop)
     try:
+        data = content.encode()
+        if append and target.mode is not None:
+            before = _whole_text(target, path)
+            # a line appended to a file that ends mid-line starts a line of its own
+            gap = "\n" if before and not before.endswith("\n") and content else ""
+            data = (before + gap + content).encode()
         replace_file(target, data, stop)
     finally:
         os.close(target.dir_fd)
+    if append:
+        return f"Appended {len(content.encode())} bytes to {target.rel}"
     return f"Wrote {len(data)} bytes to {target.rel}"
 
 
 @_stoppable
 @tool(path_args=("path",))
 def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool = False) -> str:
-    """Replace an exact piece of text in a file.
+    """Replace an exact piece of text in a file (new empty: delete it; a whole line deleted
+    goes with its line break).
 
     Args:
         path: File path, relative to the workspace root.
@@ -168,15 +182,29 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
                 f"old text not found in {path}; read the file and copy the exact text, "
                 "whitespace and indentation included"
             )
+        if old == new:  # a small model's "fix" that changes nothing, reported as done
+            raise ToolError(f"old and new are the same text: nothing in {path} would change")
         if count > 1 and not replace_all:
             raise ToolError(
                 f"old text occurs {count} times in {path}; include more surrounding lines to "
                 "make it unique, or set replace_all to true"
             )
-        replace_file(target, text.replace(old, new).encode(), stop)
+        replace_file(target, _replaced(text, old, new).encode(), stop)
     finally:
         os.close(target.dir_fd)
     return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {path}"
+
+
+def _replaced(text: str, old: str, new: str) -> str:
+    """`text` with every `old` made `new`; deleting whole lines takes their line breaks too,
+    so no empty line is left where one stood (what "remove the line" means)."""
+    if new or "\n" in old.rstrip("\n"):
+        return text.replace(old, new)
+    line = re.escape(old.rstrip("\n"))
+    whole = re.compile(rf"(?m)^{line}(?:\r?\n|\Z)")
+    if len(whole.findall(text)) == text.count(old.rstrip("\n")):
+        return whole.sub("", text)
+    return text.replace(old, new)
 
 
 def _whole_text(target: Target, path: str) -> str:
@@ -238,7 +266,7 @@ def find_files(ctx: ToolContext, pattern: str, path: str = ".") -> str:
             if spec.match_file(f.rel[skip:])
         ]
     if not found:
-        return f"no files match {pattern!r}"
+        return f"no files match {pattern!r} (find_files matches names; grep searches contents)"
     shown = found[:MAX_LIST_ENTRIES]
     more = len(found) - len(shown)
     return "\n".join(shown) + (f"\n[{more} more files]" if more else "")
@@ -345,10 +373,11 @@ class _Search:
 
 @tool(timeout=None, command_arg="command")
 async def run_command(ctx: ToolContext, command: str, timeout: float = 60.0) -> str:  # noqa: ASYNC109
-    """Run a shell command in the workspace root; prints its exit code and output (the middle
-    of a long output is cut). It runs in a sandbox: it may write only inside the workspace (not
-    .git or the run log) and a private /tmp, discarded afterwards; it has no network; it sees a
-    reduced environment; processes it leaves in the background are killed when it ends.
+    """Run a shell command (such as cp, mv, wc or python3) in the workspace root; prints its
+    exit code and output (the middle of a long output is cut). It runs in a sandbox: it may
+    write only inside the workspace (not .git or the run log) and a private /tmp, discarded
+    afterwards; it has no network; it sees a reduced environment; processes it leaves in the
+    background are killed when it ends.
 
     Args:
         command: The command line, run by /bin/sh.
@@ -376,8 +405,8 @@ async def run_command(ctx: ToolContext, command: str, timeout: float = 60.0) -> 
 
 
 _RUN_COMMAND_HEAD = (
-    "Run a shell command in the workspace root; prints its exit code and output (the middle of "
-    "a long output is cut)."
+    "Run a shell command (such as cp, mv, wc or python3) in the workspace root; prints its exit "
+    "code and output (the middle of a long output is cut)."
 )
 
 
@@ -398,10 +427,10 @@ def _described(tools: tuple[Tool, ...], description: str) -> tuple[Tool, ...]:
 
 @tool(read_only=True)
 def final_answer(answer: str) -> str:
-    """Finish the task and give the final answer to the user.
+    """Finish: call it once the goal is reached, with your answer for the user.
 
     Args:
-        answer: The final answer.
+        answer: The number, name or text the user asked for, or what you changed and where.
     """
     return "Final answer recorded."
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -142,7 +143,7 @@ def tool(
 
 def _signature_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], bool, str]:
     doc = docstring_parser.parse(inspect.getdoc(fn) or "")
-    arg_docs = {p.arg_name: p.description or "" for p in doc.params}
+    arg_docs = {p.arg_name: _unwrapped(p.description or "") for p in doc.params}
     hints = get_type_hints(fn)
     params = list(inspect.signature(fn).parameters.values())
     takes_context = bool(params) and hints.get(params[0].name) is ToolContext
@@ -158,10 +159,18 @@ def _signature_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], bool, str
             Field(default, description=arg_docs.get(param.name) or None),
         )
     model = create_model(f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields)
-    description = "\n\n".join(
-        part for part in (doc.short_description, doc.long_description) if part
-    )
-    return model, takes_context, description or fn.__name__
+    return model, takes_context, _unwrapped(doc.description or "") or fn.__name__
+
+
+def _unwrapped(text: str) -> str:
+    """A docstring's text with each paragraph on one line: a summary wrapped in the source is
+    one sentence to the model (whose tool listing shows the first line only), not two."""
+    paragraphs = re.split(r"\n\s*\n", text.strip())
+    return "\n\n".join(_LINE_BREAK.sub(" ", p.strip()) for p in paragraphs if p.strip())
+
+
+_LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*(?![-*•]|\d+[.)] )")
+"""A line break inside a paragraph, but not one before a list item."""
 
 
 def _strip_titles(schema: Any) -> Any:
