@@ -30,7 +30,6 @@ MAX_TOKENS = 512  # reins' LocalModel cap per reply (`DEFAULT_MAX_TOKENS`)
 NEEDS_TOOL_TEMPLATE = {"smollm2"}
 """Models whose own chat template cannot render tools (llama-server would drop them silently):
 they get Qwen2.5's ChatML template with `<tool_call>` tags (same special tokens)."""
-PEERS = ("pydantic-ai", "openai-agents", "smolagents")
 
 
 @dataclass(kw_only=True)
@@ -316,6 +315,7 @@ async def smolagents(
 
 
 DRIVERS = {"pydantic-ai": pydantic_ai, "openai-agents": openai_agents, "smolagents": smolagents}
+PEERS = tuple(DRIVERS)
 
 
 async def drive(
