@@ -8,10 +8,16 @@ interleaved per task (rotated), so a busy spell of the machine slows them alike:
 
 - `on`:  reins as shipped, every default-on policy (the guards, the budget notices);
 - `off`: the guards all off (file-action, repeat-cache, loop, markup, goal-anchor, repetition)
-         and no budget notices.
+         and no budget notices;
+- peers (`peers.py`), on the same GGUF served by llama.cpp's `llama-server` (started once for the
+  run, only when one is chosen; `--model` must be `local` or `local:NAME`):
+  `reins-served` (reins' OpenAI-compatible provider, policies on), `pydantic-ai`,
+  `openai-agents`, `smolagents` (each its normal way, with reins' own tools wrapped, reins'
+  system prompt, temperature 0 and the same step cap).
 
-python benchmarks/tasks/run.py [--model local] [--configs on,off] [--limit N] [--only ID,...]
-                               [--max-steps 10] [--tools a,b] [--details FILE.json]
+python benchmarks/tasks/run.py [--model local] [--limit N] [--only ID,...] [--max-steps 10]
+    [--configs on,off,reins-served,pydantic-ai,openai-agents,smolagents] [--tools a,b]
+    [--details FILE.json]
 """
 
 from __future__ import annotations
@@ -25,10 +31,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import peers
 from tasks import TASKS, Task
 
 TASK_TIMEOUT_S = 300.0
@@ -53,7 +61,8 @@ class Outcome:
 
 
 def configs(names: list[str]) -> dict[str, dict[str, Any]]:
-    from reins import Guards
+    """Label -> how to run it: reins' Agent options, or `served`/`peer` (on llama-server)."""
+    from reins import Guards, ModelSettings
 
     off = Guards(
         file_action=False,
@@ -64,11 +73,17 @@ def configs(names: list[str]) -> dict[str, dict[str, Any]]:
         repetition=False,
         one_call=False,
     )
+    served = ModelSettings(temperature=peers.TEMPERATURE, max_tokens=peers.MAX_TOKENS)
     known = {
-        "on": {},  # the defaults
-        "off": {"guards": off, "budget_notices": False},
+        "on": ("reins, policies on", {}),  # the defaults
+        "off": ("reins, policies off", {"guards": off, "budget_notices": False}),
+        "reins-served": ("reins served, policies on", {"served": True, "settings": served}),
+        **{peer: (peer, {"peer": peer}) for peer in peers.PEERS},
     }
-    return {f"reins, policies {name}": known[name] for name in names}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise SystemExit(f"unknown config(s) {unknown}; known: {', '.join(known)}")
+    return dict(known[name] for name in names)
 
 
 def prepare(task: Task, folder: Path) -> None:
@@ -98,52 +113,71 @@ def check(task: Task, folder: Path, answer: str | None) -> tuple[bool, str]:
 
 
 async def attempt(model: Any, model_id: str, config: str, options: dict[str, Any], task: Task,
-                  max_steps: int, tools: list[str] | None) -> Outcome:  # fmt: skip
-    from reins import Agent, MemoryLog, ToolResultMessage
-    from reins.tools import builtin_tools
-
+                  args: argparse.Namespace, base_url: str | None) -> Outcome:  # fmt: skip
+    tools = args.tools.split(",") if args.tools else None
+    run = peers.Run()
     with tempfile.TemporaryDirectory(prefix=f"task-{task.id}-") as name:
         folder = Path(name)
         prepare(task, folder)
-        agent = Agent(
-            model=model,
-            model_id=model_id,
-            workspace=folder,
-            log=MemoryLog(),
-            max_steps=max_steps,
-            approval="allow",
-            tools=builtin_tools(tools),
-            **options,
-        )
+        if "peer" in options:
+            assert base_url is not None
+            driver = peers.drive(
+                options["peer"], base_url, task.goal, folder, tools, args.max_steps, run
+            )
+        else:
+            if options.get("served"):
+                model = model_id = base_url  # reins' OpenAI-compatible provider on the server
+            options = {k: v for k, v in options.items() if k != "served"}
+            driver = reins(model, model_id, options, task, folder, tools, args.max_steps, run)
         start = time.perf_counter()
-        result = None
-        error: str | None = None
         try:
-            result = await asyncio.wait_for(agent.run(task.goal), TASK_TIMEOUT_S)
+            await asyncio.wait_for(driver, TASK_TIMEOUT_S)
         except TimeoutError:
-            error = f"timed out after {TASK_TIMEOUT_S:.0f} s"
+            run.stop_reason, run.error = "timeout", f"timed out after {TASK_TIMEOUT_S:.0f} s"
         except Exception as exc:  # a harness failure is a failed task, never the end of the run
-            error = f"{type(exc).__name__}: {exc}"[:300]
+            run.failed(exc)
         seconds = time.perf_counter() - start
-        answer = result.final_answer if result is not None else None
-        success, output = check(task, folder, answer)
-    messages = result.messages if result is not None else []
-    results = [m for m in messages if isinstance(m, ToolResultMessage)]
+        success, output = check(task, folder, run.answer)
     return Outcome(
         config=config,
         task=task.id,
         category=task.category,
         success=success,
-        steps=result.steps if result is not None else 0,
         seconds=seconds,
-        stop_reason=result.stop_reason.value if result is not None else "harness error",
-        answer=answer,
-        tool_calls=len(results),
-        tool_errors=sum(m.is_error for m in results),
         check_output=output,
-        error=error,
-        transcript=[{"role": m.role, **m.model_dump(exclude_defaults=True)} for m in messages],
+        **asdict(run),
     )
+
+
+async def reins(model: Any, model_id: str, options: dict[str, Any], task: Task, folder: Path,
+                tools: list[str] | None, max_steps: int, run: peers.Run) -> None:  # fmt: skip
+    from reins import Agent, MemoryLog, ToolResultMessage, resolve_model
+    from reins.tools import builtin_tools
+
+    agent = Agent(
+        model=resolve_model(model) if isinstance(model, str) else model,
+        model_id=model_id,
+        workspace=folder,
+        log=MemoryLog(),
+        max_steps=max_steps,
+        approval="allow",
+        tools=builtin_tools(tools),
+        **options,
+    )
+    try:
+        result = await agent.run(task.goal)
+    finally:
+        if close := getattr(agent.model, "aclose", None):  # the served model's connections
+            await close()
+    results = [m for m in result.messages if isinstance(m, ToolResultMessage)]
+    run.steps = result.steps
+    run.stop_reason = result.stop_reason.value
+    run.answer = result.final_answer
+    run.tool_calls = len(results)
+    run.tool_errors = sum(m.is_error for m in results)
+    run.transcript = [
+        {"role": m.role, **m.model_dump(exclude_defaults=True)} for m in result.messages
+    ]
 
 
 async def run_all(args: argparse.Namespace, tasks: list[Task]) -> list[Outcome]:
@@ -152,21 +186,22 @@ async def run_all(args: argparse.Namespace, tasks: list[Task]) -> list[Outcome]:
     model = resolve_model(args.model)
     chosen = list(configs(args.configs.split(",")).items())
     outcomes: list[Outcome] = []
-    for index, task in enumerate(tasks):
-        shift = index % len(chosen)
-        for config, options in chosen[shift:] + chosen[:shift]:
-            tools = args.tools.split(",") if args.tools else None
-            outcome = await attempt(model, args.model, config, options, task, args.max_steps, tools)
-            outcomes.append(outcome)
-            # written as it goes, so an interrupted run still leaves its results
-            save(args.details, outcomes)
-            mark = "ok  " if outcome.success else "FAIL"
-            print(
-                f"  {mark} {task.id:<15} {config:<20} {outcome.steps:>2} steps "
-                f"{outcome.seconds:6.1f} s  {outcome.stop_reason}",
-                file=sys.stderr,
-                flush=True,
-            )
+    on_server = any("peer" in o or "served" in o for _, o in chosen)
+    with peers.llama_server(args.model) if on_server else nullcontext() as base_url:
+        for index, task in enumerate(tasks):
+            shift = index % len(chosen)
+            for config, options in chosen[shift:] + chosen[:shift]:
+                outcome = await attempt(model, args.model, config, options, task, args, base_url)
+                outcomes.append(outcome)
+                # written as it goes, so an interrupted run still leaves its results
+                save(args.details, outcomes)
+                mark = "ok  " if outcome.success else "FAIL"
+                print(
+                    f"  {mark} {task.id:<15} {config:<25} {outcome.steps:>2} steps "
+                    f"{outcome.seconds:6.1f} s  {outcome.stop_reason}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return outcomes
 
 
@@ -229,7 +264,11 @@ def per_task(outcomes: list[Outcome]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="local", help="a model string (default: local)")
-    parser.add_argument("--configs", default="on,off", help="comma-separated: on, off")
+    parser.add_argument(
+        "--configs",
+        default="on,off",
+        help="comma-separated: on, off, reins-served, pydantic-ai, openai-agents, smolagents",
+    )
     parser.add_argument("--limit", type=int, default=0, help="the first N tasks; 0 = all")
     parser.add_argument("--only", help="comma-separated task ids")
     parser.add_argument("--max-steps", type=int, default=10)
