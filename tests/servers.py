@@ -69,7 +69,7 @@ def llama_cpp_server() -> Iterator[str]:
         "-m",
         "llama_cpp.server",
         "--model",
-        str(embedded_gguf()),
+        str(embedded_gguf("smollm2")),
         "--chat_format",
         "chatml-function-calling",
         "--host",

@@ -37,7 +37,7 @@ def messages_api() -> Iterator[str]:
         if os.environ.get("CI"):
             pytest.fail(f"llama-server is not built; .ci/run builds it with {BUILD_SCRIPT}")
         pytest.skip(f"llama-server is not built; run {BUILD_SCRIPT}")
-    with run_llama_server(binary, embedded_gguf()) as base_url:
+    with run_llama_server(binary, embedded_gguf("smollm2")) as base_url:
         yield base_url
 
 

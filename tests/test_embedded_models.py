@@ -244,9 +244,15 @@ def test_a_missing_or_other_version_of_a_part_is_a_clear_error(
     assert leftovers() == []
 
 
-def test_names_resolve_to_embedded_models(fake: Callable[..., EmbeddedModel]) -> None:
+def test_names_resolve_to_embedded_models(
+    fake: Callable[..., EmbeddedModel], monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("llama_cpp")
     model = fake()
+    # the default's entry, served by fake parts (the real ones are 1.1 GB, not installed in CI)
+    monkeypatch.setitem(
+        EMBEDDED, DEFAULT_EMBEDDED, dataclasses.replace(fake(), name=DEFAULT_EMBEDDED)
+    )
     local = resolve_model(f"local:{model.name}")
     assert isinstance(local, LocalModel)
     assert (local.name, local.embedded, local.path) == (f"local:{model.name}", model.name, None)
@@ -257,7 +263,7 @@ def test_names_resolve_to_embedded_models(fake: Callable[..., EmbeddedModel]) ->
     smollm2 = resolve_model("local:smollm2")
     assert isinstance(smollm2, LocalModel)
     assert smollm2.name == "local:smollm2"
-    assert embedded_gguf("smollm2") == embedded_gguf() == embedded_gguf(DEFAULT_EMBEDDED)
+    assert embedded_gguf() == embedded_gguf(DEFAULT_EMBEDDED) != embedded_gguf("smollm2")
     with pytest.raises(UsageError, match=r"no GGUF model file at 'qwen-7b' \(embedded models: "):
         resolve_model("local:qwen-7b")
 
@@ -282,6 +288,8 @@ def test_each_models_extra_pins_its_parts() -> None:
         assert pins <= set(extras[model.extra]), model.name
         assert len(model.sha256) == 64
         assert model.license == "Apache-2.0"
+    # `reins[local]`, which the README's demo installs, brings the default model
+    assert extras["local"] == [f"reins[{EMBEDDED[DEFAULT_EMBEDDED].extra}]"]
 
 
 TOOLS = [write_file.spec, read_file.spec, list_files.spec, final_answer.spec]

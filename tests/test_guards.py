@@ -324,7 +324,10 @@ async def test_goal_is_restated_every_five_rounds(workspace: Path) -> None:
     events = await events_of(agent, "poke many things")
     anchors = notices(events, "GoalAnchor")
     assert len(anchors) == 2
-    assert anchors[0].text == "Reminder of your goal (keep working toward it):\npoke many things"
+    assert anchors[0].text == (
+        "Reminder of your goal (keep working toward it; once it is reached, call final_answer "
+        "with your answer rather than do again what is done):\npoke many things"
+    )
     agent = agent_for(replies, workspace, tools=[poke], guards=Guards().without("goal-anchor"))
     assert notices(await events_of(agent, "poke"), "GoalAnchor") == []
 

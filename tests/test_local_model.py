@@ -56,7 +56,7 @@ GOALS = [
 
 @pytest.fixture(scope="module")
 def local() -> LocalModel:
-    return LocalModel()
+    return LocalModel(embedded="smollm2")  # the cheapest: these tests do not judge quality
 
 
 @pytest.mark.real_model
@@ -94,7 +94,7 @@ async def test_cancel_stops_the_local_model_mid_generation(
 ) -> None:
     cancel = Cancel()
     agent = Agent(
-        model=LocalModel(constrained=False),
+        model=LocalModel(embedded="smollm2", constrained=False),
         workspace=workspace,
         settings=ModelSettings(max_tokens=4000),
     )
@@ -220,7 +220,7 @@ async def test_when_no_tool_may_be_called_the_reply_is_plain_text(
     """The summary at a cap: no action rules, no grammar, and a reply kept as text."""
     action = '{"name": "final_answer", "arguments": {"answer": "done"}}'
     llm = FakeLlama(action)
-    local = LocalModel()
+    local = LocalModel(embedded="smollm2")
     monkeypatch.setattr(local, "load", lambda: llm)
     messages = [SystemMessage(content="Be brief."), UserMessage(content="[CAP REACHED] Sum up.")]
 
@@ -311,9 +311,9 @@ def test_model_strings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     server = resolve_model("http://127.0.0.1:8080/v1")
     assert isinstance(server, OpenAIModel)
     assert (server.model, server.base_url) == ("qwen", "http://127.0.0.1:8080/v1")
-    local = resolve_model("local")
+    local = resolve_model("local:smollm2")  # `local`, the default: test_embedded_models.py
     assert isinstance(local, LocalModel)
-    assert local.name == "local"
+    assert local.name == "local:smollm2"
     with pytest.raises(UsageError, match="no GGUF model file at"):
         resolve_model(f"local:{tmp_path / 'missing.gguf'}")
     with pytest.raises(UnknownModel, match="unknown model 'gpt5'; known forms: local"):
@@ -422,17 +422,17 @@ def test_the_local_model_uses_every_core_unless_told(monkeypatch: pytest.MonkeyP
     made: list[dict[str, Any]] = []
     monkeypatch.setattr(llama_cpp, "Llama", lambda **kw: made.append(kw))
     monkeypatch.delenv("REINS_LOCAL_THREADS", raising=False)
-    LocalModel().load()
+    LocalModel(embedded="smollm2").load()
     monkeypatch.setenv("REINS_LOCAL_THREADS", "3")
-    LocalModel().load()
-    LocalModel(threads=1).load()
+    LocalModel(embedded="smollm2").load()
+    LocalModel(embedded="smollm2", threads=1).load()
     cores, told, given = [(kw["n_threads"], kw["n_threads_batch"]) for kw in made]
     assert cores[0] == cores[1]
     assert 1 <= cores[0] <= len(os.sched_getaffinity(0))  # a physical core each
     assert (told, given) == ((3, 3), (1, 1))
     monkeypatch.setenv("REINS_LOCAL_THREADS", "all")
     with pytest.raises(UsageError, match="REINS_LOCAL_THREADS='all'"):
-        LocalModel().load()
+        LocalModel(embedded="smollm2").load()
 
 
 def test_each_round_renders_the_earlier_rounds_unchanged() -> None:

@@ -355,7 +355,9 @@ def markup_server() -> Iterator[str]:
             pytest.fail(f"llama-server is not built; .ci/run builds it with {BUILD_SCRIPT}")
         pytest.skip(f"llama-server is not built; run {BUILD_SCRIPT}")
     grammar = ("--grammar", HERMES_GRAMMAR)
-    with run_llama_server(binary, embedded_gguf(), threads=2, extra_args=grammar) as base_url:
+    with run_llama_server(
+        binary, embedded_gguf("smollm2"), threads=2, extra_args=grammar
+    ) as base_url:
         yield f"{base_url}/v1"
 
 

@@ -236,8 +236,9 @@ async def test_find_and_list_files(workspace: Path) -> None:
         "no files match '*.rs' (find_files matches names; grep searches contents)"
     )
     assert await ok(workspace, "list_files") == (".gitignore\nbuild/\ndebug.log\ndocs/\nsrc/")
-    assert "'src/app.py' is a file, not a folder" in await error(
-        workspace, "list_files", path="src/app.py"
+    size = (workspace / "src/app.py").stat().st_size
+    assert await ok(workspace, "list_files", path="src/app.py") == (
+        f"src/app.py ({size} bytes; a file: read_file shows its content)"
     )
     assert "'nope' does not exist" in await error(workspace, "list_files", path="nope")
 

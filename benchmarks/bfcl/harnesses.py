@@ -19,6 +19,7 @@ from cases import SYSTEM_PROMPT, Call, Case
 
 MAX_TOKENS = 256
 SERVED_MODEL = "smollm2"
+"""The embedded model the OpenAI-compatible server serves to the served configs."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,11 +60,11 @@ def _reins_calls(message: Any) -> list[Call]:
 class ReinsLocal:
     """reins' embedded llama.cpp model: strict JSON actions, grammar-constrained or not."""
 
-    def __init__(self, *, constrained: bool) -> None:
+    def __init__(self, *, embedded: str, constrained: bool) -> None:
         from reins.models import LocalModel
 
-        self.name = "reins local" + ("" if constrained else " (unconstrained)")
-        self.model = LocalModel(constrained=constrained)
+        self.name = f"reins local:{embedded}" + ("" if constrained else " (unconstrained)")
+        self.model = LocalModel(embedded=embedded, constrained=constrained)
 
     async def reply(self, case: Case) -> Reply:
         from reins import ModelResponse, TextChunk

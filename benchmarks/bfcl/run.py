@@ -1,12 +1,14 @@
-"""BFCL accuracy and seconds per case of reins and peer harnesses on the embedded SmolLM2-135M.
+"""BFCL accuracy and seconds per case of reins and peer harnesses on embedded models.
 
 Categories `simple_python` and `multiple`, scored by BFCL's AST checker. Configurations, all in
-one invocation: reins' embedded model (strict JSON actions, grammar-constrained, then not), then
-llama-cpp-python's OpenAI-compatible server (started and stopped here) behind reins' OpenAI
-provider, pydantic-ai and openai-agents. A harness error on a case counts as a wrong answer and
-in the errors column; the run goes on.
+one invocation: reins' embedded models (`--models`: the default, Qwen2.5-Coder-1.5B, beside
+SmolLM2-135M; strict JSON actions, grammar-constrained, then not), then llama-cpp-python's
+OpenAI-compatible server on SmolLM2 (started and stopped here) behind reins' OpenAI provider,
+pydantic-ai and openai-agents. A harness error on a case counts as a wrong answer and in the
+errors column; the run goes on.
 
-python benchmarks/bfcl/run.py [--limit N] [--only NAME,...] [--details FILE.jsonl]
+python benchmarks/bfcl/run.py [--limit N] [--models NAME,...] [--only CONFIG,...]
+                              [--details FILE.jsonl]
 """
 
 from __future__ import annotations
@@ -17,19 +19,24 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from cases import CATEGORIES, Case, load, score
-from harnesses import Harness, OpenAIAgents, PydanticAI, ReinsLocal, ReinsServer, Reply
+from harnesses import (
+    SERVED_MODEL,
+    Harness,
+    OpenAIAgents,
+    PydanticAI,
+    ReinsLocal,
+    ReinsServer,
+    Reply,
+)
 from served import LlamaServer
+
+from reins.models._embedded import DEFAULT_EMBEDDED
 
 CASE_TIMEOUT_S = 60.0
 """A reply that takes longer is a runaway (see served.py): an error, and the server restarts."""
-LOCAL: list[Callable[[], Harness]] = [
-    lambda: ReinsLocal(constrained=True),
-    lambda: ReinsLocal(constrained=False),
-]
 SERVED: list[type[ReinsServer | PydanticAI | OpenAIAgents]] = [
     ReinsServer,
     PydanticAI,
@@ -160,11 +167,16 @@ async def main_async(args: argparse.Namespace) -> list[Outcome]:
 
     cases = [case for category in CATEGORIES for case in load(category, args.limit)]
     wanted = set(args.only.split(",")) if args.only else None
-    local = [h for h in (make() for make in LOCAL) if wanted is None or h.name in wanted]
+    local = [
+        ReinsLocal(embedded=name, constrained=constrained)
+        for name in args.models.split(",")
+        for constrained in (True, False)
+    ]
+    local = [harness for harness in local if wanted is None or harness.name in wanted]
     served = [make for make in SERVED if wanted is None or make.name in wanted]
     if not served:
         return await run_all(local, cases)
-    with LlamaServer(embedded_gguf()) as server:
+    with LlamaServer(embedded_gguf(SERVED_MODEL)) as server:
         peers = [make(server.base_url) for make in served]
         return await run_all([*local, *peers], cases, server)
 
@@ -172,7 +184,14 @@ async def main_async(args: argparse.Namespace) -> list[Outcome]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=25, help="cases per category; 0 = all")
-    parser.add_argument("--only", help="comma-separated config names, e.g. 'reins local'")
+    parser.add_argument(
+        "--models",
+        default=f"{DEFAULT_EMBEDDED},smollm2",
+        help="the embedded models reins runs, by name (default: the default, then smollm2)",
+    )
+    parser.add_argument(
+        "--only", help="comma-separated config names, e.g. 'reins local:smollm2,pydantic-ai'"
+    )
     parser.add_argument("--details", help="write one JSON line per case to this file")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -185,7 +204,7 @@ def main() -> None:
     print(table(outcomes))
     if failures := errors(outcomes):
         print(f"\nErrors:\n{failures}")
-    print(f"\nTotal {time.perf_counter() - started:.0f} s on the embedded SmolLM2-135M-Instruct.")
+    print(f"\nTotal {time.perf_counter() - started:.0f} s.")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -22,11 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reins.models._local import DEFAULT_MAX_TOKENS
+
 REPO = Path(__file__).resolve().parents[2]
 SERVED = "served"
 """The model name sent to llama-server (it serves one model whatever the name)."""
 TEMPERATURE = 0.0  # reins' LocalModel samples at 0
-MAX_TOKENS = 512  # reins' LocalModel cap per reply (`DEFAULT_MAX_TOKENS`)
 NEEDS_TOOL_TEMPLATE = {"smollm2"}
 """Models whose own chat template cannot render tools (llama-server would drop them silently):
 they get Qwen2.5's ChatML template with `<tool_call>` tags (same special tokens)."""
@@ -52,9 +52,12 @@ class Run:
 @contextmanager
 def llama_server(model: str) -> Iterator[str]:
     """`llama-server -m GGUF --jinja -c 8192` on 127.0.0.1 and a free port, for the whole run;
-    yields its OpenAI base URL (`.../v1`). Threads: `$REINS_LOCAL_THREADS`, else 1 (with more,
-    llama.cpp's spinning workers made a request of seconds take minutes on 2 busy cores)."""
+    yields its OpenAI base URL (`.../v1`). It gets the threads reins' in-process model takes
+    (`$REINS_LOCAL_THREADS`, else one per physical core): the configs run one at a time, and
+    nothing else should (two llama.cpp processes spinning on the same cores slow each other
+    from seconds to minutes a request)."""
     from reins.models._embedded import DEFAULT_EMBEDDED, embedded_gguf
+    from reins.models._local import _default_threads
 
     sys.path.insert(0, str(REPO))  # tests/llama_server.py finds the cached binary and starts it
     from tests.llama_server import llama_server_binary, llama_server_template, run_llama_server
@@ -73,7 +76,7 @@ def llama_server(model: str) -> Iterator[str]:
         gguf,
         chat_template=template,
         context=8192,
-        threads=int(os.environ.get("REINS_LOCAL_THREADS") or 1),
+        threads=_default_threads(),
     ) as base_url:
         yield f"{base_url}/v1"
 
@@ -121,10 +124,10 @@ class Answer(str):
 
 
 def final_answer(answer: str) -> str:
-    """Finish the task and give the final answer to the user.
+    """Finish: call it once the goal is reached, with your answer for the user.
 
     Args:
-        answer: The final answer.
+        answer: The number, name or text the user asked for, or what you changed and where.
     """
     return Answer(answer)
 
@@ -161,7 +164,7 @@ async def pydantic_ai(
             for s in tools.specs
         ],
         output_type=[ToolOutput(final_answer, name="final_answer"), str],
-        model_settings={"temperature": TEMPERATURE, "max_tokens": MAX_TOKENS},
+        model_settings={"temperature": TEMPERATURE, "max_tokens": DEFAULT_MAX_TOKENS},
     )
     with capture_run_messages() as messages:
         try:
@@ -217,7 +220,7 @@ async def openai_agents(
         instructions=prompt,
         model=OpenAIChatCompletionsModel(model=SERVED, openai_client=client),
         model_settings=ModelSettings(
-            temperature=TEMPERATURE, max_tokens=MAX_TOKENS, tool_choice="auto"
+            temperature=TEMPERATURE, max_tokens=DEFAULT_MAX_TOKENS, tool_choice="auto"
         ),
         tools=[
             FunctionTool(
@@ -286,7 +289,7 @@ async def smolagents(
         api_base=base_url,
         api_key="none",
         temperature=TEMPERATURE,
-        max_tokens=MAX_TOKENS,
+        max_tokens=DEFAULT_MAX_TOKENS,
     )
     agent = ToolCallingAgent(
         tools=[wrap(s) for s in tools.specs],
@@ -328,7 +331,7 @@ async def drive(
     run: Run,
 ) -> None:
     """One task by one peer; `run` gets what happened (an exception is recorded there)."""
-    prompt = reins_prompt(folder)
+    prompt = reins_prompt()
     tools = ReinsTools(folder, tool_names, run)
     try:
         await DRIVERS[peer](base_url, prompt, goal, tools, max_steps, run)
@@ -336,11 +339,11 @@ async def drive(
         tools.executor.close()
 
 
-def reins_prompt(folder: Path) -> str:
+def reins_prompt() -> str:
     """The system prompt reins starts a run with (no instructions, nothing to approve)."""
     from reins._context import system_prompt
 
-    return system_prompt(workspace=folder.resolve(), instructions="", approvals=False)
+    return system_prompt(instructions="", approvals=False)
 
 
 def _smol_inputs(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:

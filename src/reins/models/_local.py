@@ -1,4 +1,4 @@
-"""The embedded model: llama.cpp in this process (extra `reins[local]`), offline.
+"""The embedded models: llama.cpp in this process (extra `reins[local]`), offline.
 
 Small models keep to the strict JSON action protocol, and decoding is constrained by a grammar
 made from the tools' schemas, so every sampled reply is a valid action. Generation runs in a
@@ -66,7 +66,7 @@ class LocalModel:
                 from llama_cpp import Llama
             except ImportError:
                 raise UsageError(
-                    "the local model needs llama-cpp-python: pip install 'reins[local]'"
+                    "the local model needs llama-cpp-python: pip install llama-cpp-python"
                 ) from None
             path = (
                 Path(self.path)

@@ -388,7 +388,11 @@ class GoalAnchor(Policy):
             return CONTINUE  # cheap: no fold needed in a short run
         if self.facts.update(state).since_anchor < self.every:
             return CONTINUE
-        return Inject(f"{ANCHOR_NOTE} (keep working toward it):\n{state.goal}")
+        return Inject(
+            f"{ANCHOR_NOTE} (keep working toward it; once it is reached, call "
+            f"{FINAL_ANSWER_TOOL} with your answer rather than do again what is done):\n"
+            f"{state.goal}"
+        )
 
 
 _WANTS_FILE = re.compile(

@@ -236,10 +236,17 @@ def list_files(ctx: ToolContext, path: str = ".") -> str:
     Args:
         path: Folder path, relative to the workspace root.
     """
-    with _folder(ctx, path) as folder, os.scandir(folder.fd) as it:
-        entries = sorted(
-            e.name + ("/" if e.is_dir() else "") for e in it if e.name not in ALWAYS_IGNORED
-        )
+    try:
+        with _folder(ctx, path) as folder, os.scandir(folder.fd) as it:
+            entries = sorted(
+                e.name + ("/" if e.is_dir() else "") for e in it if e.name not in ALWAYS_IGNORED
+            )
+    except ToolError as exc:  # a file is listed as `ls FILE` does: an error sent models searching
+        if not str(exc).endswith("is a file, not a folder"):
+            raise
+        opened = ctx.workspace.open(path)
+        os.close(opened.fd)
+        return f"{opened.rel} ({opened.st.st_size} bytes; a file: read_file shows its content)"
     if not entries:
         return f"{path} is empty"
     shown = entries[:MAX_LIST_ENTRIES]
