@@ -128,7 +128,8 @@ def test_sessions_show_and_a_second_turn(project: Path) -> None:
         "system",
         "user",
         "assistant",
-        "tool",
+        "tool",  # the write
+        "user",  # the done-check's question
         "assistant",
         "tool",
         "assistant",

@@ -332,6 +332,27 @@ async def test_goal_is_restated_every_five_rounds(workspace: Path) -> None:
     assert notices(await events_of(agent, "poke"), "GoalAnchor") == []
 
 
+async def test_a_successful_change_asks_whether_the_goal_is_reached(workspace: Path) -> None:
+    replies = [
+        reply("", call("write_file", "w1", path="out.txt", content="hi")),
+        reply("", call("read_file", "r1", path="out.txt")),  # no change: not asked
+        reply("", call("write_file", "w2", path="../outside.txt", content="no")),  # refused
+        reply("", call("run_command", "c1", command="echo no > other.txt; exit 3")),  # failed
+        reply("", call("edit_file", "e1", path="out.txt", old="hi", new="ho")),
+        "FINAL_ANSWER: done",
+    ]
+    goal = "Create out.txt containing ho"
+    events = await events_of(agent_for(replies, workspace, approval="allow"), goal)
+    asked = notices(events, "DoneCheck")
+    assert [n.text for n in asked] == [
+        f"That change succeeded. Is the goal reached now? The goal: {goal}\n"
+        "If it is, call final_answer with your answer now; if not, take the next step (do "
+        "not redo this one)."
+    ] * 2
+    off = agent_for(replies, workspace, guards=Guards().without("done-check"))
+    assert notices(await events_of(off, goal), "DoneCheck") == []
+
+
 async def test_a_repeated_successful_write_is_not_run_again_until_its_path_changes(
     workspace: Path,
 ) -> None:

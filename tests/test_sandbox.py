@@ -220,8 +220,8 @@ async def test_git_and_the_log_folder_are_read_only(workspace: Path, tmp_path: P
         result = await agent.run("try")
     finally:
         await log.close()
-    observation = result.messages[-2].content
-    assert "Read-only file system" in str(observation)
+    [observation] = [m.content for m in result.messages if m.role == "tool"]
+    assert "Read-only file system" in observation
     assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
     assert (workspace / ".git" / "config").read_text() == "[core]\n"
     assert not (workspace / "logs" / "new").exists()

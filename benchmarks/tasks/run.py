@@ -7,8 +7,8 @@ the final answer in `$ANSWER`: exit 0 is a success. Configurations, A/B in one i
 interleaved per task (rotated), so a busy spell of the machine slows them alike:
 
 - `on`:  reins as shipped, every default-on policy (the guards, the budget notices);
-- `off`: the guards all off (file-action, repeat-cache, loop, markup, goal-anchor, repetition)
-         and no budget notices;
+- `off`: every guard off (`GUARD_NAMES`: file-action, repeat-cache, loop, markup, goal-anchor,
+         one-call, repetition, schema-echo, done-check) and no budget notices;
 - peers (`peers.py`), on the same GGUF served by llama.cpp's `llama-server` (started once for the
   run, only when one is chosen; `--model` must be `local` or `local:NAME`):
   `reins-served` (reins' OpenAI-compatible provider, policies on), `pydantic-ai`,
@@ -63,16 +63,9 @@ class Outcome:
 def configs(names: list[str]) -> dict[str, dict[str, Any]]:
     """Label -> how to run it: reins' Agent options, or `served`/`peer` (on llama-server)."""
     from reins import Guards, ModelSettings
+    from reins._guard_settings import GUARD_NAMES
 
-    off = Guards(
-        file_action=False,
-        repeat_cache=False,
-        loop=False,
-        markup=False,
-        goal_anchor=0,
-        repetition=False,
-        one_call=False,
-    )
+    off = Guards().without(*GUARD_NAMES)  # every guard, this one and any added later
     served = ModelSettings(temperature=peers.TEMPERATURE, max_tokens=peers.DEFAULT_MAX_TOKENS)
     known = {
         "on": ("reins, policies on", {}),  # the defaults

@@ -133,6 +133,7 @@ class GuardsConfig(BaseModel):
     one_call: bool | None = None
     repetition: bool | None = None
     schema_echo: bool | None = None
+    done_check: bool | None = None
 
     def guards(
         self,

@@ -21,6 +21,7 @@ GUARD_NAMES = (
     "one-call",
     "repetition",
     "schema-echo",
+    "done-check",
 )
 """The guards' names, as `--no-guard NAME` and the config's `[guards]` table spell them."""
 
@@ -57,6 +58,10 @@ class Guards:
     schema_echo: bool = True
     """Refuse a call whose argument is its parameter's name or description (`path="file_path"`,
     `answer="The final answer."`): what small models write when they copy the schema."""
+    done_check: bool = True
+    """After a step whose change succeeded (a file tool's write or edit, a command that
+    writes), ask whether the goal is reached and, if so, to answer: small models otherwise
+    go on "confirming" and inventing more work."""
 
     def __post_init__(self) -> None:
         if self.loop_threshold < 2 or self.anti_stall_threshold < 1 or self.goal_anchor < 0:

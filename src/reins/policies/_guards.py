@@ -52,6 +52,7 @@ DONE = "Already done: "
 FILE_NOTE = "You have not written the file yet"
 LOOP_NOTE = "Warning: you are going in circles"
 ANCHOR_NOTE = "Reminder of your goal"
+CHANGE_NOTE = "That change succeeded"
 MARKUP_NOTE = "Your reply contains tool-call markup as text"
 CACHED_CHARS = 500
 
@@ -91,6 +92,8 @@ def guard_policies(
         policies.append(FileActionGuard(facts))
     if guards.schema_echo and specs:
         policies.append(SchemaEcho(specs))
+    if guards.done_check:
+        policies.append(DoneCheck(facts))
     return policies
 
 
@@ -141,6 +144,8 @@ class RunFacts:
         """Closed rounds in a row with no successful change and no new result."""
         self.progress = False
         """The open round (the last response) made progress."""
+        self.changed = False
+        """A change of the open round succeeded."""
         self.open = False
         self.warned = False
         """A loop warning was given, and the run has not recovered since."""
@@ -172,6 +177,7 @@ class RunFacts:
     def _round(self, message: AssistantMessage) -> None:
         self._close_round()
         self.open = True
+        self.changed = False
         calls = self._calls = message.tool_calls
         if len(calls) == 1:
             self.rounds.append((call_key(calls[0]),))
@@ -215,8 +221,10 @@ class RunFacts:
         if paths:
             self.done[call_key(call)] = (result.content, paths)
         self.progress = True
-        if not self.written and (paths or self._writes(call)):
+        if paths or self._writes(call):
             self.written = True
+            # a command's failure is a result, not an error: its exit code says
+            self.changed |= bool(paths) or result.content.startswith("exit code: 0\n")
 
     def _writes(self, call: ToolCall) -> bool:
         arg = self.command_args.get(call.name)
@@ -238,6 +246,8 @@ class RunFacts:
             self.since_warning = 0
         elif text.startswith(ANCHOR_NOTE):
             self.since_anchor = 0
+        elif text.startswith(CHANGE_NOTE):  # asked once per round
+            self.changed = False
         elif text.startswith(FAILED_NOTE):  # a reflection judged a step failed: start afresh
             self.rounds.clear()
             self.idle = 0
@@ -407,6 +417,25 @@ _WANTS_FILE = re.compile(
 def wants_file(goal: str) -> bool:
     """Whether a goal asks for a file to be created, written or saved."""
     return _WANTS_FILE.search(goal) is not None
+
+
+class DoneCheck(Policy):
+    """After a round whose change succeeded, the model is asked whether the goal is reached,
+    the goal beside it: small models that wrote the file went on to "confirm" it and then
+    invented more work (a second file, an edit of the first) until the step cap."""
+
+    def __init__(self, facts: RunFacts) -> None:
+        self.facts = facts
+
+    async def before_round(self, state: RunState) -> BeforeRound:
+        facts = self.facts.update(state)
+        if not (facts.open and facts.changed):
+            return CONTINUE
+        return Inject(
+            f"{CHANGE_NOTE}. Is the goal reached now? The goal: {state.goal}\n"
+            f"If it is, call {FINAL_ANSWER_TOOL} with your answer now; if not, take the next "
+            "step (do not redo this one)."
+        )
 
 
 class FileActionGuard(Policy):
