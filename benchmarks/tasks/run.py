@@ -40,6 +40,7 @@ import peers
 from tasks import TASKS, Task
 
 TASK_TIMEOUT_S = 300.0
+"""A task's time cap (`--task-timeout`): at it, the task has failed with `timeout`."""
 CHECK_TIMEOUT_S = 30.0
 
 
@@ -124,9 +125,9 @@ async def attempt(model: Any, model_id: str, config: str, options: dict[str, Any
             driver = reins(model, model_id, options, task, folder, tools, args.max_steps, run)
         start = time.perf_counter()
         try:
-            await asyncio.wait_for(driver, TASK_TIMEOUT_S)
+            await asyncio.wait_for(driver, args.task_timeout)
         except TimeoutError:
-            run.stop_reason, run.error = "timeout", f"timed out after {TASK_TIMEOUT_S:.0f} s"
+            run.stop_reason, run.error = "timeout", f"timed out after {args.task_timeout:.0f} s"
         except Exception as exc:  # a harness failure is a failed task, never the end of the run
             run.failed(exc)
         seconds = time.perf_counter() - start
@@ -265,6 +266,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="the first N tasks; 0 = all")
     parser.add_argument("--only", help="comma-separated task ids")
     parser.add_argument("--max-steps", type=int, default=10)
+    parser.add_argument(
+        "--task-timeout", type=float, default=TASK_TIMEOUT_S, help="seconds a task may take"
+    )
     parser.add_argument("--tools", help="comma-separated built-in tools (default: all of them)")
     parser.add_argument("--details", default="tasks-results.json", help="per-task JSON results")
     args = parser.parse_args()
