@@ -121,7 +121,7 @@ def score(case: Case, calls: list[Call]) -> bool:
     """BFCL's AST check of the calls (names mapped back to BFCL's)."""
     if any(c.arguments is None for c in calls):
         return False
-    _without_java_and_js_parsers()
+    without_java_and_js_parsers()
     from bfcl_eval.constants.enums import Language
     from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
 
@@ -137,7 +137,7 @@ def score(case: Case, calls: list[Call]) -> bool:
     return bool(result["valid"])
 
 
-def _without_java_and_js_parsers() -> None:
+def without_java_and_js_parsers() -> None:
     """bfcl-eval builds Java and JavaScript parsers when imported, with tree-sitter 0.21's API;
     reins needs tree-sitter >= 0.24 (its command parser). The Python categories scored here
     never parse Java or JS, so those two modules are stood in for, and both share one venv."""

@@ -21,7 +21,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-from cases import CATEGORIES, Case, load, score
+from cases import CATEGORIES, Case, load, score, without_java_and_js_parsers
 from harnesses import (
     SERVED_MODEL,
     Harness,
@@ -161,6 +161,7 @@ def errors(outcomes: list[Outcome]) -> str:
 
 
 async def main_async(args: argparse.Namespace) -> list[Outcome]:
+    without_java_and_js_parsers()  # before bfcl_eval is imported: see cases.py
     from bfcl_eval.eval_checker.ast_eval import ast_checker  # noqa: F401  (6 s import, untimed)
 
     from reins.models._embedded import embedded_gguf
