@@ -59,8 +59,8 @@ class Guards:
     """Refuse a call whose argument is its parameter's name or description (`path="file_path"`,
     `answer="The final answer."`): what small models write when they copy the schema."""
     done_check: bool = True
-    """After a step whose change succeeded (a file tool's write or edit, a command that
-    writes), ask whether the goal is reached and, if so, to answer: small models otherwise
+    """After a step whose change succeeded (a file tool's write or edit, a writing command
+    that exited 0), ask whether the goal is reached and, if so, to answer: small models otherwise
     go on "confirming" and inventing more work."""
 
     def __post_init__(self) -> None:

@@ -24,7 +24,7 @@ from .._errors import UnknownModel, UsageError
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_EMBEDDED = "qwen-1.5b"
 """The model `local` names (and `LocalModel()` loads), chosen by the task suite
-(benchmarks/tasks): the one that finishes the most tasks at a usable speed on a laptop CPU."""
+(benchmarks/tasks): 14 of 24 tasks where SmolLM2 finishes none, at 4.7 s a step on 2 cores."""
 CHUNK = 1 << 20
 
 
