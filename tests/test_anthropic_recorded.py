@@ -190,17 +190,16 @@ async def test_a_tool_use_turn_runs_the_tool_and_the_next_turn_ends(
         "name": "write_file",
         "input": {"path": "a.txt", "content": "hi"},
     }
-    assert second["messages"][-1] == {
-        "role": "user",
-        "content": [
-            {
-                "type": "tool_result",
-                "tool_use_id": "toolu_01",
-                "content": "Wrote 2 bytes to a.txt",
-                "is_error": False,
-            }
-        ],
+    result, asked = second["messages"][-1]["content"]  # the done-check's question joins the turn
+    assert second["messages"][-1]["role"] == "user"
+    assert result == {
+        "type": "tool_result",
+        "tool_use_id": "toolu_01",
+        "content": "Wrote 2 bytes to a.txt",
+        "is_error": False,
     }
+    assert asked["type"] == "text"
+    assert asked["text"].startswith("That change succeeded. Is the goal reached now?")
     assert peer.requests[0]["stream"] is True
     assert peer.requests[0]["tools"][0]["name"] == "write_file"
 

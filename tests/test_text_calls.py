@@ -301,6 +301,8 @@ async def test_the_agent_runs_a_call_written_as_text(peer: Peer, workspace: Path
     )
     # The server gets the call back as a native one, with its result.
     history = peer.requests[1].body["messages"]
+    # then the done-check guard's question, after the write
+    assert history.pop()["content"].startswith("That change succeeded. Is the goal reached now?")
     assert history[-2] == {
         "role": "assistant",
         "content": "I'll create it.",
