@@ -91,6 +91,12 @@ async def test_final_answer_line_ends_the_turn(workspace: Path) -> None:
     assert result.final_answer == "the answer\nis two lines"
 
 
+@pytest.mark.parametrize("marker", ["Final_ANSWER:", "final answer :", "  Final Answer:"])
+async def test_final_answer_marker_is_read_in_any_case(workspace: Path, marker: str) -> None:
+    result = await agent_for([f"{marker} hello.txt"], workspace).run("answer")
+    assert result.final_answer == "hello.txt"
+
+
 async def test_invalid_final_answer_call_does_not_end_the_turn(workspace: Path) -> None:
     replies = [reply("", call("final_answer", "a")), "FINAL_ANSWER: fixed"]
     result = await agent_for(replies, workspace).run("answer")

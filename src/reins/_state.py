@@ -320,11 +320,15 @@ def strip_reflections(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", _REFLECTION_BLOCK.sub("", text)).strip()
 
 
+# Small models vary the marker's case and spacing ("Final_ANSWER:", "Final answer:").
+_ANSWER_MARKER = re.compile(r"\s*final[_ ]answer\s*:", re.IGNORECASE)
+
+
 def _marked_answer(text: str) -> str | None:
     lines = text.splitlines()
     for index, line in enumerate(lines):
-        if line.startswith(FINAL_ANSWER_PREFIX):
-            rest = [line.removeprefix(FINAL_ANSWER_PREFIX), *lines[index + 1 :]]
+        if marker := _ANSWER_MARKER.match(line):
+            rest = [line[marker.end() :], *lines[index + 1 :]]
             return "\n".join(rest).strip()
     return None
 

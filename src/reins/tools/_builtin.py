@@ -380,7 +380,8 @@ class _Search:
 
 @tool(timeout=None, command_arg="command")
 async def run_command(ctx: ToolContext, command: str, timeout: float = 60.0) -> str:  # noqa: ASYNC109
-    """Run a shell command (such as cp, mv, wc or python3) in the workspace root; prints its
+    """Run a shell command in the workspace root: copy, move or delete files (cp, mv, rm),
+    count lines, words or files (wc -l, wc -w), run programs and tests (python3). Prints its
     exit code and output (the middle of a long output is cut). It runs in a sandbox: it may
     write only inside the workspace (not .git or the run log) and a private /tmp, discarded
     afterwards; it has no network; it sees a reduced environment; processes it leaves in the
