@@ -39,6 +39,7 @@ bench: setup peers
 	$(BIN)/pip install -q -r benchmarks/bfcl/requirements.txt
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/sandbox.py
+	$(BIN)/python benchmarks/context/run.py
 	$(BIN)/python benchmarks/bfcl/run.py
 	$(BIN)/python benchmarks/tasks/oracle.py
 	$(BIN)/python benchmarks/tasks/run.py --configs on,off --max-steps 6 \

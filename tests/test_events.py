@@ -16,6 +16,7 @@ from reins import (
     ApprovalRequested,
     AssistantMessage,
     BudgetExtended,
+    ContextCompacted,
     Event,
     ModelRequested,
     ModelResponded,
@@ -39,6 +40,7 @@ from reins import (
     Usage,
     UserMessage,
 )
+from reins.context import ContextSettings
 
 ENVELOPE = {"session_id": "s1", "run_id": "r1", "ts": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)}
 CALL = ToolCall(id="c1", name="grep", arguments={"pattern": "x", "path": "."})
@@ -103,7 +105,27 @@ ONE_OF_EACH: list[Event] = [
         model="m",
         source="reflection",
     ),
+    ContextCompacted(
+        **ENVELOPE,
+        seq=17,
+        prefix=(SystemMessage(content="sys"), UserMessage(content="g"), UserMessage(content="s")),
+        cut=5,
+        method="summary",
+        tokens_before=7000,
+        tokens_after=900,
+        messages_before=12,
+        messages_after=6,
+        usage=Usage(input_tokens=3000, output_tokens=200, requests=1),
+        model="m",
+    ),
 ]
+
+
+def test_a_run_config_keeps_its_context_settings() -> None:
+    config = RunConfig(
+        model="m", workspace="/w", max_steps=3, context=ContextSettings(window=4096, keep_recent=4)
+    )
+    assert RunConfig.model_validate_json(config.model_dump_json()) == config
 
 
 def test_every_event_kind_is_covered() -> None:

@@ -277,9 +277,9 @@ def running(marker: str) -> list[int]:
 
 async def test_run_command_output_is_capped(workspace: Path) -> None:
     text = await ok(workspace, "run_command", command="seq 1 100000")
-    assert len(text) < 21_000
+    assert len(text) < 31_000  # with no spill folder, the executor cuts the middle
     assert text.startswith("exit code: 0\n1\n2\n")
-    assert "bytes cut" in text
+    assert "characters cut" in text
     assert text.endswith("99999\n100000\n")
 
 

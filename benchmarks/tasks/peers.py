@@ -341,7 +341,7 @@ async def drive(
 
 def reins_prompt() -> str:
     """The system prompt reins starts a run with (no instructions, nothing to approve)."""
-    from reins._context import system_prompt
+    from reins.context._prompt import system_prompt
 
     return system_prompt(instructions="", approvals=False)
 

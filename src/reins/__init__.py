@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ._agent import Agent, AgentRun, ReflectiveAgent, RunResult
     from ._cancel import Cancel
     from ._errors import (
+        ContextTooLarge,
         LogCorrupted,
         ModelConnectionError,
         ModelError,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
         AnswerRejected,
         ApprovalRequested,
         BudgetExtended,
+        ContextCompacted,
         Event,
         FinishReason,
         ModelRequested,
@@ -78,6 +80,7 @@ if TYPE_CHECKING:
     from ._resolve import resolve_model
     from ._state import RunState
     from ._stop import StopReason
+    from .context import ContextSettings
     from .permissions import Approval, ApprovalRequest, PermissionRules, Permissions
     from .policies import (
         AfterResponse,
@@ -153,6 +156,9 @@ _LAZY: dict[str, str] = {
     "RunResumed": "._events",
     "RunStarted": "._events",
     "Steered": "._events",
+    "ContextCompacted": "._events",
+    "ContextTooLarge": "._errors",
+    "ContextSettings": ".context",
     "StopReason": "._stop",
     "TextDelta": "._events",
     "ThinkingDelta": "._events",
@@ -250,6 +256,9 @@ __all__ = [
     "Cancel",
     "CapHandler",
     "CapOffer",
+    "ContextCompacted",
+    "ContextSettings",
+    "ContextTooLarge",
     "Continue",
     "CostBudget",
     "EmptyReply",

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._cancel import Cancel
-from ._context import system_prompt
 from ._errors import UsageError
 from ._events import (
     ApprovalRequested,
+    ContextCompacted,
     Event,
     Notice,
     PermissionDecided,
@@ -25,11 +25,23 @@ from ._events import (
     RunStarted,
 )
 from ._loop import RunLoop
-from ._messages import Message, SystemMessage, Usage, UserMessage
+from ._messages import Message, SystemMessage, ToolSpec, Usage, UserMessage
 from ._model import Model, ModelSettings
 from ._state import RunState
 from ._stop import StopReason
 from ._unicode import escape_text
+from .context import ContextBuilder, ContextSettings
+from .context._compaction import summarizer_for
+from .context._instructions import INSTRUCTION_FILES, FolderHints
+from .context._modes import Mode, ModeSection, resolve_mode
+from .context._sections import (
+    BaseSection,
+    ProjectInstructions,
+    PromptContext,
+    PromptSection,
+    TextSection,
+    build_prompt,
+)
 from .models._catalog import UNKNOWN, lookup
 from .permissions import Approval, ApprovalHandler, ApprovalMode, Permissions, approver
 from .policies import (
@@ -51,6 +63,7 @@ from .policies import (
     guard_policies,
 )
 from .policies._budgets import CONTINUING
+from .policies._modes import TestsAfterChanges
 from .sandbox import SandboxPolicy
 from .store import EventLog, MemoryLog
 from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
@@ -86,7 +99,7 @@ class RunResult:
             stop_reason=finished.stop_reason,
             final_answer=finished.final_answer,
             detail=finished.detail,
-            messages=state.transcript(),
+            messages=state.transcript(whole=True),
             usage=state.usage,
             cost=state.cost,
             steps=state.step,
@@ -234,6 +247,24 @@ class Agent:
     tools: Sequence[Tool] = BUILTIN_TOOLS
     """`final_answer` is always added."""
     instructions: str = ""
+    """Yours, added to the system prompt after the base prompt."""
+    system_prompt: str | None = None
+    """Replaces reins' base prompt (the other sections stay: your instructions, AGENTS.md)."""
+    prompt_sections: Sequence[PromptSection] = ()
+    """More parts of the system prompt, after reins' own (`reins.context.Section`)."""
+    instruction_files: Sequence[str] = INSTRUCTION_FILES
+    """The project instruction files read, from the repository root down to the workspace
+    (`AGENTS.override.md` first in each folder); () reads none."""
+    profile: str | None = None
+    """The name of the config profile this agent was made from, for the record (`run_started`
+    keeps it); reins does not read profiles itself: `reins run --profile` does."""
+    profile_inferred: bool = False
+    """`profile` was inferred from the goal (`reins.context.infer_profile`), not chosen."""
+    mode: str | None = None
+    """One of `explore` and `plan` (read-only: tools that change files or run commands are
+    refused, but writes under docs/explore/ or docs/plan/), `write-test` (an answer after a
+    change waits for a test run), `write-no-test`; told to the model. An unknown name runs
+    in explore mode, with a notice. None: no mode."""
     workspace: str | Path = "."
     max_steps: int = 30
     token_budget: int | None = None
@@ -291,6 +322,9 @@ class Agent:
     what it was started with."""
     reflect_max_retries: int = 3
     """Reflections in a row judging a step failed that end the run (`stalled`)."""
+    context: ContextSettings = field(default_factory=ContextSettings)
+    """The model's window, and how the history is compacted to stay inside it. A run's log
+    records them: a resume keeps the run's own."""
     _resolved: tuple[tuple[object, ...], Workspace] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -385,24 +419,22 @@ class Agent:
             raise UsageError("the goal is empty; say what the agent should do")
         goal = escape_text(goal)  # an argument that was not UTF-8 holds lone surrogates
         workspace = self._workspace()
+        mode, unknown = resolve_mode(self.mode)
+        notes = [unknown] if unknown else []
         if session_id is None:
             session_id = new_id()
-            history: list[Message] = [
-                SystemMessage(
-                    content=system_prompt(
-                        instructions=self.instructions,
-                        approvals=self._may_ask(),
-                    )
-                )
-            ]
-            started = self._run_started(session_id, goal, workspace, history)
+            prompt = PromptContext(workspace=workspace.root, goal=goal, approvals=self._may_ask())
+            system = build_prompt(self._sections(mode, workspace), prompt)
+            history: list[Message] = [SystemMessage(content=system)]
+            notes += prompt.notes
+            started = self._run_started(session_id, goal, workspace, history, mode=mode)
             await self.log.append(started)
         else:
             # The session is ours before its history is read: a turn never forks it.
             self.log.claim(session_id)
             try:
                 history, grants = await self._session_history(session_id)
-                started = self._run_started(session_id, goal, workspace, history, grants)
+                started = self._run_started(session_id, goal, workspace, history, grants, mode=mode)
                 await self.log.append(started)
             except BaseException:
                 self.log.release(session_id)
@@ -410,15 +442,23 @@ class Agent:
         state = RunState.fold([started])
         loop = self._loop(state, cancel, workspace)
         first: list[Event] = [started]
+        told = [("prompt", text) for text in notes]
         if not getattr(self.model, "offline", False) and not lookup(started.config.model).known:
+            told.append(
+                (
+                    "catalog",
+                    f"model {started.config.model!r} is not in the catalog: assuming a "
+                    f"{UNKNOWN.context_window}-token context, no price (cost not counted)",
+                )
+            )
+        for source, text in told:
             notice = Notice(
                 session_id=session_id,
                 run_id=started.run_id,
-                seq=2,
-                source="catalog",
+                seq=state.next_seq,
+                source=source,
                 level="warning",
-                text=f"model {started.config.model!r} is not in the catalog: assuming a "
-                f"{UNKNOWN.context_window}-token context, no price (cost not counted)",
+                text=text,
             )
             await self.log.append(notice)
             state.apply(notice)
@@ -432,6 +472,8 @@ class Agent:
         workspace: Workspace,
         history: list[Message],
         grants: tuple[str, ...] = (),
+        *,
+        mode: Mode | None = None,
     ) -> RunStarted:
         if self.reflect_max_retries < 1:
             raise UsageError("reflect_max_retries must be at least 1")
@@ -454,6 +496,10 @@ class Agent:
             checks=tuple(self.checks),
             reflect=self.reflect,
             reflect_max_retries=self.reflect_max_retries,
+            context=self.context,
+            mode=mode.name if mode is not None else None,
+            profile=self.profile,
+            profile_inferred=self.profile_inferred,
         )
         return RunStarted(
             session_id=session_id,
@@ -568,12 +614,18 @@ class Agent:
             session_id=state.session_id,
             run_id=state.run_id,
             sandbox=self.sandbox,
+            spill=self._spill_folder(workspace, state.run_id),
         )
+        mode, _ = resolve_mode(state.config.mode)
+        hints = FolderHints(workspace=workspace.root, names=self.instruction_files)
+        hints.seed(state.messages)
         executor = ToolExecutor(
             [t for t in tools if t.name in state.config.tools],
             context=context,
             max_parallel=state.config.max_parallel_tools,
             permissions=self.permissions.tiered(read_only=self.sandbox.mode == "read-only"),
+            notes_for=hints.notes_for if self.instruction_files else None,
+            scope=mode.scope if mode is not None else None,
         )
         cancel = cancel or Cancel()
         config = state.config
@@ -587,6 +639,7 @@ class Agent:
             log=self.log,
             model=self.model,
             executor=executor,
+            context=self._context_builder(config, executor.specs),
             policies=[
                 MaxSteps(),
                 *budget_stops(state),
@@ -598,11 +651,32 @@ class Agent:
                 *self._guard_policies(executor, state.config.guards or self.guards),
                 *self.policies,
                 *self._final_policies(workspace, state.config.checks),
+                *self._mode_policies(mode, tools),
             ],
             settings=self.settings,
             cancel=cancel,
             approver=approver(self.approval),
             on_cap=self.on_cap,
+        )
+
+    def _context_builder(self, config: RunConfig, specs: Sequence[ToolSpec]) -> ContextBuilder:
+        settings = config.context or self.context
+        spec = settings.compaction_model or summarizer_for(config.model)
+
+        def summarizer() -> Model:
+            if spec is None or spec == config.model:
+                return self.model
+            from ._resolve import resolve_model  # the config files are read only if needed
+
+            return resolve_model(spec)
+
+        # A test double is no summarizer (its replies are scripted): the digest, unless asked.
+        double = spec is None and getattr(self.model, "offline", False)
+        return ContextBuilder(
+            model=self.model,
+            settings=settings,
+            tools=specs,
+            summarizer=None if double else summarizer,
         )
 
     def _final_policies(self, workspace: Workspace, checks: Sequence[str]) -> list[Policy]:
@@ -680,9 +754,79 @@ class Agent:
             self._resolved = (key, Workspace(self.workspace, protected=self._protected()))
         return self._resolved[1]
 
+    def _mode_policies(self, mode: Mode | None, tools: Sequence[Tool]) -> list[Policy]:
+        if mode is None or not mode.tests_after_changes:
+            return []
+        changing = frozenset(t.name for t in tools if t.path_args and not t.read_only)
+        return [TestsAfterChanges(changing)]
+
+    def _sections(self, mode: Mode | None, workspace: Workspace) -> list[PromptSection]:
+        return [
+            BaseSection(self.system_prompt),
+            ModeSection(mode),
+            TextSection(self.instructions),
+            ProjectInstructions(tuple(self.instruction_files)),
+            TextSection(self._tool_notes(workspace), name="tools"),
+            *self.prompt_sections,
+        ]
+
+    def _tool_notes(self, workspace: Workspace) -> str:
+        """What the tools' descriptions cannot say, as it depends on the run."""
+        spill = self._spill_folder(workspace, "RUN")
+        if spill is None or "read_file" not in {t.name for t in self._tools()}:
+            return ""
+        folder = workspace.relative(spill.parent)
+        return (
+            f"A tool result too long to show whole is saved to a file under {folder}/: the "
+            "result shows its head and tail and says which file; read_file pages through it."
+        )
+
+    def _spill_folder(self, workspace: Workspace, run_id: str) -> Path | None:
+        """The run's folder for over-long results: in a log on disk inside the workspace (where
+        `read_file` reaches it); None otherwise (they are cut)."""
+        directory = getattr(self.log, "directory", None)
+        if not isinstance(directory, Path):
+            return None
+        real = Path(os.path.realpath(directory))
+        return real / "spill" / run_id if real.is_relative_to(workspace.root) else None
+
     def _protected(self) -> list[Path]:
         directory = getattr(self.log, "directory", None)
         return [directory] if isinstance(directory, Path) else []
+
+    async def compact(self, session_id: str) -> ContextCompacted:
+        """Compact a session's context now: the middle of its last run's view is summarized,
+        and the session's next turn starts from the summary. `UsageError` if the session's
+        last run is unfinished, or its view has nothing to compact."""
+        self.log.claim(session_id)  # no turn of it may start meanwhile
+        try:
+            runs = await self.log.runs(session_id)
+            if not runs:
+                raise UsageError(
+                    f"no session {session_id!r} in this log; `reins sessions` lists them"
+                )
+            state = RunState.fold(await self.log.events(runs[-1].run_id))
+            if state.finished is None:
+                raise UsageError(
+                    f"run {state.run_id} of session {session_id} has not finished; "
+                    "resume it (or let it finish) before compacting"
+                )
+            tools = [t for t in self._tools() if t.name in state.config.tools]
+            builder = self._context_builder(state.config, [t.spec for t in tools])
+            fields = await builder.compact(state, forced=True)
+            if fields is None:
+                raise UsageError(
+                    f"nothing to compact in session {session_id}: its view is "
+                    f"{state.view_size()} messages, and the last "
+                    f"{builder.settings.keep_recent} stay as they are"
+                )
+            event = ContextCompacted(
+                session_id=session_id, run_id=state.run_id, seq=state.next_seq, **fields
+            )
+            await self.log.append(event)
+            return event
+        finally:
+            self.log.release(session_id)
 
     async def _session_history(self, session_id: str) -> tuple[list[Message], tuple[str, ...]]:
         """The session's conversation so far, and what was allowed "always" in it."""

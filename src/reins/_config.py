@@ -65,6 +65,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._errors import UsageError
+from .context import ContextSettings
 from .permissions import PermissionRules
 from .policies import Guards
 from .sandbox import MODES, SandboxMode, SandboxPolicy
@@ -83,6 +84,8 @@ class Endpoint(BaseModel):
     """The environment variable that holds the key (keeps the key out of the file)."""
     api: Literal["openai", "anthropic"] = "openai"
     """The wire format of a named endpoint (`openai`, `anthropic` and `ollama` know theirs)."""
+    context_window: int | None = Field(default=None, ge=256)
+    """The context window of its models, in tokens, where the catalog does not know them."""
 
     def key(self, name: str) -> str | None:
         if not self.api_key_env:
@@ -153,6 +156,48 @@ class GuardsConfig(BaseModel):
             anti_stall_threshold=anti_stall_threshold,
             goal_anchor=goal_anchor,
         )
+
+
+class ContextConfig(BaseModel):
+    """The `[context]` table: the window and compaction (see `ContextSettings`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    window: int | None = Field(default=None, ge=256)
+    compaction: bool | None = None
+    threshold: float | None = Field(default=None, ge=0.1, le=1.0)
+    keep_recent: int | None = Field(default=None, ge=1)
+    compaction_model: str | None = None
+    summary_chars: int | None = Field(default=None, ge=500)
+    message_token_budget: int | None = Field(default=None, ge=64)
+
+    def settings(self, *, window: int | None = None) -> ContextSettings:
+        """The settings, with `window` (the command line's, an endpoint's) winning."""
+        chosen = {k: v for k, v in self.model_dump().items() if v is not None}
+        if window is not None:
+            chosen["window"] = window
+        return ContextSettings(**chosen)
+
+
+class ProfileConfig(BaseModel):
+    """A `[profiles.NAME]` table: what a run of that kind uses (`reins run --profile NAME`, or
+    inferred from the goal); the command line's flags win over it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = None
+    system_prompt: str | None = None
+    """In place of reins' base prompt."""
+    instructions: str | None = None
+    tools: tuple[str, ...] | None = None
+    max_steps: int | None = Field(default=None, gt=0)
+    thinking_budget: int | None = Field(default=None, gt=0)
+    mode: str | None = None
+    context: ContextConfig = ContextConfig()
+    """Over the `[context]` table, key by key."""
+
+    def context_over(self, base: ContextConfig) -> ContextConfig:
+        return base.model_copy(update=self.context.model_dump(exclude_none=True))
 
 
 class StopHookConfig(BaseModel):
@@ -245,6 +290,11 @@ class Config(BaseModel):
     """The project's rules: they can only make a decision stricter."""
     sandbox: SandboxConfig = SandboxConfig()
     guards: GuardsConfig = GuardsConfig()
+    context: ContextConfig = ContextConfig()
+    profiles: dict[str, ProfileConfig] = {}
+    instruction_files: tuple[str, ...] = ("AGENTS.md",)
+    """The project instruction files read into the prompt, from the repository root down to
+    the workspace (`AGENTS.override.md` first in each folder); e.g. ["AGENTS.md", "CLAUDE.md"]."""
     max_steps: int | None = Field(default=None, gt=0)
     """The caps of `reins run` when its flags do not say (`Agent`'s fields of those names)."""
     token_budget: int | None = Field(default=None, gt=0)
@@ -321,6 +371,7 @@ def load_config(start: Path | None = None) -> Config:
     project = project_config_path(start)
     sandbox = SandboxConfig()
     guards: dict[str, object] = {}
+    context: dict[str, object] = {}
     trusted: list[Path] = []
     held: dict[str, Any] | None = None
     if project is not None and user.exists() and project.exists() and project.samefile(user):
@@ -334,6 +385,7 @@ def load_config(start: Path | None = None) -> Config:
                 raise UsageError(f"config {path}: {key}: Extra inputs are not permitted")
         if is_project:
             _refuse_keys(path, data)
+            _refuse_profile_models(path, data.get("profiles"))
             _refuse_looser_approval(path, data)
             _refuse_trust(path, data)
             _lower_caps(data, merged)
@@ -348,11 +400,23 @@ def load_config(start: Path | None = None) -> Config:
             guards.update(layer_guards)  # key by key: the project's win
         else:
             merged["guards"] = layer_guards  # not a table: the validation below says so
+        layer_context = data.pop("context", {})
+        if isinstance(layer_context, dict):
+            if is_project and "compaction_model" in layer_context:
+                raise UsageError(
+                    f"config {path}: context.compaction_model: a project's file may not choose "
+                    "the model your history is sent to; set it in your own config"
+                )
+            context.update(layer_context)  # key by key, as the guards
+        else:
+            merged["context"] = layer_context
         layer_sandbox = _sandbox(path, data.pop("sandbox", {}))
         sandbox = _tightened(sandbox, layer_sandbox, path) if is_project else layer_sandbox
         merged.update(data)
     try:
-        config = Config.model_validate({"guards": guards, **merged, **rules, "sandbox": sandbox})
+        config = Config.model_validate(
+            {"guards": guards, "context": context, **merged, **rules, "sandbox": sandbox}
+        )
     except ValidationError as exc:
         files = " and ".join(str(p) for p in (user, project) if p is not None and p.exists())
         raise UsageError(f"config ({files}): {_first_error(exc)}") from None
@@ -438,6 +502,22 @@ def _rules(path: Path, table: object) -> PermissionRules:
     except ValidationError as exc:
         where = _first_error(exc, "permissions").replace("permissions.tools.", "permissions.")
         raise UsageError(f'{path}: {where} (a rule is "allow", "ask" or "deny")') from None
+
+
+def _refuse_profile_models(path: Path, profiles: object) -> None:
+    """A project's profiles may not choose where your work is sent."""
+    if not isinstance(profiles, dict):
+        return
+    for name, table in profiles.items():
+        if not isinstance(table, dict):
+            continue
+        context = table.get("context")
+        if "model" in table or (isinstance(context, dict) and "compaction_model" in context):
+            key = "model" if "model" in table else "context.compaction_model"
+            raise UsageError(
+                f"config {path}: profiles.{name}.{key}: a project's file may not choose a "
+                "profile's model; set it in your own config"
+            )
 
 
 def _refuse_looser_approval(path: Path, data: dict[str, object]) -> None:

@@ -6,6 +6,7 @@ Every error reins raises derives from `ReinsError`, split by who must act::
     ├── ToolError            retry-to-model: becomes an observation the model can act on
     │   └── SandboxUnavailable  no OS sandbox here for commands (says how to get one)
     ├── RunError             stop-the-run: the run ends with stop reason `error`, resumable
+    │   ├── ContextTooLarge  the next request cannot fit the model's window, even compacted
     │   ├── ModelError       the model call failed
     │   │   ├── ModelHTTPError        the server answered with an error status
     │   │   ├── ModelConnectionError  no answer: refused, reset, dropped
@@ -37,6 +38,10 @@ class SandboxUnavailable(ToolError):
 
 class RunError(ReinsError):
     """The run cannot go on; it stops with reason `error` and can be resumed."""
+
+
+class ContextTooLarge(RunError):
+    """The next request cannot fit the model's context window, even after compaction."""
 
 
 class ModelError(RunError):

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from ._guard_settings import Guards
 from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
 from ._stop import StopReason
+from .context._settings import ContextSettings
 
 SCHEMA_VERSION = 1
 
@@ -65,6 +66,15 @@ class RunConfig(BaseModel):
     """A reflection (a model call judging the step) followed each step whose tools ran."""
     reflect_max_retries: int = 3
     """Reflections judging a step failed, in a row, that end the run (`stalled`)."""
+    context: ContextSettings | None = None
+    """How its context was kept inside the model's window (None in logs older than this
+    field: the defaults)."""
+    mode: str | None = None
+    """Its mode (`explore`, `plan`, `write-test`, `write-no-test`); None: none."""
+    profile: str | None = None
+    """The config profile it was made from; None: none."""
+    profile_inferred: bool = False
+    """The profile was inferred from the goal, not chosen."""
 
 
 class _Event(BaseModel):
@@ -229,6 +239,32 @@ class Steered(_Event):
     text: str
 
 
+class ContextCompacted(_Event):
+    """The history sent to the model was compacted: from here on the model sees `prefix`
+    (the system messages, what was pinned, the summary), then the run's messages from `cut`
+    on. The log keeps every message; the view is a fold of these events."""
+
+    kind: Literal["context_compacted"] = "context_compacted"
+    prefix: tuple[Message, ...]
+    cut: int
+    """The index, in the run's whole history, of the first message kept verbatim."""
+    method: Literal["summary", "digest"]
+    """A model's summary, or the deterministic digest (no summarizer, or it failed)."""
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    forced: bool = False
+    """Asked for (`Agent.compact`, `reins compact`), not triggered by the window."""
+    usage: Usage = Usage()
+    """The summarizer's call."""
+    cost: float | None = None
+    model: str = ""
+    """The summarizer ("": none)."""
+    detail: str = ""
+    """Why the digest took the summary's place."""
+
+
 class Notice(_Event):
     """Something worth telling; with `to_model` it is also said to the model."""
 
@@ -266,6 +302,7 @@ Event = Annotated[
     | AnswerRejected
     | Reflected
     | Steered
+    | ContextCompacted
     | Notice
     | RunFinished,
     Field(discriminator="kind"),

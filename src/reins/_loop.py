@@ -15,11 +15,12 @@ from functools import lru_cache
 from typing import Any, assert_never
 
 from ._cancel import Cancel
-from ._errors import ReinsError, StoreError
+from ._errors import ContextTooLarge, ReinsError, StoreError
 from ._events import (
     AnswerRejected,
     ApprovalRequested,
     BudgetExtended,
+    ContextCompacted,
     Event,
     ModelRequested,
     ModelResponded,
@@ -34,7 +35,7 @@ from ._events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from ._messages import AssistantMessage, ToolCall, ToolResultMessage
+from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from ._model import (
     Model,
     ModelResponse,
@@ -47,6 +48,7 @@ from ._model import (
 from ._state import STEERING, RunState, interrupted
 from ._stop import StopReason
 from ._unicode import NOTE, escape_text, escaped_reply, escaped_result
+from .context import ContextBuilder
 from .models._catalog import lookup
 from .permissions import ApprovalRequest, Approver, Ruling, denial
 from .policies import (
@@ -83,6 +85,7 @@ class RunLoop:
         log: EventLog,
         model: Model,
         executor: ToolExecutor,
+        context: ContextBuilder,
         policies: Sequence[Policy],
         settings: ModelSettings,
         cancel: Cancel,
@@ -93,6 +96,7 @@ class RunLoop:
         self.log = log
         self.model = model
         self.executor = executor
+        self.context = context
         # With no cap of its own, a call is capped at what the catalog says the model can write
         # (conservatively, for a model it does not know).
         self.settings = (
@@ -177,17 +181,23 @@ class RunLoop:
             async for event in self._steered():
                 yield event
         ensure_requests_allowed(self.model)
+        async for event in self._compacted():
+            yield event
+        try:
+            messages, settings = self._request()
+        except ContextTooLarge as exc:
+            yield await self._finish(StopReason.ERROR, detail=str(exc))
+            return
         step = state.step + 1
         # Whatever came before (read-only results, the last response) is made durable before
         # the model call, the slowest and costliest wait of a run.
         yield await self._emit(ModelRequested, commit=self._uncommitted, step=step)
         response: ModelResponse | None = None
-        settings = self.settings
         if state.temperature is not None:  # a repair that must not repeat the rejected reply
             settings = replace(
                 settings, temperature=max(state.temperature, settings.temperature or 0)
             )
-        stream = self.model.stream(state.messages, self.executor.specs, settings)
+        stream = self.model.stream(messages, self.executor.specs, settings)
         try:
             while response is None:
                 item = await self.cancel.race(anext(stream))
@@ -248,6 +258,25 @@ class RunLoop:
             cost=self._price(response),
         )
 
+    async def _compacted(self) -> AsyncIterator[Event]:
+        """A compaction, when the next request would pass the window's threshold."""
+        if self.context.due(self.context.tokens(self.state), self.settings.max_tokens):
+            fields = await self.cancel.race(self.context.compact(self.state))
+            if fields is not None:
+                yield await self._emit(ContextCompacted, **fields)
+
+    def _request(
+        self, settings: ModelSettings | None = None
+    ) -> tuple[list[Message], ModelSettings]:
+        """The next request's messages, and its settings with an output cap that fits the
+        window; `ContextTooLarge` if it cannot fit."""
+        settings = settings or self.settings
+        messages = self.context.request(self.state)
+        tokens = self.context.tokens(self.state, messages)
+        self.context.check(tokens, settings.max_tokens)
+        cap = self.context.output_cap(tokens, settings.max_tokens)
+        return messages, replace(settings, max_tokens=cap)
+
     async def _steered(self) -> AsyncIterator[Event]:
         while self.steering:  # appended to from any thread; popped only here
             yield await self._emit(Steered, text=self.steering.popleft())
@@ -294,9 +323,10 @@ class RunLoop:
         yield await self._emit(ModelRequested, step=step)
         # The tools go along, none to be called: Anthropic refuses a history with tool calls
         # and results in it without them, and they keep the cached prompt prefix.
-        tools, settings = self.executor.specs, replace(self.settings, tool_choice="none")
+        tools = self.executor.specs
         try:
-            response = await self.cancel.race(self.model.request(state.messages, tools, settings))
+            messages, settings = self._request(replace(self.settings, tool_choice="none"))
+            response = await self.cancel.race(self.model.request(messages, tools, settings))
         except StoreError:
             raise
         except Exception as exc:  # no summary: the run still stops at its cap

@@ -17,6 +17,7 @@ from ._events import (
     AnswerRejected,
     ApprovalRequested,
     BudgetExtended,
+    ContextCompacted,
     Event,
     ModelRequested,
     ModelResponded,
@@ -106,6 +107,26 @@ class RunState:
     """Reflections in a row that judged their step a failure (a success resets it)."""
     completion: str | None = None
     """A reflection judged the goal complete: this is the answer, unless a policy refuses it."""
+    view_prefix: list[Message] | None = None
+    """After a compaction: what the model sees before `messages[view_from:]`."""
+    view_from: int = 0
+    prompt_tokens: int | None = None
+    """The provider's count of the last request's input (None: no call since the view
+    changed, or the provider gave none)."""
+    prompt_messages: int = 0
+    """Messages of the view that last request sent: the count covers those."""
+    compactions: int = 0
+
+    def view(self) -> list[Message]:
+        """The history as the model sees it: the messages, from the last compaction on."""
+        if self.view_prefix is None:
+            return self.messages
+        return [*self.view_prefix, *self.messages[self.view_from :]]
+
+    def view_size(self) -> int:
+        if self.view_prefix is None:
+            return len(self.messages)
+        return len(self.view_prefix) + len(self.messages) - self.view_from
 
     @classmethod
     def fold(cls, events: Iterable[Event]) -> RunState:
@@ -138,6 +159,8 @@ class RunState:
             case ModelRequested():
                 pass
             case ModelResponded():
+                self.prompt_tokens = event.usage.input_tokens or None
+                self.prompt_messages = self.view_size()
                 self.step = event.step
                 self.temperature = None  # it was for the request just answered
                 self.usage = self.usage + event.usage
@@ -211,6 +234,12 @@ class RunState:
                     self.completion = event.reasoning
             case Steered():
                 self.messages.append(UserMessage(content=STEER_PREFIX + event.text))
+            case ContextCompacted():
+                self.view_prefix, self.view_from = list(event.prefix), event.cut
+                self.prompt_tokens = None
+                self.compactions += 1
+                self.usage = self.usage + event.usage
+                self.cost += event.cost or 0.0
             case RunFinished():
                 self.review_pending = False
                 self.finished = event
@@ -257,10 +286,11 @@ class RunState:
         """Approval requests no one has answered yet."""
         return [r for r in self.asked.values() if r.call.id not in self.decisions]
 
-    def transcript(self) -> list[Message]:
-        """The messages, with a result for every call that never got one (for a next turn):
-        what a resume would say of it. A call that started, of a tool with side effects, was
-        interrupted (it may have acted); one that never started was not run."""
+    def transcript(self, *, whole: bool = False) -> list[Message]:
+        """The view (with `whole`: every message, compacted or not), with a result for every
+        call that never got one (for a next turn): what a resume would say of it. A call that
+        started, of a tool with side effects, was interrupted (it may have acted); one that
+        never started was not run."""
         read_only = self.config.read_only_tools or ()
         done = [
             self.results.get(call.id)
@@ -271,7 +301,7 @@ class RunState:
             )
             for call in self.pending
         ]
-        return [*self.messages, *done]
+        return [*(self.messages if whole else self.view()), *done]
 
     def step_results(self) -> list[ToolResultMessage]:
         """The tool results that follow the last response."""

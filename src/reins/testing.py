@@ -1,7 +1,8 @@
 """Test doubles: models that drive the real loop with no network.
 
 `ScriptedModel` answers from a list, choosing the k-th entry for the k-th assistant turn of the
-conversation, so it holds no state and a resumed run continues the script where the log left it.
+conversation (a compaction's summary says how many it replaced), so it holds no state and a
+resumed run continues the script where the log left it.
 `FunctionModel` answers by calling a function of the messages and tools.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -21,8 +23,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from . import _model
 from ._errors import ModelError, ScriptError
 from ._events import FinishReason
-from ._messages import AssistantMessage, Message, ToolCall, ToolSpec, Usage
+from ._messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
 from ._model import ModelResponse, ModelSettings, StreamItem, TextChunk, ThinkingChunk
+from .context._compaction import SUMMARY_HEADER
 
 __all__ = ["FunctionModel", "ScriptedModel", "block_model_requests", "load_script"]
 
@@ -50,7 +61,7 @@ class _TestModel:
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
     ) -> ModelResponse:
         # This runs on every round of every test and benchmark: counted in C where it can be.
-        turn = countOf(map(type, messages), AssistantMessage)
+        turn = countOf(map(type, messages), AssistantMessage) + _compacted_replies(messages)
         input_tokens = 0 if self.usage else sum(map(_tokens, messages))
         reply = await self._reply(messages, tools, turn)
         if isinstance(reply, ModelResponse):
@@ -197,6 +208,20 @@ def _with_call_ids(reply: Reply, turn: int) -> Reply:
         for i, call in enumerate(reply.tool_calls)
     )
     return reply.model_copy(update={"tool_calls": calls})
+
+
+_REPLACED = re.compile(re.escape(SUMMARY_HEADER) + r"\n\(In place of your first (\d+) replies")
+
+
+def _compacted_replies(messages: Sequence[Message]) -> int:
+    """The replies a compaction took out of the conversation (its summary says how many), so
+    that a scripted model goes on with the right reply."""
+    for message in messages:  # the summary comes before any reply: a short search
+        if not isinstance(message, UserMessage | SystemMessage):
+            break
+        if isinstance(message, UserMessage) and (found := _REPLACED.match(message.content)):
+            return int(found.group(1))
+    return 0
 
 
 def _tokens(message: Message) -> int:

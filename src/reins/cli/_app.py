@@ -242,23 +242,65 @@ def run(
             help="Reflections in a row judging a step failed that stop the run (default 3).",
         ),
     ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            "-p",
+            metavar="NAME",
+            help="A [profiles.NAME] table of the config (default: the one named after the kind "
+            "of work the goal asks for, coding, research, writing or ops, if the config has it).",
+        ),
+    ] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            metavar="explore|plan|write-test|write-no-test",
+            help="explore/plan: read-only (writes only under docs/explore/ or docs/plan/); "
+            "write-test: answer only after the tests ran since the last change; "
+            "write-no-test: change without running tests (default: no mode).",
+        ),
+    ] = None,
+    context_window: Annotated[
+        int | None,
+        typer.Option(
+            "--context-window",
+            min=256,
+            metavar="TOKENS",
+            help="The model's context window, where the catalog does not know it (default: "
+            "the config's [context] window, the endpoint's context_window, the catalog's).",
+        ),
+    ] = None,
     trust_project: TrustProjectOpt = False,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
     from .._agent import Agent
+    from .._config import ProfileConfig
+    from .._model import ModelSettings
     from .._resolve import resolve_model
     from ..tools import builtin_tools
 
     config = _config(trust_project)  # asked and settled before the log is opened
     flags = _guard_flags(no_guard, guard, loop_threshold, stall_threshold, goal_anchor)
 
+    with _one_line_errors():
+        chosen, inferred = _profile(config, goal, profile)
+    preset = config.profiles.get(chosen or "") or ProfileConfig()
+    spec = model or preset.model or config.model or "local"
+    context = preset.context_over(config.context)
+    window = (
+        context_window or context.window or config.endpoint(spec.partition(":")[0]).context_window
+    )
+    listed = tools.split(",") if tools else preset.tools
+
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         lines = TerminalLines()  # a line answers a prompt waiting for one, or steers
         agent = Agent(
-            model=resolve_model(model or config.model or "local", config),
-            tools=builtin_tools(tools.split(",") if tools else None),
+            model=resolve_model(spec, config),
+            tools=builtin_tools(listed),
             workspace=workspace,
-            max_steps=max_steps or config.max_steps or 30,
+            max_steps=max_steps or preset.max_steps or config.max_steps or 30,
             token_budget=token_budget or config.token_budget,
             time_budget=time_budget or config.time_budget,
             cost_budget=cost_budget or config.cost_budget,
@@ -275,6 +317,14 @@ def run(
             stop_max_rejections=config.stop_max_rejections,
             reflect=config.reflect if reflect is None else reflect,
             reflect_max_retries=reflect_max_retries or config.reflect_max_retries,
+            context=context.settings(window=window),
+            instruction_files=config.instruction_files,
+            mode=mode or preset.mode,
+            system_prompt=preset.system_prompt,
+            instructions=preset.instructions or "",
+            settings=ModelSettings(thinking_budget=preset.thinking_budget),
+            profile=chosen,
+            profile_inferred=inferred,
         )
         stream = agent.iter(goal, session_id=session, cancel=cancel)
         lines.start(stream.steer)
@@ -353,6 +403,7 @@ def resume(
             guards=guards,
             stop_hooks=_stop_hooks(config),
             stop_max_rejections=config.stop_max_rejections,
+            instruction_files=config.instruction_files,
         )
         stream = agent.resume_iter(
             info.run_id,
@@ -388,9 +439,16 @@ def show(
         str, typer.Argument(metavar="RUN", help="Run id, a unique prefix of one, or `last`.")
     ],
     json_lines: Annotated[bool, typer.Option("--json", help="Print the messages as JSON.")] = False,
+    view: Annotated[
+        bool,
+        typer.Option(
+            "--view", help="What the model sees now: the history as compacted, not all of it."
+        ),
+    ] = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
-    """Print a run's transcript, folded from its log."""
+    """Print a run's transcript, folded from its log: every message (`--view`: the compacted
+    history the model sees)."""
     from .._state import RunState
     from ..store import find_run
     from ._render import render_finish, render_transcript
@@ -398,18 +456,59 @@ def show(
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         info = find_run(await log.runs(), run_id)
         state = RunState.fold(await log.events(info.run_id))
-        messages = state.transcript()
+        messages = state.transcript(whole=not view)
         if json_lines:
             from .._messages import MESSAGES
 
             sys.stdout.write(MESSAGES.dump_json(messages, indent=2).decode() + "\n")
         else:
             render_transcript(out, messages)
+            if state.compactions and not view:
+                out.print(
+                    f"[cyan]compacted {state.compactions} time(s): the model sees "
+                    f"{state.view_size()} of these {len(state.messages)} messages, the first "
+                    "ones summarized[/] — `reins show --view` shows them"
+                )
             if state.finished is None:
                 out.print("[yellow]unfinished[/] — `reins resume` continues it")
             else:
                 f = state.finished
                 render_finish(out, f.stop_reason, f.final_answer, f.detail)
+        return StopReason.END_TURN
+
+    _execute(store, go, create=False)
+
+
+@app.command()
+def compact(
+    session: Annotated[
+        str,
+        typer.Argument(metavar="SESSION", help="Session id, a unique prefix of one, or `last`."),
+    ],
+    store: StoreOpt = DEFAULT_STORE,
+    trust_project: TrustProjectOpt = False,
+) -> None:
+    """Compact a session's context now: the middle of its history is summarized (by the
+    compaction model, else a digest) and its next turn starts from there; the log keeps all."""
+    from .._agent import Agent
+    from .._resolve import resolve_model
+    from .._state import RunState
+    from ..store import find_session
+    from ..tools import builtin_tools
+
+    config = _config(trust_project, checks=False)
+
+    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+        session_id = find_session(await log.runs(), session)
+        last = (await log.runs(session_id))[-1]
+        state = RunState.fold(await log.events(last.run_id))
+        agent = Agent(
+            model=resolve_model(state.config.model, config),
+            tools=builtin_tools([t for t in state.config.tools if t != "final_answer"]),
+            log=log,
+            context=state.config.context or config.context.settings(),
+        )
+        _printer(False)(await agent.compact(session_id))
         return StopReason.END_TURN
 
     _execute(store, go, create=False)
@@ -437,6 +536,20 @@ def replay(
         return state.finished.stop_reason if state.finished else StopReason.CANCELLED
 
     _execute(store, go, create=False)
+
+
+def _profile(config: Config, goal: str, name: str | None) -> tuple[str | None, bool]:
+    """The profile a run uses, and whether it was inferred: the one named, else the one for
+    the kind of work the goal asks for (if the config has it), else none."""
+    if name is not None:
+        if name not in config.profiles:
+            have = ", ".join(sorted(config.profiles)) or "none"
+            raise UsageError(f"no profile {name!r} in the config (its profiles: {have})")
+        return name, False
+    from ..context import infer_profile
+
+    kind = infer_profile(goal) if config.profiles else None
+    return (kind, True) if kind in config.profiles else (None, False)
 
 
 def _on_cap(lines: TerminalLines) -> CapHandler | None:

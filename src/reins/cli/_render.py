@@ -14,6 +14,7 @@ from .._events import (
     AnswerRejected,
     ApprovalRequested,
     BudgetExtended,
+    ContextCompacted,
     Event,
     ModelRequested,
     ModelResponded,
@@ -128,6 +129,19 @@ class EventRenderer:
                     out.print(f"  [dim]revised approach:[/] {escape(event.revised_approach)}")
             case Steered():
                 out.print(f"[magenta]» steered:[/] {escape(event.text)}")
+            case ContextCompacted():
+                self._end_line()
+                self._tokens[0] += event.usage.input_tokens
+                self._tokens[1] += event.usage.output_tokens
+                self._cost += event.cost or 0.0
+                how = "summarized" if event.method == "summary" else "digested (no model)"
+                out.print(
+                    f"[cyan]⇣ context compacted[/] [dim]({how}): {event.messages_before} → "
+                    f"{event.messages_after} messages, about {event.tokens_before} → "
+                    f"{event.tokens_after} tokens[/]"
+                )
+                if event.detail:
+                    out.print(f"  [dim]{escape(event.detail)}[/]")
             case Notice():
                 self._end_line()  # it may come while a reply streams
                 out.print(f"[yellow]! {escape(event.text)}[/] [dim]({event.source})[/]")

@@ -25,6 +25,8 @@ from ._embedded import DEFAULT_EMBEDDED, embedded_gguf
 from ._resilience import resilient
 
 DEFAULT_MAX_TOKENS = 1024
+TEMPLATE_TOKENS = 5
+"""Tokens a chat template puts around a message (`<|im_start|>user\n` … `<|im_end|>\n`)."""
 
 
 @dataclass(kw_only=True)
@@ -59,6 +61,22 @@ class LocalModel:
         if self.path is not None:
             return f"local:{self.path}"
         return "local" if self.embedded is None else f"local:{self.embedded}"
+
+    @property
+    def context_window(self) -> int:
+        """The context it allocates (`n_ctx`); once loaded, no more than it was trained for."""
+        if self._llm is None:
+            return self.n_ctx
+        return int(min(self._llm.n_ctx(), self._llm.n_ctx_train()))
+
+    def count_tokens(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
+        """The tokens of a request, by the model's own tokenizer (its chat template's markers
+        estimated per message). Tokenizing reads only the vocabulary: no lock is needed."""
+        llm = self.load()
+        return sum(
+            len(llm.tokenize(m["content"].encode(), add_bos=False, special=True)) + TEMPLATE_TOKENS
+            for m in _json_actions.chat(messages, tools)
+        )
 
     def load(self) -> Any:
         if self._llm is None:

@@ -78,6 +78,19 @@ def find_run(runs: Sequence[RunInfo], prefix: str) -> RunInfo:
     return next((r for r in matches if r.run_id == prefix), matches[0])
 
 
+def find_session(runs: Sequence[RunInfo], prefix: str) -> str:
+    """The id of the session that starts with `prefix` (`last`: the latest run's); a clear
+    error if none or several do."""
+    if prefix == "last" and runs:
+        return max(runs, key=lambda r: r.started_at).session_id
+    sessions = {r.session_id for r in runs if r.session_id.startswith(prefix)}
+    if not prefix or not sessions:
+        raise RunNotFound(f"no session matches {prefix!r}; `reins sessions` lists them")
+    if len(sessions) > 1 and prefix not in sessions:
+        raise RunNotFound(f"{prefix!r} matches {len(sessions)} sessions; give more of the id")
+    return prefix if prefix in sessions else sessions.pop()
+
+
 class MemoryLog:
     """An event log that keeps everything in memory: the default of the Python API."""
 

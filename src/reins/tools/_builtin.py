@@ -36,7 +36,8 @@ MAX_SCAN_BYTES = 64 * 1024 * 1024
 MAX_EDIT_BYTES = 16 * 1024 * 1024
 MAX_LIST_ENTRIES = 1000
 MAX_GREP_MATCHES = 200
-MAX_COMMAND_OUTPUT = 20_000
+MAX_COMMAND_OUTPUT = 1_000_000
+"""Bytes of a command's output kept (its head and tail): what a spilled result can hold."""
 
 
 def _stoppable(t: Tool) -> Tool:
@@ -382,7 +383,7 @@ class _Search:
 async def run_command(ctx: ToolContext, command: str, timeout: float = 60.0) -> str:  # noqa: ASYNC109
     """Run a shell command in the workspace root: copy, move or delete files (cp, mv, rm),
     count lines, words or files (wc -l, wc -w), run programs and tests (python3). Prints its
-    exit code and output (the middle of a long output is cut). It runs in a sandbox: it may
+    exit code and output (of a long output, the head and the tail). It runs in a sandbox: it may
     write only inside the workspace (not .git or the run log) and a private /tmp, discarded
     afterwards; it has no network; it sees a reduced environment; processes it leaves in the
     background are killed when it ends.

@@ -1,9 +1,10 @@
-"""The one place tools are executed: validate -> lock paths -> run with timeout -> shape."""
+"""The one place tools are executed: validate -> lock paths -> run with timeout -> shape
+(a result over `max_output_chars` is spilled to a file, or cut)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Sequence, Set
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,8 @@ from pydantic import BaseModel
 
 from .._errors import ToolError, UsageError
 from .._messages import ToolCall, ToolResultMessage, ToolSpec
+from ._scope import ReadOnlyScope
+from ._spill import spill
 from ._stop import Stop, given_up
 from ._tool import Tool, ToolContext
 
@@ -32,6 +35,8 @@ class ToolExecutor:
         max_parallel: int = 4,
         max_output_chars: int = MAX_OUTPUT_CHARS,
         permissions: Permissions | None = None,
+        notes_for: Callable[[Sequence[Path]], str] | None = None,
+        scope: ReadOnlyScope | None = None,
     ) -> None:
         self.tools = {t.name: t for t in tools}
         if len(self.tools) != len(tools):
@@ -45,6 +50,11 @@ class ToolExecutor:
         )
         """The tools whose calls the rules must look at: for the others a default allows."""
         self.max_output_chars = max_output_chars
+        self.notes_for = notes_for
+        self.scope = scope
+        """A read-only mode's limits (None: the permissions alone decide)."""
+        """What to attach to a successful result of a tool that touched these paths (the
+        instruction file of a folder seen for the first time)."""
         self.max_parallel = max(1, max_parallel)
         """How many calls of one response may run at once (the loop schedules them)."""
         self._path_locks: dict[Path, asyncio.Lock] = {}
@@ -65,6 +75,11 @@ class ToolExecutor:
         if call.name not in self._judged or call.raw_arguments is not None:
             return None
         tool = self.tools[call.name]
+        if self.scope is not None:  # a call the mode refuses is not put to anyone
+            try:
+                self.scope.check(tool, tool.validate(call.arguments), self.context.workspace)
+            except ToolError:
+                return None
         assert self.permissions is not None
         ruling = self.permissions.judge(tool, call.arguments, grants)
         if ruling is not None and ruling.decision != "allow":
@@ -85,10 +100,21 @@ class ToolExecutor:
         except Exception as exc:  # a tool's own bug is an observation, never a crashed run
             content, is_error = f"{call.name} failed: {type(exc).__name__}: {exc}", True
         if len(content) > self.max_output_chars:
-            content = shorten(content, self.max_output_chars)
+            content = self._shaped(call, content)
         return ToolResultMessage(
             call_id=call.id, name=call.name, content=content, is_error=is_error
         )
+
+    def _shaped(self, call: ToolCall, content: str) -> str:
+        """An over-long result: spilled to a file the model can page through, or cut."""
+        folder = self.context.spill
+        if folder is not None:
+            try:
+                shown_as = self.context.workspace.relative(folder)
+                return spill(content, folder=folder, name=call.id, shown_as=shown_as)
+            except (OSError, ValueError):  # a full disk, a moved folder: cut, as with none
+                pass
+        return shorten(content, self.max_output_chars)
 
     async def _execute(self, call: ToolCall) -> str:
         tool = self.tools.get(call.name)
@@ -103,13 +129,27 @@ class ToolExecutor:
                 "send them as one JSON object"
             )
         args = tool.validate(call.arguments)
+        if self.scope is not None:
+            self.scope.check(tool, args, self.context.workspace)
         paths = self._written_paths(tool, args)
         if not paths:
-            return await self._run(tool, args)
-        async with AsyncExitStack() as locks:
-            for path in paths:
-                await locks.enter_async_context(self._path_locks.setdefault(path, asyncio.Lock()))
-            return await self._run(tool, args)
+            result = await self._run(tool, args)
+        else:
+            async with AsyncExitStack() as locks:
+                for path in paths:
+                    lock = self._path_locks.setdefault(path, asyncio.Lock())
+                    await locks.enter_async_context(lock)
+                result = await self._run(tool, args)
+        if self.notes_for is not None and tool.path_args:
+            touched = []
+            for name in tool.path_args:
+                try:
+                    touched.append(self.context.workspace.resolve(str(getattr(args, name))))
+                except ToolError:
+                    continue
+            if notes := self.notes_for(touched):
+                result = f"{result}\n\n{notes}"
+        return result
 
     async def _run(self, tool: Tool, args: BaseModel) -> str:
         """`tool.run`, abandoned with a TimeoutError after `tool.timeout` seconds."""

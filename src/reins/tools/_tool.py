@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any, get_type_hints, overload
 
 import docstring_parser
@@ -30,6 +31,9 @@ class ToolContext:
     run_id: str
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     """What the subprocesses a tool starts (through `reins.sandbox.run_process`) may do."""
+    spill: Path | None = None
+    """Where this run's over-long results are saved (inside the workspace, read-only to the
+    tools); None: they are cut."""
 
 
 @dataclass(kw_only=True, frozen=True, eq=False)

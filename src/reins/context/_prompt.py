@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._state import FINAL_ANSWER_PREFIX, FINAL_ANSWER_TOOL
+from .._state import FINAL_ANSWER_PREFIX, FINAL_ANSWER_TOOL
 
 BASE_PROMPT = """\
 You are an autonomous agent working in a folder, the workspace.
@@ -21,14 +21,20 @@ APPROVALS = """
 Some calls need the user's approval; a call that is denied says so: do not repeat it."""
 
 
-def system_prompt(*, instructions: str, approvals: bool = False) -> str:
-    """`approvals`: some of the run's calls may be put to the user (or denied).
+def base_prompt(*, approvals: bool = False) -> str:
+    """reins' base prompt. `approvals`: some of the run's calls may be put to the user (or
+    denied).
 
     The workspace's absolute path is left out: small models copied it into their paths and
     got it wrong; every tool takes paths relative to it."""
-    base = BASE_PROMPT.format(
+    return BASE_PROMPT.format(
         tool=FINAL_ANSWER_TOOL,
         prefix=FINAL_ANSWER_PREFIX,
         approvals=APPROVALS if approvals else "",
     )
+
+
+def system_prompt(*, instructions: str, approvals: bool = False) -> str:
+    """The base prompt and `instructions`, without the other sections (AGENTS.md...)."""
+    base = base_prompt(approvals=approvals)
     return f"{base}\n\n{instructions.strip()}" if instructions.strip() else base

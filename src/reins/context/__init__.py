@@ -1,0 +1,52 @@
+"""The context layer: what the model is shown each round, and how it stays inside the window.
+
+Names load on first use (PEP 562): the event vocabulary imports the settings from here, and the
+builder imports the event vocabulary.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._builder import ContextBuilder, ContextTooLarge
+    from ._modes import MODES, Mode
+    from ._profiles import infer_profile
+    from ._prompt import system_prompt
+    from ._sections import PromptContext, PromptSection, Section
+    from ._settings import ContextSettings
+
+_EXPORTS = {
+    "ContextBuilder": "._builder",
+    "ContextTooLarge": "._builder",
+    "ContextSettings": "._settings",
+    "MODES": "._modes",
+    "Mode": "._modes",
+    "PromptContext": "._sections",
+    "PromptSection": "._sections",
+    "Section": "._sections",
+    "infer_profile": "._profiles",
+    "system_prompt": "._prompt",
+}
+
+__all__ = [
+    "MODES",
+    "ContextBuilder",
+    "ContextSettings",
+    "ContextTooLarge",
+    "Mode",
+    "PromptContext",
+    "PromptSection",
+    "Section",
+    "infer_profile",
+    "system_prompt",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,184 @@
+"""`ContextBuilder`: the request each round, inside the model's window.
+
+The view is a fold of the run's events (`RunState.view`); what the builder adds on the way out is
+deterministic (a message over its budget cut in the request only), so a resume or a replay sends
+exactly what the run sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._errors import ContextTooLarge, StoreError
+from .._messages import AssistantMessage, Message, ToolResultMessage, ToolSpec, UserMessage
+from .._model import Model
+from .._state import RunState
+from ..models._catalog import lookup
+from ._compaction import (
+    DIGEST_CHARS,
+    REPLACES,
+    SUMMARY_HEADER,
+    SUMMARY_TOKENS,
+    digest,
+    plan,
+    summarize,
+    transcript,
+)
+from ._settings import ContextSettings
+from ._tokens import CHARS_PER_TOKEN, Counter, counter_of, estimate, window_of
+
+__all__ = ["ContextBuilder", "ContextTooLarge"]
+
+
+@dataclass(kw_only=True)
+class ContextBuilder:
+    model: Model
+    settings: ContextSettings
+    tools: Sequence[ToolSpec]
+    summarizer: Callable[[], Model] | None = None
+    """Makes the model that summarizes a compaction; None: the digest, always."""
+    window: int = field(init=False)
+    _count: Counter | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.window = window_of(self.model, self.settings)
+        self._count = counter_of(self.model)
+
+    @property
+    def message_budget(self) -> int:
+        """Tokens of one message sent as it is."""
+        return self.settings.message_token_budget or max(64, self.window // 6)
+
+    def request(self, state: RunState) -> list[Message]:
+        """The messages the next model call sends."""
+        return self._fitted(state.view())
+
+    def tokens(self, state: RunState, messages: Sequence[Message] | None = None) -> int:
+        """The tokens of the next request: counted by the model if it can, else the provider's
+        count of the last request plus an estimate of what came since."""
+        messages = self.request(state) if messages is None else messages
+        if self._count is not None:
+            return self._count(messages, self.tools)
+        if state.prompt_tokens is not None and state.prompt_messages <= len(messages):
+            return state.prompt_tokens + estimate(messages[state.prompt_messages :])
+        return estimate(messages, self.tools)
+
+    def room(self, max_output: int | None) -> int:
+        """Tokens kept free for the answer: the output cap, up to a quarter of the window."""
+        return min(max_output or self.window // 4, self.window // 4)
+
+    def due(self, tokens: int, max_output: int | None) -> bool:
+        """Past the compaction threshold, or too close to the window to answer."""
+        limit = min(self.settings.threshold * self.window, self.window - self.room(max_output))
+        return self.settings.compaction and tokens > limit
+
+    def check(self, tokens: int, max_output: int | None) -> None:
+        """Raise `ContextTooLarge` if a request of `tokens` leaves no room to answer."""
+        room = self.room(max_output)
+        if tokens + room > self.window:
+            compacted = "" if self.settings.compaction else " (compaction is off)"
+            raise ContextTooLarge(
+                f"context too large: the next request is about {tokens} tokens and the "
+                f"model's window is {self.window}, with {room} kept for the answer{compacted}; "
+                "start a new session, give the model's real window (--context-window, "
+                "[context] window) if it is larger, or lower keep_recent / message_token_budget"
+            )
+
+    def output_cap(self, tokens: int, max_output: int | None) -> int | None:
+        """The output cap, lowered so that the request and its answer fit the window."""
+        room = self.window - tokens
+        return room if max_output is None or max_output > room else max_output
+
+    async def compact(self, state: RunState, *, forced: bool = False) -> dict[str, Any] | None:
+        """The fields of a `context_compacted` event, or None: nothing to compact."""
+        view = state.view()
+        before = self.tokens(state)
+        cut = plan(
+            view,
+            keep=self._keep(view),
+            goal=state.goal,
+            kept_before=len(state.view_prefix or ()),
+        )
+        if cut is None:
+            return None
+        text, method, detail = "", "digest", "no summarizer"
+        usage: dict[str, Any] = {}
+        if self.summarizer is not None:
+            try:
+                model = self.summarizer()
+                # In a small window, a shorter transcript and summary (the summarizer is often
+                # the run's own model, with the same window).
+                limit = min(self.settings.summary_chars, self.window * CHARS_PER_TOKEN // 2)
+                most = min(SUMMARY_TOKENS, self.window // 8)
+                summary = await summarize(model, transcript(cut.dropped, limit), most)
+            except StoreError:
+                raise
+            except Exception as exc:  # offline, refused, empty: the digest instead
+                detail = f"the summarizer failed: {type(exc).__name__}: {exc}"
+            else:
+                text, method, detail = summary.text, "summary", ""
+                cost = lookup(summary.model).cost(
+                    summary.usage.input_tokens, summary.usage.output_tokens
+                )
+                usage = {"usage": summary.usage, "model": summary.model, "cost": cost}
+        if method == "digest":
+            text = digest(cut.dropped, min(DIGEST_CHARS, self.window * CHARS_PER_TOKEN // 8))
+        start = len(state.view_prefix) if state.view_prefix is not None else 0
+        at = state.view_from + cut.at - start  # in the whole history
+        replies = sum(isinstance(m, AssistantMessage) for m in state.messages[:at])
+        header = SUMMARY_HEADER + "\n" + REPLACES.format(replies=replies)
+        prefix = (
+            *view[: cut.system],
+            *cut.pinned,
+            UserMessage(content=f"{header}\n{text}"),
+            *([cut.failure] if cut.failure is not None else []),
+        )
+        after = self._fitted([*prefix, *view[cut.at :]])
+        return {
+            "prefix": prefix,
+            "cut": at,
+            "method": method,
+            "tokens_before": before,
+            "tokens_after": self._count(after, self.tools)
+            if self._count
+            else estimate(after, self.tools),
+            "messages_before": len(view),
+            "messages_after": len(after),
+            "forced": forced,
+            "detail": detail,
+            **usage,
+        }
+
+    def _keep(self, view: Sequence[Message]) -> int:
+        """`keep_recent`, or fewer: the kept messages may take half of what the threshold
+        allows at most, or the compacted view would be due again at once."""
+        keep = self.settings.keep_recent
+        room = self.settings.threshold * self.window / 2
+        while keep > 1 and estimate(self._fitted(view[-keep:])) > room:
+            keep -= 1
+        return keep
+
+    def _fitted(self, messages: Sequence[Message]) -> list[Message]:
+        budget = self.message_budget
+        return [_cut_to(m, budget) for m in messages]
+
+
+def _cut_to(message: Message, budget: int) -> Message:
+    """A tool result or a reply's text over `budget` tokens, cut to its head and tail."""
+    chars = budget * CHARS_PER_TOKEN
+    match message:
+        case ToolResultMessage() if len(message.content) > chars:
+            return message.model_copy(update={"content": _head_and_tail(message.content, chars)})
+        case AssistantMessage() if len(message.text) > chars:
+            return message.model_copy(update={"text": _head_and_tail(message.text, chars)})
+        case _:
+            return message
+
+
+def _head_and_tail(text: str, chars: int) -> str:
+    tail = chars // 3
+    head = chars - tail
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[… {-(-cut // CHARS_PER_TOKEN)} tokens truncated …]\n{text[-tail:]}"

@@ -1,0 +1,138 @@
+"""Project instructions: AGENTS.md files, from the repository root down to the workspace.
+
+As codex reads them: each folder from the git root (else the workspace) down to the workspace
+gives at most one file (`AGENTS.override.md` if present, else the first of the instruction file
+names it has), added in that order so that the closer file comes later and wins; the whole is
+capped. A file in a folder below the workspace is not read up front: the first time a file tool
+touches that folder, its file is attached to the tool's result, once (as Open SWE does).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .._messages import Message, ToolResultMessage
+
+INSTRUCTION_FILES = ("AGENTS.md",)
+OVERRIDE = "AGENTS.override.md"
+MAX_INSTRUCTION_BYTES = 32 * 1024
+HINT = "[Instructions for the files under {folder}/, from {file}:]"
+_HINTED = re.compile(r"^\[Instructions for the files under .*/, from (.+):\]$", re.MULTILINE)
+
+HEADER = """\
+# Project instructions
+
+From the project's instruction files, the repository root's first and the workspace's last:
+where they disagree, the later one wins."""
+
+
+@dataclass(frozen=True)
+class Instructions:
+    files: tuple[tuple[str, str], ...]
+    """(path shown, text) for each file read, in order."""
+    notes: tuple[str, ...] = ()
+    """What a person should know: a file cut or left out by the cap, one unreadable."""
+
+    def render(self) -> str:
+        if not self.files:
+            return ""
+        parts = [HEADER, *(f"## {shown}\n\n{text.strip()}" for shown, text in self.files)]
+        return "\n\n".join(parts)
+
+
+def project_root(workspace: Path) -> Path:
+    """The git repository's root above (or at) the workspace, else the workspace."""
+    for folder in (workspace, *workspace.parents):
+        if (folder / ".git").exists():
+            return folder
+    return workspace
+
+
+def instruction_file(folder: Path, names: Sequence[str]) -> Path | None:
+    """The folder's instruction file: the override, else the first of `names` it has."""
+    for name in (OVERRIDE, *names):
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def discover(
+    workspace: Path, names: Sequence[str] = INSTRUCTION_FILES, limit: int = MAX_INSTRUCTION_BYTES
+) -> Instructions:
+    """The instruction files from the project root down to `workspace`, capped at `limit`
+    bytes in all (a file that crosses the cap is cut; later ones are left out, with a note)."""
+    if not names:
+        return Instructions(files=())
+    workspace = workspace.resolve()
+    root = project_root(workspace)
+    chain = [root]
+    for part in workspace.relative_to(root).parts:
+        chain.append(chain[-1] / part)
+    files: list[tuple[str, str]] = []
+    notes: list[str] = []
+    used = 0
+    for folder in chain:
+        found = instruction_file(folder, names)
+        if found is None:
+            continue
+        shown = found.relative_to(root).as_posix()
+        try:
+            data = found.read_bytes()
+        except OSError as exc:
+            notes.append(f"instruction file {shown} could not be read: {exc.strerror}")
+            continue
+        if used >= limit:
+            notes.append(f"instruction file {shown} left out: the {limit}-byte cap was reached")
+            continue
+        if used + len(data) > limit:
+            notes.append(f"instruction file {shown} cut to {limit - used} bytes (cap {limit})")
+            data = data[: limit - used]
+        used += len(data)
+        files.append((shown, data.decode("utf-8", errors="replace")))
+    return Instructions(files=tuple(files), notes=tuple(notes))
+
+
+@dataclass(kw_only=True)
+class FolderHints:
+    """Attaches the instruction file of a folder below the workspace to the first result of a
+    file tool that touches it; each file once a session (what the history already holds is
+    not attached again)."""
+
+    workspace: Path
+    names: Sequence[str] = INSTRUCTION_FILES
+    attached: set[Path] = field(default_factory=set[Path])
+
+    def seed(self, messages: Iterable[Message]) -> None:
+        """Mark as attached what the history already holds (a resume, a next turn)."""
+        root = project_root(self.workspace)
+        for message in messages:
+            if isinstance(message, ToolResultMessage) and "[Instructions for" in message.content:
+                self.attached |= {root / m for m in _HINTED.findall(message.content)}
+
+    def notes_for(self, paths: Iterable[Path]) -> str:
+        """The instruction files to attach for a call that touched `paths` (real paths)."""
+        root = project_root(self.workspace)
+        notes: list[str] = []
+        for path in paths:
+            folder = path if path.is_dir() else path.parent
+            if not folder.is_relative_to(self.workspace) or folder == self.workspace:
+                continue
+            below = [folder, *folder.parents]
+            for step in reversed(below[: below.index(self.workspace)]):
+                found = instruction_file(step, self.names)
+                if found is None or found in self.attached:
+                    continue
+                self.attached.add(found)
+                try:
+                    text = found.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                text = text[:MAX_INSTRUCTION_BYTES]
+                shown = found.relative_to(root).as_posix()
+                hint = HINT.format(folder=step.relative_to(root).as_posix(), file=shown)
+                notes.append(f"{hint}\n{text.strip()}")
+        return "\n\n".join(notes)

@@ -1,0 +1,121 @@
+"""The system prompt, assembled from ordered sections.
+
+Each section provider renders one part (the base prompt, the mode, your instructions, the
+project's AGENTS.md, and what later issues add: skills, memory) under its own token budget. A
+provider that raises is left out with a notice: a broken source never stops a run. Adding a
+source is adding a provider; the loop does not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from ._compaction import clip
+from ._instructions import INSTRUCTION_FILES, discover
+from ._prompt import base_prompt
+from ._tokens import CHARS_PER_TOKEN, text_tokens
+
+
+@dataclass(kw_only=True)
+class PromptContext:
+    """What a section may draw on."""
+
+    workspace: Path
+    goal: str
+    approvals: bool = False
+    """Some calls may be put to the user (or denied)."""
+    notes: list[str] = field(default_factory=list[str])
+    """What a section wants a person to know (a capped file, say): recorded as notices."""
+
+
+class PromptSection(Protocol):
+    """A source of one part of the system prompt."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def budget(self) -> int | None:
+        """Tokens the part may take; None: no cap."""
+        ...
+
+    def render(self, context: PromptContext) -> str:
+        """The part, or "" for none."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Section:
+    """A section from a function: `Section(name="team", render=lambda ctx: "...")`."""
+
+    name: str
+    render_fn: Callable[[PromptContext], str]
+    budget: int | None = None
+
+    def render(self, context: PromptContext) -> str:
+        return self.render_fn(context)
+
+
+@dataclass(frozen=True)
+class BaseSection:
+    """reins' base prompt, or the one given in its place (`Agent(system_prompt=...)`)."""
+
+    replacement: str | None = None
+    name: str = "base"
+    budget: int | None = None
+
+    def render(self, context: PromptContext) -> str:
+        if self.replacement is not None:
+            return self.replacement
+        return base_prompt(approvals=context.approvals)
+
+
+@dataclass(frozen=True)
+class TextSection:
+    """A fixed text (`Agent(instructions=...)`)."""
+
+    text: str
+    name: str = "instructions"
+    budget: int | None = None
+
+    def render(self, context: PromptContext) -> str:
+        return self.text.strip()
+
+
+@dataclass(frozen=True)
+class ProjectInstructions:
+    """The AGENTS.md files from the repository root down to the workspace."""
+
+    names: Sequence[str] = INSTRUCTION_FILES
+    name: str = "project"
+    budget: int | None = None  # the files have their own cap, in bytes
+
+    def render(self, context: PromptContext) -> str:
+        found = discover(context.workspace, self.names)
+        context.notes.extend(found.notes)
+        return found.render()
+
+
+def build_prompt(sections: Sequence[PromptSection], context: PromptContext) -> str:
+    """The system prompt: each section's part in order, cut to its budget; a section that
+    fails is left out, and `context.notes` says so."""
+    parts: list[str] = []
+    for section in sections:
+        try:
+            part = section.render(context).strip()
+        except Exception as exc:  # fail open: the run goes on without this part
+            context.notes.append(
+                f"prompt section {section.name!r} failed and was left out: "
+                f"{type(exc).__name__}: {exc}"
+            )
+            continue
+        budget = section.budget
+        if budget is not None and text_tokens(part) > budget:
+            context.notes.append(f"prompt section {section.name!r} cut to {budget} tokens")
+            part = clip(part, budget * CHARS_PER_TOKEN)
+        if part:
+            parts.append(part)
+    return "\n\n".join(parts)

@@ -1,0 +1,63 @@
+"""Token accounting: how big a request is, and how big it may be.
+
+A provider's own count of the last prompt is the best figure there is; what was added since is
+estimated at three characters a token (a conservative guess for English and code), and a model
+that can count exactly (the embedded one, with its own tokenizer) is asked instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._messages import AssistantMessage, Message, ToolResultMessage, ToolSpec
+from .._model import Model
+from ..models._catalog import lookup
+from ._settings import ContextSettings
+
+CHARS_PER_TOKEN = 3
+MESSAGE_OVERHEAD = 4
+"""Tokens a chat template adds around each message (role markers, separators)."""
+
+Counter = Callable[[Sequence[Message], Sequence[ToolSpec]], int]
+
+
+def text_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def message_text(message: Message) -> str:
+    """All the text of a message that reaches the model."""
+    match message:
+        case AssistantMessage():
+            calls = "".join(f"{c.name}{json.dumps(c.arguments)}" for c in message.tool_calls)
+            return message.thinking + message.text + calls
+        case ToolResultMessage():
+            return message.name + message.content
+        case _:
+            return message.content
+
+
+def estimate(messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
+    """Tokens of a request, by the characters heuristic."""
+    listed = sum(text_tokens(t.description + json.dumps(t.parameters)) for t in tools)
+    return listed + sum(text_tokens(message_text(m)) + MESSAGE_OVERHEAD for m in messages)
+
+
+def counter_of(model: Model) -> Counter | None:
+    """The model's exact count (`count_tokens(messages, tools)`), if it has one."""
+    count: Any = getattr(model, "count_tokens", None)
+    return count if callable(count) else None
+
+
+def window_of(model: Model, settings: ContextSettings) -> int:
+    """The context window a run works in: the settings', else the model's own (the embedded
+    model's allocated context), else the catalog's."""
+    if settings.window is not None:
+        return settings.window
+    own = getattr(model, "context_window", None)
+    if isinstance(own, int) and own > 0:
+        return own
+    return lookup(model.name).context_window
