@@ -39,7 +39,8 @@ async def test_a_run_accounts_cost_and_warns_of_unknown_models(workspace: Path) 
     assert run.state.cost == 0.0
 
     register(
-        "pretend", ModelInfo(context_window=1000, max_output=100, input_price=1.0, output_price=2.0)
+        "pretend",
+        ModelInfo(context_window=200_000, max_output=100, input_price=1.0, output_price=2.0),
     )
     try:
         priced = await Agent(model=model, workspace=workspace).run("go")

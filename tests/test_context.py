@@ -311,3 +311,38 @@ async def test_without_a_log_on_disk_a_long_result_is_cut(workspace: Path) -> No
     assert "characters cut" in shown.content
     assert shown.content.endswith("100000\n")
     assert "saved to a file" not in result.messages[0].content  # type: ignore[union-attr]
+
+
+async def test_a_huge_argument_is_cut_in_the_request_only(workspace: Path) -> None:
+    content = "".join(f"row {i}\n" for i in range(20_000))
+    model = Recording([reply("", call("write_file", "w", path="big.txt", content=content)), "ok"])
+    context = ContextSettings(window=20_000, message_token_budget=1000)
+    a = Agent(model=model, workspace=workspace, context=context)
+    result = await a.run("write the rows")
+    assert result.stop_reason is StopReason.END_TURN, result.detail
+    assert (workspace / "big.txt").read_text() == content
+    [sent] = [m for m in model.requests[-1] if isinstance(m, AssistantMessage)]
+    shown = sent.tool_calls[0].arguments["content"]
+    assert shown.startswith("row 0\nrow 1\n")
+    assert "tokens truncated …]" in shown
+    assert shown.endswith("row 19999\n")
+    assert len(shown) < 3100
+    [kept] = [m for m in result.messages if isinstance(m, AssistantMessage) and m.tool_calls]
+    assert kept.tool_calls[0].arguments["content"] == content
+
+
+@pytest.mark.parametrize(
+    ("goal", "kind"),
+    [
+        ("Fix the failing test in app.py", "coding"),
+        ("Why does parse_date return None? Look in src/utils.py", "coding"),
+        ("Research why the sky is blue and compare the sources", "research"),
+        ("Write a blog post announcing version 2", "writing"),
+        ("Deploy the service with docker and restart nginx", "ops"),
+        ("Create the file hello.txt containing the text: hello", None),
+    ],
+)
+def test_the_kind_of_work_a_goal_asks_for_is_inferred(goal: str, kind: str | None) -> None:
+    from reins.context import infer_profile
+
+    assert infer_profile(goal) == kind

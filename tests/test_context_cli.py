@@ -51,15 +51,17 @@ def test_a_run_past_its_window_is_compacted_and_show_tells_both_views(project: P
     assert done.returncode == 0, done.stderr
     assert "context compacted" in done.stdout
     run = run_ids(project)["read the report"]
-    whole = reins("show", run, cwd=project)
-    assert whole.returncode == 0
-    assert "row 0399" in whole.stdout  # every result, in full
-    assert "compacted" in whole.stdout
-    assert "reins show --view" in whole.stdout
-    view = reins("show", run, "--view", "--json", cwd=project)
-    messages = json.loads(view.stdout)
-    assert any(m.get("content", "").startswith(SUMMARY_HEADER) for m in messages)
-    assert len(messages) < len(json.loads(reins("show", run, "--json", cwd=project).stdout))
+    shown = reins("show", run, cwd=project)
+    assert shown.returncode == 0
+    assert "compacted" in shown.stdout
+    assert "reins show --view" in shown.stdout
+    whole = json.loads(reins("show", run, "--json", cwd=project).stdout)
+    results = [m["content"] for m in whole if m["role"] == "tool"]
+    assert len(results) == 8
+    assert all(r.endswith("row 0399: a line of a long report, read in parts\n") for r in results)
+    view = json.loads(reins("show", run, "--view", "--json", cwd=project).stdout)
+    assert any(m.get("content", "").startswith(SUMMARY_HEADER) for m in view)
+    assert len(view) < len(whole)
 
 
 def test_reins_compact_summarizes_a_session_for_its_next_turn(project: Path) -> None:

@@ -166,13 +166,37 @@ class ContextBuilder:
 
 
 def _cut_to(message: Message, budget: int) -> Message:
-    """A tool result or a reply's text over `budget` tokens, cut to its head and tail."""
+    """A tool result, a reply's text or a call's string argument (the content of a file it
+    wrote, say) over `budget` tokens, cut to its head and tail: the call has run, and what it
+    was is still plain."""
     chars = budget * CHARS_PER_TOKEN
     match message:
         case ToolResultMessage() if len(message.content) > chars:
             return message.model_copy(update={"content": _head_and_tail(message.content, chars)})
-        case AssistantMessage() if len(message.text) > chars:
-            return message.model_copy(update={"text": _head_and_tail(message.text, chars)})
+        case AssistantMessage():
+            long_text = len(message.text) > chars
+            long_args = any(
+                isinstance(v, str) and len(v) > chars
+                for c in message.tool_calls
+                for v in c.arguments.values()
+            )
+            if not (long_text or long_args):
+                return message
+            calls = tuple(
+                c.model_copy(
+                    update={
+                        "arguments": {
+                            k: _head_and_tail(v, chars)
+                            if isinstance(v, str) and len(v) > chars
+                            else v
+                            for k, v in c.arguments.items()
+                        }
+                    }
+                )
+                for c in message.tool_calls
+            )
+            text = _head_and_tail(message.text, chars) if long_text else message.text
+            return message.model_copy(update={"text": text, "tool_calls": calls})
         case _:
             return message
 
