@@ -346,3 +346,50 @@ def test_the_kind_of_work_a_goal_asks_for_is_inferred(goal: str, kind: str | Non
     from reins.context import infer_profile
 
     assert infer_profile(goal) == kind
+
+
+async def test_a_store_outside_the_workspace_keeps_spills_readable_and_nothing_else(
+    tmp_path: Path, workspace: Path
+) -> None:
+    import re
+
+    from reins.testing import FunctionModel
+
+    seen: list[str] = []
+
+    def fn(messages: list[Message], tools: list[ToolSpec]) -> AssistantMessage | str:
+        last = messages[-1]
+        if not isinstance(last, ToolResultMessage):
+            return reply("", call("run_command", "c0", command="seq 1 100000"))
+        seen.append(last.content)
+        if last.name == "run_command":
+            found = re.search(r'read_file \(path="([^"]+)"', last.content)
+            assert found is not None
+            escape = found[1].replace("c0.txt", "../../reins.db")
+            return reply(
+                "",
+                call("read_file", "c1", path=found[1], start_line=3, end_line=3),
+                call("read_file", "c2", path=escape),
+                call("write_file", "c3", path=found[1], content="mine"),
+            )
+        return "FINAL_ANSWER: read"
+
+    store = tmp_path / "store"
+    a = Agent(model=FunctionModel(fn), workspace=workspace, log=SQLiteLog(store), approval="allow")
+    result = await a.run("count to 100000")
+    assert result.stop_reason is StopReason.END_TURN, result.detail
+    system = result.messages[0]
+    assert isinstance(system, SystemMessage)
+    assert f"saved to a file under {store.resolve()}/spill/" in system.content
+    assert "though it is outside the workspace" in system.content
+    assert f'path="{store.resolve()}/spill/{result.run_id}/c0.txt"' in seen[0]
+    read, escape, write = results_of(result.messages)[1:]
+    assert read.content.startswith("2\n")  # line 3: the exit code line comes first
+    assert escape.is_error
+    assert "outside the workspace" in escape.content
+    assert write.is_error
+    assert (store / "spill" / result.run_id / "c0.txt").read_text().startswith("exit code: 0\n1\n")
+
+
+def results_of(messages: Sequence[Message]) -> list[ToolResultMessage]:
+    return [m for m in messages if isinstance(m, ToolResultMessage)]

@@ -91,7 +91,9 @@ def reins_run(rounds: int, window: int, compaction: bool) -> dict[str, Any]:
     return {"sent": sent, **extra}
 
 
-def pydantic_ai_run(rounds: int) -> dict[str, Any]:
+def pydantic_ai_run(rounds: int, keep: int | None = None) -> dict[str, Any]:
+    """`keep`: with a history processor (`ProcessHistory`, what a user writes) that sends
+    the first message and the last `keep`; None: pydantic-ai as it comes."""
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -125,7 +127,15 @@ def pydantic_ai_run(rounds: int) -> dict[str, Any]:
 
     from pydantic_ai.usage import UsageLimits
 
-    agent = Agent(FunctionModel(scripted), tools=[report])
+    def recent(messages: list[Any]) -> list[Any]:
+        return messages if len(messages) <= keep + 1 else [messages[0], *messages[-keep:]]
+
+    capabilities: list[Any] = []
+    if keep is not None:
+        from pydantic_ai.capabilities.process_history import ProcessHistory
+
+        capabilities.append(ProcessHistory(recent))
+    agent = Agent(FunctionModel(scripted), tools=[report], capabilities=capabilities)
     start = time.perf_counter()
     limits = UsageLimits(request_limit=rounds + 10)
     result = agent.run_sync("read every part of the report", usage_limits=limits)
@@ -222,6 +232,7 @@ def main() -> None:
         "reins, compaction on": lambda: reins_run(args.rounds, args.window, True),
         "reins, compaction off": lambda: reins_run(args.rounds, args.window, False),
         "pydantic-ai (no history processor)": lambda: pydantic_ai_run(args.rounds),
+        "pydantic-ai, a processor keeping the last 10": lambda: pydantic_ai_run(args.rounds, 10),
         "smolagents": lambda: smolagents_run(args.rounds),
     }
     results: dict[str, dict[str, Any]] = {}
@@ -241,7 +252,7 @@ def main() -> None:
         + " | peak | rounds over the window | total sent | compactions | ms a compaction "
         "(median) | seconds |"
     )
-    print("| --- " * (len(marks) + 8) + "|")
+    print("| --- " * (len(marks) + 7) + "|")
     for name, data in results.items():
         print(row(name, data, args.window))
     on = results.get("reins, compaction on")

@@ -608,13 +608,15 @@ class Agent:
                 f"run {state.run_id} used tools {sorted(missing)} that this agent lacks"
             )
         if workspace is None:
-            workspace = Workspace(state.config.workspace, protected=self._protected())
+            workspace = Workspace(
+                state.config.workspace, protected=self._protected(), readable=self._readable()
+            )
         context = ToolContext(
             workspace=workspace,
             session_id=state.session_id,
             run_id=state.run_id,
             sandbox=self.sandbox,
-            spill=self._spill_folder(workspace, state.run_id),
+            spill=self._spill_folder(state.run_id),
         )
         mode, _ = resolve_mode(state.config.mode)
         hints = FolderHints(workspace=workspace.root, names=self.instruction_files)
@@ -751,7 +753,8 @@ class Agent:
             return Workspace(self.workspace, protected=self._protected())  # its error says why
         key = (str(self.workspace), found.st_dev, found.st_ino, tuple(self._protected()))
         if self._resolved is None or self._resolved[0] != key:
-            self._resolved = (key, Workspace(self.workspace, protected=self._protected()))
+            made = Workspace(self.workspace, protected=self._protected(), readable=self._readable())
+            self._resolved = (key, made)
         return self._resolved[1]
 
     def _mode_policies(self, mode: Mode | None, tools: Sequence[Tool]) -> list[Policy]:
@@ -772,23 +775,33 @@ class Agent:
 
     def _tool_notes(self, workspace: Workspace) -> str:
         """What the tools' descriptions cannot say, as it depends on the run."""
-        spill = self._spill_folder(workspace, "RUN")
+        spill = self._spill_folder("RUN")
         if spill is None or "read_file" not in {t.name for t in self._tools()}:
             return ""
-        folder = workspace.relative(spill.parent)
+        folder = workspace.shown(spill.parent)
+        outside = not spill.is_relative_to(workspace.root)
         return (
             f"A tool result too long to show whole is saved to a file under {folder}/: the "
-            "result shows its head and tail and says which file; read_file pages through it."
+            "result shows its head and tail and says which file; read_file pages through it"
+            + (
+                " (it may read that folder, though it is outside the workspace)."
+                if outside
+                else "."
+            )
         )
 
-    def _spill_folder(self, workspace: Workspace, run_id: str) -> Path | None:
-        """The run's folder for over-long results: in a log on disk inside the workspace (where
-        `read_file` reaches it); None otherwise (they are cut)."""
+    def _spill_folder(self, run_id: str) -> Path | None:
+        """The run's folder for over-long results, in a log on disk; None: they are cut."""
+        spills = self._readable()
+        return Path(spills[0]) / run_id if spills else None
+
+    def _readable(self) -> list[Path]:
+        """The folders outside the workspace the file tools may read: the log's saved long
+        outputs (read-only to the tools: the log's folder is protected)."""
         directory = getattr(self.log, "directory", None)
         if not isinstance(directory, Path):
-            return None
-        real = Path(os.path.realpath(directory))
-        return real / "spill" / run_id if real.is_relative_to(workspace.root) else None
+            return []
+        return [Path(os.path.realpath(directory)) / "spill"]
 
     def _protected(self) -> list[Path]:
         directory = getattr(self.log, "directory", None)

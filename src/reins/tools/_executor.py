@@ -110,7 +110,7 @@ class ToolExecutor:
         folder = self.context.spill
         if folder is not None:
             try:
-                shown_as = self.context.workspace.relative(folder)
+                shown_as = self.context.workspace.shown(folder)
                 return spill(content, folder=folder, name=call.id, shown_as=shown_as)
             except (OSError, ValueError):  # a full disk, a moved folder: cut, as with none
                 pass

@@ -1,8 +1,8 @@
 """A tool result too long to send whole: saved to a file the model can page through.
 
-The file goes in the run's spill folder (the store's `spill/RUN/`, inside the workspace so that
-`read_file` reaches it, and read-only to the tools as the rest of the store); the model gets the
-head and the tail, and where the rest is. Without a spill folder, the middle is cut.
+The file goes in the run's spill folder (the store's `spill/RUN/`, which the file tools may read
+wherever the store is, and not write); the model gets the head and the tail, and where the rest
+is. Without a spill folder (a log in memory), the middle is cut.
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ class ToolContext:
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     """What the subprocesses a tool starts (through `reins.sandbox.run_process`) may do."""
     spill: Path | None = None
-    """Where this run's over-long results are saved (inside the workspace, read-only to the
-    tools); None: they are cut."""
+    """Where this run's over-long results are saved (the store's, readable by the file tools
+    and not writable); None: they are cut."""
 
 
 @dataclass(kw_only=True, frozen=True, eq=False)

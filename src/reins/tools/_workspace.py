@@ -23,9 +23,16 @@ MAX_IGNORE_BYTES = 1 << 20
 
 class Workspace:
     """Resolves every path inside `root`; `..`, outside absolute paths and symlink escapes
-    are refused. Writes into `protected` paths (the event log) are refused too."""
+    are refused. Writes into `protected` paths (the event log) are refused too. `readable`
+    folders outside it may be read by their absolute paths (the store's saved long outputs)."""
 
-    def __init__(self, root: str | Path, *, protected: Sequence[str | Path] = ()) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        protected: Sequence[str | Path] = (),
+        readable: Sequence[str | Path] = (),
+    ) -> None:
         real = os.path.realpath(os.path.expanduser(root))  # os.path: cheaper than pathlib
         if not os.path.isdir(real):
             raise WorkspaceError(
@@ -40,6 +47,7 @@ class Workspace:
             p.relative_to(self.root).parts for p in self.protected if p.is_relative_to(self.root)
         )
         self._protected_ids = self._ids()  # as they are now: a renamed folder keeps its id
+        self.readable = tuple(os.path.realpath(p) for p in readable)
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -70,9 +78,34 @@ class Workspace:
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix() or "."
 
+    def shown(self, path: Path) -> str:
+        """How a tool names `path` to the model: relative inside the workspace, else whole."""
+        return self.relative(path) if path.is_relative_to(self.root) else str(path)
+
     def open(self, path: str, *, folder: bool = False) -> Opened:
         """Open `path` without a check-then-use race (see `_fs`); close `.fd` when done."""
-        return open_beneath(self._root, path, DIR if folder else READ)
+        flags = DIR if folder else READ
+        if (outside := self._readable(path)) is not None:
+            top, rel = outside
+            try:
+                root = Root.open(top)
+            except FileNotFoundError:
+                raise ToolError(f"{path!r} does not exist") from None
+            try:
+                return open_beneath(root, rel, flags)
+            finally:
+                os.close(root.fd)
+        return open_beneath(self._root, path, flags)
+
+    def _readable(self, path: str) -> tuple[str, str] | None:
+        """The readable folder an absolute `path` lies in, and the path below it."""
+        if not self.readable or not os.path.isabs(path := os.path.expanduser(path)):
+            return None
+        path = os.path.normpath(path)
+        for top in self.readable:
+            if path == top or path.startswith(top + os.sep):
+                return top, os.path.relpath(path, top)
+        return None
 
     def locate_for_write(self, path: str, stop: Stop, *, make_folders: bool = True) -> Target:
         """Where a write to `path` lands, missing folders made (or a ToolError); outside the
