@@ -40,6 +40,7 @@ from .context._sections import (
     PromptContext,
     PromptSection,
     TextSection,
+    ToolNotes,
     build_prompt,
 )
 from .models._catalog import UNKNOWN, lookup
@@ -764,31 +765,16 @@ class Agent:
         return [TestsAfterChanges(changing)]
 
     def _sections(self, mode: Mode | None, workspace: Workspace) -> list[PromptSection]:
+        readers = {"read_file"} & {t.name for t in self._tools()}
+        spill = self._readable()[0] if self._readable() and readers else None
         return [
             BaseSection(self.system_prompt),
             ModeSection(mode),
             TextSection(self.instructions),
             ProjectInstructions(tuple(self.instruction_files)),
-            TextSection(self._tool_notes(workspace), name="tools"),
+            ToolNotes(spill, workspace.root),
             *self.prompt_sections,
         ]
-
-    def _tool_notes(self, workspace: Workspace) -> str:
-        """What the tools' descriptions cannot say, as it depends on the run."""
-        spill = self._spill_folder("RUN")
-        if spill is None or "read_file" not in {t.name for t in self._tools()}:
-            return ""
-        folder = workspace.shown(spill.parent)
-        outside = not spill.is_relative_to(workspace.root)
-        return (
-            f"A tool result too long to show whole is saved to a file under {folder}/: the "
-            "result shows its head and tail and says which file; read_file pages through it"
-            + (
-                " (it may read that folder, though it is outside the workspace)."
-                if outside
-                else "."
-            )
-        )
 
     def _spill_folder(self, run_id: str) -> Path | None:
         """The run's folder for over-long results, in a log on disk; None: they are cut."""

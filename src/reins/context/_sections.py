@@ -99,6 +99,28 @@ class ProjectInstructions:
         return found.render()
 
 
+@dataclass(frozen=True)
+class ToolNotes:
+    """What the tools' descriptions cannot say, as it depends on the run: where an over-long
+    result is saved (`spill`, the store's folder; None: results are cut, nothing to say)."""
+
+    spill: Path | None
+    workspace: Path
+    name: str = "tools"
+    budget: int | None = None
+
+    def render(self, context: PromptContext) -> str:
+        if self.spill is None:
+            return ""
+        inside = self.spill.is_relative_to(self.workspace)
+        folder = self.spill.relative_to(self.workspace).as_posix() if inside else str(self.spill)
+        where = "." if inside else " (it may read that folder, though it is outside the workspace)."
+        return (
+            f"A tool result too long to show whole is saved to a file under {folder}/: the "
+            f"result shows its head and tail and says which file; read_file pages through it{where}"
+        )
+
+
 def build_prompt(sections: Sequence[PromptSection], context: PromptContext) -> str:
     """The system prompt: each section's part in order, cut to its budget; a section that
     fails is left out, and `context.notes` says so."""
