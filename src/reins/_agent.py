@@ -25,13 +25,12 @@ from ._events import (
     RunStarted,
 )
 from ._loop import RunLoop
-from ._messages import Message, SystemMessage, ToolSpec, Usage, UserMessage
+from ._messages import Message, SystemMessage, Usage, UserMessage
 from ._model import Model, ModelSettings
 from ._state import RunState
 from ._stop import StopReason
 from ._unicode import escape_text
 from .context import ContextBuilder, ContextSettings
-from .context._compaction import summarizer_for
 from .context._instructions import INSTRUCTION_FILES, FolderHints
 from .context._modes import Mode, ModeSection, resolve_mode
 from .context._sections import (
@@ -642,7 +641,9 @@ class Agent:
             log=self.log,
             model=self.model,
             executor=executor,
-            context=self._context_builder(config, executor.specs),
+            context=ContextBuilder.for_run(
+                self.model, config.model, config.context or self.context, executor.specs
+            ),
             policies=[
                 MaxSteps(),
                 *budget_stops(state),
@@ -660,26 +661,6 @@ class Agent:
             cancel=cancel,
             approver=approver(self.approval),
             on_cap=self.on_cap,
-        )
-
-    def _context_builder(self, config: RunConfig, specs: Sequence[ToolSpec]) -> ContextBuilder:
-        settings = config.context or self.context
-        spec = settings.compaction_model or summarizer_for(config.model)
-
-        def summarizer() -> Model:
-            if spec is None or spec == config.model:
-                return self.model
-            from ._resolve import resolve_model  # the config files are read only if needed
-
-            return resolve_model(spec)
-
-        # A test double is no summarizer (its replies are scripted): the digest, unless asked.
-        double = spec is None and getattr(self.model, "offline", False)
-        return ContextBuilder(
-            model=self.model,
-            settings=settings,
-            tools=specs,
-            summarizer=None if double else summarizer,
         )
 
     def _final_policies(self, workspace: Workspace, checks: Sequence[str]) -> list[Policy]:
@@ -811,7 +792,9 @@ class Agent:
                     "resume it (or let it finish) before compacting"
                 )
             tools = [t for t in self._tools() if t.name in state.config.tools]
-            builder = self._context_builder(state.config, [t.spec for t in tools])
+            settings = state.config.context or self.context
+            specs = [t.spec for t in tools]
+            builder = ContextBuilder.for_run(self.model, state.config.model, settings, specs)
             fields = await builder.compact(state, forced=True)
             if fields is None:
                 raise UsageError(

@@ -24,6 +24,7 @@ from ._compaction import (
     digest,
     plan,
     summarize,
+    summarizer_for,
     transcript,
 )
 from ._settings import ContextSettings
@@ -45,6 +46,30 @@ class ContextBuilder:
     def __post_init__(self) -> None:
         self.window = window_of(self.model, self.settings)
         self._count = counter_of(self.model)
+
+    @classmethod
+    def for_run(
+        cls, model: Model, model_id: str, settings: ContextSettings, tools: Sequence[ToolSpec]
+    ) -> ContextBuilder:
+        """The builder of a run of `model` (named `model_id` in its log): summaries by the
+        settings' `compaction_model`, else the cheapest model of its hosted provider, else the
+        model itself; a test double's compactions are digests, unless a model is named."""
+        spec = settings.compaction_model or summarizer_for(model_id)
+
+        def summarizer() -> Model:
+            if spec is None or spec == model_id:
+                return model
+            from .._resolve import resolve_model  # the config files are read only if needed
+
+            return resolve_model(spec)
+
+        double = spec is None and getattr(model, "offline", False)
+        return cls(
+            model=model,
+            settings=settings,
+            tools=tools,
+            summarizer=None if double else summarizer,
+        )
 
     @property
     def message_budget(self) -> int:
