@@ -32,7 +32,7 @@ def report_text(part: int) -> str:
 
 
 def reins_run(rounds: int, window: int, compaction: bool) -> dict[str, Any]:
-    from reins import Agent, AssistantMessage, SQLiteLog, StopReason, ToolCall, tool
+    from reins import Agent, AssistantMessage, SQLiteLog, StopReason, ToolCall, Usage, tool
     from reins._events import ContextCompacted
     from reins.context import ContextSettings
     from reins.context._tokens import estimate
@@ -64,8 +64,11 @@ def reins_run(rounds: int, window: int, compaction: bool) -> dict[str, Any]:
 
     async def go(folder: str) -> dict[str, Any]:
         log = SQLiteLog(folder)
+        # No provider count (input_tokens 0): reins estimates every request at chars/3, as
+        # this table measures them; a real provider's count would replace the estimate.
+        model = Counting(script, usage=Usage(input_tokens=0, output_tokens=1, requests=1))
         agent = Agent(
-            model=Counting(script),
+            model=model,
             tools=[report],
             workspace=folder,
             log=log,
