@@ -112,12 +112,13 @@ class ToolNotes:
     def render(self, context: PromptContext) -> str:
         if self.spill is None:
             return ""
-        inside = self.spill.is_relative_to(self.workspace)
-        folder = self.spill.relative_to(self.workspace).as_posix() if inside else str(self.spill)
-        where = "." if inside else " (it may read that folder, though it is outside the workspace)."
+        if self.spill.is_relative_to(self.workspace):
+            where = f"under {self.spill.relative_to(self.workspace).as_posix()}/"
+        else:  # no absolute path here: small models copy it into paths where it does not go
+            where = "in the run log's folder (outside the workspace, but read_file may read it)"
         return (
-            f"A tool result too long to show whole is saved to a file under {folder}/: the "
-            f"result shows its head and tail and says which file; read_file pages through it{where}"
+            f"A tool result too long to show whole is saved to a file {where}: the result "
+            "shows its head and tail and the file's path; read_file pages through it."
         )
 
 
