@@ -271,8 +271,7 @@ class RunLoop:
         """The next request's messages, and its settings with an output cap that fits the
         window; `ContextTooLarge` if it cannot fit."""
         settings = settings or self.settings
-        messages = self.context.request(self.state)
-        tokens = self.context.tokens(self.state, messages)
+        messages, tokens = self.context.measure(self.state)
         self.context.check(tokens, settings.max_tokens)
         cap = self.context.output_cap(tokens, settings.max_tokens)
         return messages, replace(settings, max_tokens=cap)

@@ -42,6 +42,15 @@ class ContextBuilder:
     """Makes the model that summarizes a compaction; None: the digest, always."""
     window: int = field(init=False)
     _count: Counter | None = field(init=False, repr=False)
+    _fits: tuple[RunState, object, int, list[Message]] | None = field(
+        default=None, init=False, repr=False
+    )
+    """The view as last sent (the state, its compaction, the view's length, the messages):
+    the history only grows between compactions, so a round fits only its new messages."""
+    _measured: tuple[RunState, int, list[Message], int] | None = field(
+        default=None, init=False, repr=False
+    )
+    """The last request and its tokens, by the state and its next seq: asked twice a round."""
 
     def __post_init__(self) -> None:
         self.window = window_of(self.model, self.settings)
@@ -78,17 +87,27 @@ class ContextBuilder:
 
     def request(self, state: RunState) -> list[Message]:
         """The messages the next model call sends."""
-        return self._fitted(state.view())
+        return self.measure(state)[0]
 
-    def tokens(self, state: RunState, messages: Sequence[Message] | None = None) -> int:
+    def tokens(self, state: RunState) -> int:
         """The tokens of the next request: counted by the model if it can, else the provider's
         count of the last request plus an estimate of what came since."""
-        messages = self.request(state) if messages is None else messages
+        return self.measure(state)[1]
+
+    def measure(self, state: RunState) -> tuple[list[Message], int]:
+        """The next request, and its tokens."""
+        last = self._measured
+        if last is not None and last[0] is state and last[1] == state.next_seq:
+            return last[2], last[3]
+        messages = self._view(state)
         if self._count is not None:
-            return self._count(messages, self.tools)
-        if state.prompt_tokens is not None and state.prompt_messages <= len(messages):
-            return state.prompt_tokens + estimate(messages[state.prompt_messages :])
-        return estimate(messages, self.tools)
+            tokens = self._count(messages, self.tools)
+        elif state.prompt_tokens is not None and state.prompt_messages <= len(messages):
+            tokens = state.prompt_tokens + estimate(messages[state.prompt_messages :])
+        else:
+            tokens = estimate(messages, self.tools)
+        self._measured = (state, state.next_seq, messages, tokens)
+        return messages, tokens
 
     def room(self, max_output: int | None) -> int:
         """Tokens kept free for the answer: the output cap, up to a quarter of the window."""
@@ -184,6 +203,17 @@ class ContextBuilder:
         while keep > 1 and estimate(self._fitted(view[-keep:])) > room:
             keep -= 1
         return keep
+
+    def _view(self, state: RunState) -> list[Message]:
+        """The state's view, fitted; the part fitted last time is reused."""
+        view, compaction = state.view(), state.view_prefix
+        last = self._fits
+        if last is not None and last[0] is state and last[1] is compaction and last[2] <= len(view):
+            fitted = [*last[3], *self._fitted(view[last[2] :])]
+        else:
+            fitted = self._fitted(view)
+        self._fits = (state, compaction, len(view), fitted)
+        return fitted
 
     def _fitted(self, messages: Sequence[Message]) -> list[Message]:
         budget = self.message_budget
