@@ -331,6 +331,7 @@ class Agent:
     _running: dict[str, AgentRun] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _spills: tuple[Path, Path] | None = field(default=None, init=False, repr=False, compare=False)
 
     def steer(self, session_id: str, text: str) -> None:
         """Steer the run of `session_id` this agent is running (`AgentRun.steer`), from any
@@ -768,7 +769,9 @@ class Agent:
         directory = getattr(self.log, "directory", None)
         if not isinstance(directory, Path):
             return []
-        return [Path(os.path.realpath(directory)) / "spill"]
+        if self._spills is None or self._spills[0] != directory:  # realpath: a stat a part
+            self._spills = (directory, Path(os.path.realpath(directory)) / "spill")
+        return [self._spills[1]]
 
     def _protected(self) -> list[Path]:
         directory = getattr(self.log, "directory", None)

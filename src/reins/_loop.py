@@ -181,8 +181,9 @@ class RunLoop:
             async for event in self._steered():
                 yield event
         ensure_requests_allowed(self.model)
-        async for event in self._compacted():
-            yield event
+        if self.context.due(self.context.tokens(state), self.settings.max_tokens):
+            async for event in self._compacted():
+                yield event
         try:
             messages, settings = self._request()
         except ContextTooLarge as exc:
@@ -259,11 +260,10 @@ class RunLoop:
         )
 
     async def _compacted(self) -> AsyncIterator[Event]:
-        """A compaction, when the next request would pass the window's threshold."""
-        if self.context.due(self.context.tokens(self.state), self.settings.max_tokens):
-            fields = await self.cancel.race(self.context.compact(self.state))
-            if fields is not None:
-                yield await self._emit(ContextCompacted, **fields)
+        """A compaction: the next request would pass the window's threshold."""
+        fields = await self.cancel.race(self.context.compact(self.state))
+        if fields is not None:
+            yield await self._emit(ContextCompacted, **fields)
 
     def _request(
         self, settings: ModelSettings | None = None

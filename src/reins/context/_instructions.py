@@ -108,9 +108,9 @@ class FolderHints:
 
     def seed(self, messages: Iterable[Message]) -> None:
         """Mark as attached what the history already holds (a resume, a next turn)."""
-        root = project_root(self.workspace)
         for message in messages:
             if isinstance(message, ToolResultMessage) and "[Instructions for" in message.content:
+                root = project_root(self.workspace)
                 self.attached |= {root / m for m in _HINTED.findall(message.content)}
 
     def notes_for(self, paths: Iterable[Path]) -> str:

@@ -32,7 +32,9 @@ def message_text(message: Message) -> str:
     """All the text of a message that reaches the model."""
     match message:
         case AssistantMessage():
-            calls = "".join(f"{c.name}{json.dumps(c.arguments)}" for c in message.tool_calls)
+            calls = "".join(
+                f"{c.name}{c.arguments}" for c in message.tool_calls
+            )  # about JSON's size
             return message.thinking + message.text + calls
         case ToolResultMessage():
             return message.name + message.content
