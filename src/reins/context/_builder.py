@@ -21,6 +21,7 @@ from ._compaction import (
     REPLACES,
     SUMMARY_HEADER,
     SUMMARY_TOKENS,
+    clip,
     digest,
     plan,
     summarize,
@@ -257,7 +258,4 @@ def _cut_to(message: Message, budget: int) -> Message:
 
 
 def _head_and_tail(text: str, chars: int) -> str:
-    tail = chars // 3
-    head = chars - tail
-    cut = len(text) - head - tail
-    return f"{text[:head]}\n[… {-(-cut // CHARS_PER_TOKEN)} tokens truncated …]\n{text[-tail:]}"
+    return clip(text, chars, note="[… {} tokens truncated …]", per=CHARS_PER_TOKEN)

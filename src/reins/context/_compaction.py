@@ -103,13 +103,15 @@ def _latest_failure(middle: Sequence[Message]) -> UserMessage | None:
     return None
 
 
-def clip(text: str, limit: int) -> str:
-    """`text` cut to about `limit` characters: its head and its tail, with a marker."""
+def clip(text: str, limit: int, *, note: str = "[… {} characters cut …]", per: int = 1) -> str:
+    """`text` cut to about `limit` characters: its head (two thirds) and its tail, with `note`
+    saying how much went (in characters, or in units of `per` characters)."""
     if len(text) <= limit:
         return text
     tail = limit // 3
     head = max(limit - tail, 0)
-    return f"{text[:head]}\n[… {len(text) - head - tail} characters cut …]\n{text[-tail:]}"
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n{note.format(-(-cut // per))}\n{text[-tail:]}"
 
 
 def render(messages: Sequence[Message], *, message_chars: int, tool_chars: int) -> str:
