@@ -18,9 +18,15 @@ $(STAMP): pyproject.toml scripts/build_llama_wheel.sh
 	$(BIN)/pip install -q -e '.[dev,server]'
 	touch $@
 
+# The npm MCP servers the tests talk to (server-everything, server-filesystem), pinned by the
+# lock file; node and npm come from the system (Debian's packages).
+NPM_PEERS := tests/mcp_peers/node_modules/.package-lock.json
+$(NPM_PEERS): tests/mcp_peers/package.json tests/mcp_peers/package-lock.json
+	npm ci --prefix tests/mcp_peers --no-audit --no-fund --loglevel=error
+
 # Real peers the tests talk to that pip does not bring: llama.cpp's llama-server (its Anthropic
 # Messages API), built once into ~/.cache/reins (about 8 minutes), then reused.
-peers: setup
+peers: setup $(NPM_PEERS)
 	PYTHON=$(BIN)/python bash scripts/build_llama_server.sh > /dev/null
 
 test: setup peers

@@ -37,6 +37,7 @@ from reins import (
     ToolCallFinished,
     ToolCallStarted,
     ToolResultMessage,
+    ToolsChanged,
     Usage,
     UserMessage,
 )
@@ -118,6 +119,7 @@ ONE_OF_EACH: list[Event] = [
         usage=Usage(input_tokens=3000, output_tokens=200, requests=1),
         model="m",
     ),
+    ToolsChanged(**ENVELOPE, seq=18, added=("time__now",), removed=("git__log",)),
 ]
 
 

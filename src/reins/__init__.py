@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         ThinkingDelta,
         ToolCallFinished,
         ToolCallStarted,
+        ToolsChanged,
     )
     from ._messages import (
         MESSAGES,
@@ -156,6 +157,7 @@ _LAZY: dict[str, str] = {
     "RunResumed": "._events",
     "RunStarted": "._events",
     "Steered": "._events",
+    "ToolsChanged": "._events",
     "ContextCompacted": "._events",
     "ContextTooLarge": "._errors",
     "ContextSettings": ".context",
@@ -330,6 +332,7 @@ __all__ = [
     "ToolError",
     "ToolResultMessage",
     "ToolSpec",
+    "ToolsChanged",
     "UnknownModel",
     "Usage",
     "UsageError",

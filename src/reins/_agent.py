@@ -9,8 +9,9 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._cancel import Cancel
 from ._errors import UsageError
@@ -42,6 +43,7 @@ from .context._sections import (
     ToolNotes,
     build_prompt,
 )
+from .mcp import server_stop_hook, start_all, stop_all
 from .models._catalog import UNKNOWN, lookup
 from .permissions import Approval, ApprovalHandler, ApprovalMode, Permissions, approver
 from .policies import (
@@ -68,6 +70,9 @@ from .sandbox import SandboxPolicy
 from .store import EventLog, MemoryLog
 from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
 from .tools._builtin import sandboxed
+
+if TYPE_CHECKING:
+    from .mcp import MCPServer, MCPServerConfig
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -325,6 +330,12 @@ class Agent:
     context: ContextSettings = field(default_factory=ContextSettings)
     """The model's window, and how the history is compacted to stay inside it. A run's log
     records them: a resume keeps the run's own."""
+    mcp_servers: Sequence[MCPServer | MCPServerConfig] = ()
+    """MCP servers whose tools (`SERVER__TOOL`) are offered. Inside `async with agent:` they
+    are started once and kept for every run; else a run starts those not running and stops
+    them when it ends. One that fails is a notice, and the run goes on without it. A tool
+    the server does not mark read-only asks before each call, as `run_command` does (a
+    permission rule such as `"time__*" = "allow"` says otherwise)."""
     _resolved: tuple[tuple[object, ...], Workspace] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -332,6 +343,40 @@ class Agent:
         default_factory=dict, init=False, repr=False, compare=False
     )
     _spills: tuple[Path, Path] | None = field(default=None, init=False, repr=False, compare=False)
+    _servers: list[MCPServer] | None = field(default=None, init=False, repr=False, compare=False)
+    _held: int = field(default=0, init=False, repr=False, compare=False)
+    """How many `async with agent:` are open: the servers stay up until the last ends."""
+
+    async def __aenter__(self) -> Agent:
+        """Start the MCP servers, for every run until the `async with` ends."""
+        await start_all(self.servers)
+        self._held += 1
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._held -= 1
+        if not self._held:
+            await stop_all(self.servers)
+
+    @property
+    def servers(self) -> list[MCPServer]:
+        """The MCP servers (`mcp_servers`, each config made a server once)."""
+        if self._servers is None:
+            self._servers = []
+            if self.mcp_servers:
+                from .mcp import MCPServer
+
+                self._servers = [
+                    s if isinstance(s, MCPServer) else MCPServer(s) for s in self.mcp_servers
+                ]
+        return self._servers
+
+    async def _servers_for_run(self) -> list[MCPServer]:
+        """Start the servers not running (outside `async with agent`); those it started,
+        which the run stops when it ends."""
+        if not self.servers or self._held:
+            return []
+        return await start_all(self.servers)
 
     def steer(self, session_id: str, text: str) -> None:
         """Steer the run of `session_id` this agent is running (`AgentRun.steer`), from any
@@ -441,7 +486,7 @@ class Agent:
                 self.log.release(session_id)
                 raise
         state = RunState.fold([started])
-        loop = self._loop(state, cancel, workspace)
+        loop = await self._started_loop(state, cancel, workspace)
         first: list[Event] = [started]
         told = [("prompt", text) for text in notes]
         if not getattr(self.model, "offline", False) and not lookup(started.config.model).known:
@@ -501,6 +546,7 @@ class Agent:
             mode=mode.name if mode is not None else None,
             profile=self.profile,
             profile_inferred=self.profile_inferred,
+            mcp_servers=tuple(s.name for s in self.servers),
         )
         return RunStarted(
             session_id=session_id,
@@ -593,15 +639,31 @@ class Agent:
             await self.log.append(decided)
             state.apply(decided)
             first.append(decided)
-        return first, self._loop(state, cancel)
+        return first, await self._started_loop(state, cancel)
 
     async def state(self, run_id: str) -> RunState:
         """The run's state, folded from its log."""
         return RunState.fold(await self.log.events(run_id))
 
-    def _loop(
+    async def _started_loop(
         self, state: RunState, cancel: Cancel | None, workspace: Workspace | None = None
     ) -> RunLoop:
+        """The run's loop, with its MCP servers running."""
+        owned = await self._servers_for_run()
+        try:
+            return self._loop(state, cancel, workspace, owned)
+        except BaseException:
+            await stop_all(owned)
+            raise
+
+    def _loop(
+        self,
+        state: RunState,
+        cancel: Cancel | None,
+        workspace: Workspace | None = None,
+        owned: Sequence[MCPServer] = (),
+    ) -> RunLoop:
+        """The loop that drives `state` on; it stops the servers in `owned` when it ends."""
         tools = self._tools()
         missing = set(state.config.tools) - {t.name for t in tools}
         if missing:
@@ -629,6 +691,7 @@ class Agent:
             permissions=self.permissions.tiered(read_only=self.sandbox.mode == "read-only"),
             notes_for=hints.notes_for if self.instruction_files else None,
             scope=mode.scope if mode is not None else None,
+            sources=self.servers,
         )
         cancel = cancel or Cancel()
         config = state.config
@@ -662,6 +725,7 @@ class Agent:
             cancel=cancel,
             approver=approver(self.approval),
             on_cap=self.on_cap,
+            on_end=partial(stop_all, owned) if owned else None,
         )
 
     def _final_policies(self, workspace: Workspace, checks: Sequence[str]) -> list[Policy]:
@@ -681,10 +745,11 @@ class Agent:
             )
         elif not any(t.name == "verify" for t in self.tools):
             policies.append(NoVerifier())  # acts only on a call of a `verify` it lacks
-        if self.stop_hooks:
+        hooks = [*self.stop_hooks, *([server_stop_hook(self.servers)] if self.servers else [])]
+        if hooks:
             policies.append(
                 StopHooks(
-                    self.stop_hooks,
+                    hooks,
                     workspace=root,
                     sandbox=self.sandbox,
                     protected=protected,
@@ -715,6 +780,8 @@ class Agent:
         """Whether a call of this agent may be put to a person, or denied for want of one."""
         if self.approval == "allow":
             return False
+        if self.servers:
+            return True  # their tools ask unless the server marks them read-only
         rules = self.permissions.user, self.permissions.project
         return any(
             t.needs_approval or t.command_arg or any(r.tools.get(t.name) == "ask" for r in rules)

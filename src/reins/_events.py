@@ -75,6 +75,9 @@ class RunConfig(BaseModel):
     """The config profile it was made from; None: none."""
     profile_inferred: bool = False
     """The profile was inferred from the goal, not chosen."""
+    mcp_servers: tuple[str, ...] = ()
+    """The MCP servers whose tools it was offered (they are not in `tools`: they come and
+    go with the servers, and a resume offers what they have then)."""
 
 
 class _Event(BaseModel):
@@ -277,6 +280,17 @@ class Notice(_Event):
     """A budget mark this notice passed (e.g. `steps 50% of 20`): each is said once."""
 
 
+class ToolsChanged(_Event):
+    """The tools offered changed while the run ran (an MCP server's list changed, or it
+    stopped): from the next model call on, these are offered or no longer."""
+
+    kind: Literal["tools_changed"] = "tools_changed"
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    """Offered before and now, described anew."""
+
+
 class RunFinished(_Event):
     kind: Literal["run_finished"] = "run_finished"
     stop_reason: StopReason
@@ -304,6 +318,7 @@ Event = Annotated[
     | Steered
     | ContextCompacted
     | Notice
+    | ToolsChanged
     | RunFinished,
     Field(discriminator="kind"),
 ]

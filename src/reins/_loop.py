@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any, assert_never
@@ -34,6 +34,7 @@ from ._events import (
     ThinkingDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolsChanged,
 )
 from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from ._model import (
@@ -91,6 +92,7 @@ class RunLoop:
         cancel: Cancel,
         approver: Approver,
         on_cap: CapHandler | None = None,
+        on_end: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self.state = state
         self.log = log
@@ -107,6 +109,8 @@ class RunLoop:
         self.cancel = cancel
         self.approver = approver
         self.on_cap = on_cap
+        self.on_end = on_end
+        """Called once the loop ends, however it ends (the MCP servers a run started)."""
         self._uncommitted = False
         self.steering: deque[str] = deque()
         """Instructions sent while the run runs (from any thread): told before the next round."""
@@ -133,10 +137,15 @@ class RunLoop:
                     yield event
         finally:
             self.executor.close()
+            if self.on_end is not None:
+                await self.on_end()
 
     # 1-3: before the round, build the request, call the model
     async def _think(self) -> AsyncIterator[Event]:
         state = self.state
+        if self.executor.sources:
+            async for event in self._tools_refreshed():
+                yield event
         for policy in self._hooks["before_round"]:
             match await policy.before_round(state):
                 case Continue():
@@ -258,6 +267,22 @@ class RunLoop:
             model=response.model_name,
             cost=self._price(response),
         )
+
+    async def _tools_refreshed(self) -> AsyncIterator[Event]:
+        """The tools of the sources (MCP servers) as they are now, before the round."""
+        change = await self.executor.refresh()
+        if change is None:
+            return
+        for text in change.notes:
+            yield await self._emit(Notice, commit=False, source="tools", level="warning", text=text)
+        if change.added or change.removed or change.changed:
+            yield await self._emit(
+                ToolsChanged,
+                commit=False,
+                added=change.added,
+                removed=change.removed,
+                changed=change.changed,
+            )
 
     async def _compacted(self) -> AsyncIterator[Event]:
         """A compaction: the next request would pass the window's threshold."""

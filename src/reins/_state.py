@@ -34,6 +34,7 @@ from ._events import (
     ThinkingDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolsChanged,
 )
 from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
 from ._repetition import collapsed
@@ -253,6 +254,8 @@ class RunState:
                     self.config = self.config.model_copy(update={"guards": event.guards})
             case BudgetExtended():
                 self._set_caps(event)
+            case ToolsChanged():
+                pass  # the tools offered are the live sources', not the log's
             case RunStarted():
                 raise LogCorrupted(f"run {self.run_id}: run_started at seq {event.seq}")
             case _:

@@ -30,6 +30,7 @@ from .._events import (
     ThinkingDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolsChanged,
 )
 from .._messages import AssistantMessage, Message, SystemMessage, ToolResultMessage, UserMessage
 from .._state import STEERING
@@ -145,6 +146,11 @@ class EventRenderer:
             case Notice():
                 self._end_line()  # it may come while a reply streams
                 out.print(f"[yellow]! {escape(event.text)}[/] [dim]({event.source})[/]")
+            case ToolsChanged():
+                self._end_line()
+                signed = ("+", event.added), ("-", event.removed), ("~", event.changed)
+                parts = [f"{sign} {', '.join(names)}" for sign, names in signed if names]
+                out.print(f"[cyan]⚙ tools changed:[/] [dim]{escape('; '.join(parts))}[/]")
             case RunFinished():
                 self._end_line()
                 render_finish(out, event.stop_reason, event.final_answer, event.detail)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -91,7 +92,6 @@ class Permissions:
         """The sandbox tier is read-only: tools that write are denied."""
         self._user_prefixes = self.user.prefixes()
         self._project_prefixes = self.project.prefixes()
-        self._ruled = {*self.user.tools, *self.project.tools}
 
     def tiered(self, *, read_only: bool) -> Permissions:
         """These rules under a sandbox tier: read-only denies every tool that writes."""
@@ -101,7 +101,8 @@ class Permissions:
 
     def allows(self, tool: Tool) -> bool:
         """True if a default allows every call of `tool`: no rule names it, it does not ask."""
-        return not (tool.needs_approval or tool.command_arg or tool.name in self._ruled) and (
+        ruled = _rule(self.user.tools, tool.name) or _rule(self.project.tools, tool.name)
+        return not (tool.needs_approval or tool.command_arg or ruled) and (
             tool.read_only or not self.read_only
         )
 
@@ -112,11 +113,13 @@ class Permissions:
         if self.read_only and not (tool.read_only or tool.command_arg):  # commands: the OS
             return Ruling("deny", "sandbox read-only: tools that write are denied", tool.name)
         vote = _Vote(*_default(tool), explicit=False)
-        if (own := self.user.tools.get(tool.name)) is not None:
-            vote = _Vote(own, f'permissions.{tool.name} = "{own}"', explicit=True)
+        if (rule := _rule(self.user.tools, tool.name)) is not None:
+            key, own = rule
+            vote = _Vote(own, f'permissions.{_key(key)} = "{own}"', explicit=True)
         strict = _Vote("allow", "", explicit=False)
-        if (own := self.project.tools.get(tool.name)) is not None:
-            strict = _Vote(own, f'permissions.{tool.name} = "{own}" (project)', explicit=True)
+        if (rule := _rule(self.project.tools, tool.name)) is not None:
+            key, own = rule
+            strict = _Vote(own, f'permissions.{_key(key)} = "{own}" (project)', explicit=True)
         grant = tool.name
         command = arguments.get(tool.command_arg) if tool.command_arg else None
         if isinstance(command, str):
@@ -140,6 +143,23 @@ class Permissions:
         if vote.decision == "allow" and not vote.explicit:
             return None
         return Ruling(vote.decision, vote.rule, grant)
+
+
+def _rule(rules: Mapping[str, Decision], name: str) -> tuple[str, Decision] | None:
+    """The rule for a tool: its name, else the longest pattern (`*` any characters, as in
+    `"github__*"`) that matches it."""
+    if (decision := rules.get(name)) is not None:
+        return name, decision
+    best: tuple[str, Decision] | None = None
+    for key, decision in rules.items():
+        if "*" in key and fnmatchcase(name, key) and (best is None or len(key) > len(best[0])):
+            best = key, decision
+    return best
+
+
+def _key(key: str) -> str:
+    """A TOML key as written: bare if it can be."""
+    return key if key.replace("_", "a").replace("-", "a").isalnum() else f'"{key}"'
 
 
 def _default(tool: Tool) -> tuple[Decision, str]:

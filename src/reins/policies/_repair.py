@@ -23,7 +23,7 @@ class StrictActions(Policy):
     `REPEAT_TEMPERATURE` at least, so it cannot come back the same."""
 
     def __init__(self, tools: Sequence[ToolSpec]) -> None:
-        self.tools = list(tools)
+        self.tools = tools  # the executor's list: it changes with the tools offered
 
     async def after_response(self, state: RunState, response: AssistantMessage) -> AfterResponse:
         if response.tool_calls:

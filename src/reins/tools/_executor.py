@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from .._errors import ToolError, UsageError
 from .._messages import ToolCall, ToolResultMessage, ToolSpec
 from ._scope import ReadOnlyScope
+from ._source import ToolChange, ToolSource
 from ._spill import spill
 from ._stop import Stop, given_up
 from ._tool import Tool, ToolContext
@@ -37,29 +38,83 @@ class ToolExecutor:
         permissions: Permissions | None = None,
         notes_for: Callable[[Sequence[Path]], str] | None = None,
         scope: ReadOnlyScope | None = None,
+        sources: Sequence[ToolSource] = (),
     ) -> None:
-        self.tools = {t.name: t for t in tools}
-        if len(self.tools) != len(tools):
-            names = [t.name for t in tools]
-            twice = sorted({n for n in names if names.count(n) > 1})
-            raise UsageError(f"two tools share the name(s) {twice}; tool names must be unique")
         self.context = context
         self.permissions = permissions
-        self._judged = frozenset(
-            t.name for t in tools if permissions is not None and not permissions.allows(t)
-        )
-        """The tools whose calls the rules must look at: for the others a default allows."""
+        self._own = list(tools)
+        self.sources = tuple(sources)
+        """Where more tools come from while the run runs (`refresh` before each round)."""
+        self.specs: list[ToolSpec] = []
+        """What the model is offered: updated in place, so whoever holds it sees a change."""
+        self._set_tools(self._own)  # unique names, or a UsageError
+        self._clashes: set[tuple[str, str]] = set()
+        self._untold: list[str] = []
+        if self.sources:
+            tools, self._untold = self._gathered()
+            self._set_tools(tools)
         self.max_output_chars = max_output_chars
         self.notes_for = notes_for
-        self.scope = scope
-        """A read-only mode's limits (None: the permissions alone decide)."""
         """What to attach to a successful result of a tool that touched these paths (the
         instruction file of a folder seen for the first time)."""
+        self.scope = scope
+        """A read-only mode's limits (None: the permissions alone decide)."""
         self.max_parallel = max(1, max_parallel)
         """How many calls of one response may run at once (the loop schedules them)."""
         self._path_locks: dict[Path, asyncio.Lock] = {}
         self._deadlines = _Deadlines()
-        self.specs: list[ToolSpec] = [t.spec for t in tools]
+
+    def _set_tools(self, tools: Sequence[Tool]) -> None:
+        by_name = {t.name: t for t in tools}
+        if len(by_name) != len(tools):
+            names = [t.name for t in tools]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise UsageError(f"two tools share the name(s) {twice}; tool names must be unique")
+        self.tools = by_name
+        permissions = self.permissions
+        self._judged = frozenset(
+            t.name for t in tools if permissions is not None and not permissions.allows(t)
+        )
+        """The tools whose calls the rules must look at: for the others a default allows."""
+        self.specs[:] = [t.spec for t in tools]
+
+    async def refresh(self) -> ToolChange | None:
+        """Ask the sources what their tools are now; None when nothing changed. A source's
+        tool named like one already offered is left out, with a note."""
+        notes, self._untold = self._untold, []
+        for source in self.sources:
+            notes += await source.refresh()
+        tools, clashes = self._gathered()
+        notes += clashes
+        before = self.tools
+        changed = tuple(t.name for t in tools if t.name in before and before[t.name] != t)
+        if changed or [t.name for t in tools] != list(before):
+            self._set_tools(tools)
+        added = tuple(n for n in self.tools if n not in before)
+        removed = tuple(n for n in before if n not in self.tools)
+        if not (added or removed or changed or notes):
+            return None
+        return ToolChange(added=added, removed=removed, changed=changed, notes=tuple(notes))
+
+    def _gathered(self) -> tuple[list[Tool], list[str]]:
+        """Our own tools and the sources', less those whose name is taken (a note, once)."""
+        tools = list(self._own)
+        taken = {t.name for t in tools}
+        notes: list[str] = []
+        for source in self.sources:
+            for tool in source.tools():
+                if tool.name in taken:
+                    if (source.name, tool.name) not in self._clashes:
+                        self._clashes.add((source.name, tool.name))
+                        notes.append(f"{source.name}: tool {tool.name} left out: the name is taken")
+                    continue
+                taken.add(tool.name)
+                tools.append(tool)
+        return tools, notes
+
+    def hooks(self) -> list[Tool]:
+        """The sources' hook tools (never offered to the model)."""
+        return [hook for source in self.sources for hook in source.hooks()]
 
     def close(self) -> None:
         """Stop the timeout timer (the calls are over)."""

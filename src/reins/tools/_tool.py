@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -20,6 +20,9 @@ from .._messages import ToolSpec
 from ..sandbox import SandboxPolicy
 from ._stop import run_stoppable
 from ._workspace import Workspace
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -59,6 +62,10 @@ class Tool:
     stoppable: bool = False
     """A sync function that checks in with its call's `Stop` (see `_stop`), so that abandoning
     the call stops its effects; other sync functions may run on in their thread."""
+    schema: dict[str, Any] | None = None
+    """The arguments' JSON schema, for a tool described by one rather than by a Python
+    signature (an MCP server's): calls are checked against it and `fn` gets the arguments as
+    keywords; `args_model` is then `AnyArguments`."""
     _is_async: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
@@ -71,10 +78,29 @@ class Tool:
 
     @cached_property
     def spec(self) -> ToolSpec:
-        schema = _strip_titles(self.args_model.model_json_schema())
+        schema = self.schema or _strip_titles(self.args_model.model_json_schema())
         return ToolSpec(name=self.name, description=self.description, parameters=schema)
 
+    @cached_property
+    def _checker(self) -> Validator | None:
+        if self.schema is None:
+            return None
+        from jsonschema import Draft202012Validator  # a tenth of a second: only when needed
+        from jsonschema.validators import validator_for
+
+        kind = validator_for(self.schema, default=Draft202012Validator)
+        return kind(self.schema, format_checker=kind.FORMAT_CHECKER)
+
     def validate(self, arguments: dict[str, Any]) -> BaseModel:
+        if (checker := self._checker) is not None:
+            errors = sorted(checker.iter_errors(arguments), key=lambda e: [str(p) for p in e.path])
+            found = [
+                f"{'.'.join(str(p) for p in e.absolute_path) or 'arguments'}: {e.message}"
+                for e in errors
+            ]
+            if found:
+                raise ToolError(f"invalid arguments for {self.name}: {'; '.join(found[:5])}")
+            return AnyArguments.model_validate(arguments)
         try:
             return self.args_model.model_validate(arguments)
         except ValidationError as exc:
@@ -85,7 +111,8 @@ class Tool:
             raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
 
     async def run(self, context: ToolContext, args: BaseModel) -> str:
-        kwargs = args.__dict__  # the validated fields (extra ones are forbidden)
+        # The validated fields (extra ones are forbidden), or a schema's arguments.
+        kwargs = (args.model_extra or {}) if self.schema is not None else args.__dict__
         positional = (context,) if self.takes_context else ()
         if self._is_async:
             result = await self.fn(*positional, **kwargs)
@@ -94,6 +121,12 @@ class Tool:
         else:
             result = await asyncio.to_thread(self.fn, *positional, **kwargs)
         return result if isinstance(result, str) else to_json(result).decode()
+
+
+class AnyArguments(BaseModel):
+    """The arguments of a tool checked by its JSON schema: any object, as it came."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 @overload

@@ -1,0 +1,43 @@
+"""Tools that come and go while a run runs (an MCP server's): a source the executor asks,
+before each round, what its tools are now."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from ._tool import Tool
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    """A live set of tools."""
+
+    name: str
+
+    async def refresh(self) -> Sequence[str]:
+        """Bring `tools()` up to date (a list the server said changed is fetched again);
+        return what the user should hear of since the last refresh, each text saying whose
+        (a server that died)."""
+        ...
+
+    def tools(self) -> Sequence[Tool]:
+        """The tools the model may call now."""
+        ...
+
+    def hooks(self) -> Sequence[Tool]:
+        """Tools the harness calls, never offered to the model (an MCP server's `_Stop`)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ToolChange:
+    """What a refresh changed: tools gained and lost, and what the sources had to say."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    """Offered before and now, described anew."""
+    notes: tuple[str, ...] = ()
+    """What the sources had to say."""
