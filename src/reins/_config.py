@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import tomllib
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -66,6 +67,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._errors import UsageError
 from .context import ContextSettings
+from .mcp._config import MCPServerConfig, servers_from_json, servers_from_table
 from .permissions import PermissionRules
 from .policies import Guards
 from .sandbox import MODES, SandboxMode, SandboxPolicy
@@ -226,6 +228,9 @@ class Untrusted(BaseModel):
     """The project's `[providers.*]` tables: over the user's, key by key, once trusted."""
     model: str | None = None
     """A `model` that names none of the user's providers (see `needs_trust`)."""
+    mcp_servers: dict[str, MCPServerConfig] = {}
+    """The project's MCP servers (`[mcp_servers]`, `.mcp.json`): commands that start, or
+    URLs the agent's tool calls go to; beside the user's once trusted."""
 
     def items(self, *, checks: bool = True, model: bool = True) -> list[tuple[str, str]]:
         """Each command or setting with its kind (`check`, `stop hook`, `setting`), commands in
@@ -241,6 +246,7 @@ class Untrusted(BaseModel):
         return [
             *(("check", c) for c in self.checks if checks),
             *(("stop hook", h.command) for h in self.stop_hooks),
+            *(("MCP server", f"{name}: {_launch(m)}") for name, m in self.mcp_servers.items()),
             *(("setting", s) for s in settings),
         ]
 
@@ -312,6 +318,10 @@ class Config(BaseModel):
     """Reflect on each step whose tools ran (`--reflect`; the Reflective agent)."""
     reflect_max_retries: int = Field(default=3, ge=1)
     """Reflections in a row judging a step failed that end the run (`stalled`)."""
+    mcp_servers: dict[str, MCPServerConfig] = {}
+    """The MCP servers whose tools runs are offered (`[mcp_servers.NAME]`, or `mcpServers`
+    in `mcp.json` beside the config file; a project's `.mcp.json` and `[mcp_servers]` once
+    the project is trusted)."""
     untrusted: Untrusted | None = None
     """What the project file sets that waits for the user's trust: not in `checks`,
     `stop_hooks`, `providers` and `model` (those are the user's) until `trusting_project`."""
@@ -338,6 +348,7 @@ class Config(BaseModel):
                 "stop_hooks": (*self.stop_hooks, *held.stop_hooks),
                 "providers": providers,
                 "model": held.model or self.model,
+                "mcp_servers": {**self.mcp_servers, **held.mcp_servers},
             }
         )
 
@@ -374,6 +385,7 @@ def load_config(start: Path | None = None) -> Config:
     context: dict[str, object] = {}
     trusted: list[Path] = []
     held: dict[str, Any] | None = None
+    servers = _user_mcp_json(user)
     if project is not None and user.exists() and project.exists() and project.samefile(user):
         project = None  # $REINS_CONFIG names the project file: it is the user's own
     for path, is_project in ((user, False), (project, True)):
@@ -389,9 +401,11 @@ def load_config(start: Path | None = None) -> Config:
             _refuse_looser_approval(path, data)
             _refuse_trust(path, data)
             _lower_caps(data, merged)
-            held = _held(data, merged.get("providers"))
+            held = _held(data, merged.get("providers"), path)
         else:
             trusted = _trusted_projects(path, data.pop("trusted_projects", []))
+            if (table := data.pop("mcp_servers", None)) is not None:
+                servers.update(servers_from_table(table, str(path)))
         if (table := data.pop("permissions", None)) is not None:
             name = "project_permissions" if is_project else "permissions"
             rules[name] = _rules(path, table)
@@ -413,9 +427,22 @@ def load_config(start: Path | None = None) -> Config:
         layer_sandbox = _sandbox(path, data.pop("sandbox", {}))
         sandbox = _tightened(sandbox, layer_sandbox, path) if is_project else layer_sandbox
         merged.update(data)
+    project_json = project_mcp_json(start, project)
+    if project_json is not None:
+        held = held if held is not None else {}
+        listed = servers_from_json(project_json, project=True)
+        held["mcp_servers"] = {**listed, **held.get("mcp_servers", {})}  # reins.toml wins
+        project = project or project_json
     try:
         config = Config.model_validate(
-            {"guards": guards, "context": context, **merged, **rules, "sandbox": sandbox}
+            {
+                "guards": guards,
+                "context": context,
+                **merged,
+                **rules,
+                "sandbox": sandbox,
+                "mcp_servers": servers,
+            }
         )
     except ValidationError as exc:
         files = " and ".join(str(p) for p in (user, project) if p is not None and p.exists())
@@ -441,11 +468,13 @@ def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _held(data: dict[str, object], providers: object) -> dict[str, Any]:
+def _held(data: dict[str, object], providers: object, path: Path) -> dict[str, Any]:
     """What waits for the user's trust, taken out of the project file's `data`."""
     held: dict[str, Any] = {
         key: data.pop(key) for key in ("checks", "stop_hooks", "providers") if key in data
     }
+    if (table := data.pop("mcp_servers", None)) is not None:
+        held["mcp_servers"] = servers_from_table(table, str(path), project=True)
     model = data.get("model")
     mine = providers if isinstance(providers, dict) else {}
     if isinstance(model, str) and needs_trust(model, mine):
@@ -477,9 +506,46 @@ def _untrusted(path: Path, held: dict[str, Any], config: Config) -> Untrusted:
         }
         if changes:
             providers[name] = Endpoint.model_validate(changes)
+    servers = {
+        name: server
+        for name, server in untrusted.mcp_servers.items()
+        if config.mcp_servers.get(name) != server
+    }
     return untrusted.model_copy(
-        update={"checks": tuple(checks), "stop_hooks": tuple(hooks), "providers": providers}
+        update={
+            "checks": tuple(checks),
+            "stop_hooks": tuple(hooks),
+            "providers": providers,
+            "mcp_servers": servers,
+        }
     )
+
+
+MCP_JSON = "mcp.json"
+"""Beside the user's config file: MCP servers in Claude Desktop's shape."""
+PROJECT_MCP_JSON = ".mcp.json"
+"""In the project's folder: its MCP servers, as Claude Code reads them."""
+
+
+def _user_mcp_json(user: Path) -> dict[str, MCPServerConfig]:
+    path = user.parent / MCP_JSON
+    return servers_from_json(path) if path.is_file() else {}
+
+
+def project_mcp_json(start: Path | None, project: Path | None) -> Path | None:
+    """The project's `.mcp.json`: beside its `reins.toml`, else in the working directory."""
+    folder = project.parent if project is not None else (start or Path.cwd()).resolve()
+    path = folder / PROJECT_MCP_JSON
+    if not path.is_file() or path.parent == user_config_path().parent:
+        return None
+    return path
+
+
+def _launch(server: MCPServerConfig) -> str:
+    """How a server is reached, as the person trusting it should see it."""
+    if server.command is None:
+        return f"{server.url}"
+    return shlex.join([server.command, *server.args])
 
 
 def _read(path: Path) -> dict[str, object]:

@@ -1,5 +1,8 @@
 """The `reins` command line. Only this package prints."""
 
 from ._app import app, main
+from ._mcp import mcp_app
+
+app.add_typer(mcp_app, name="mcp")
 
 __all__ = ["app", "main"]

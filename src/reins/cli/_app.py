@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
     from .._agent import AgentRun
     from .._cancel import Cancel
     from .._config import Config
+    from ..mcp import MCPServerConfig
     from ..permissions import ApprovalHandler, ApprovalMode, Permissions
     from ..policies import CapHandler, CommandHook
     from ..store import SQLiteLog
@@ -48,6 +49,7 @@ EXIT_CODES: dict[StopReason, int] = {
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
+    rich_markup_mode="markdown",  # a docstring's wrapped lines are one paragraph
     pretty_exceptions_enable=False,
     help="reins: run tool-calling agents with a log you can resume and replay.",
 )
@@ -148,6 +150,15 @@ TrustProjectOpt = Annotated[
         "hooks (they run unasked when the agent says it is done) and its provider settings and "
         "model (where the model's requests go, with which key); without it, the terminal asks, "
         "and with no terminal they are refused.",
+    ),
+]
+McpConfigOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--mcp-config",
+        metavar="FILE",
+        help='MCP servers from a JSON file ({"mcpServers": {...}}, as Claude Desktop writes '
+        "it), beside the config's; repeatable.",
     ),
 ]
 DEFAULT_STORE = Path(".reins")
@@ -273,6 +284,7 @@ def run(
         ),
     ] = None,
     trust_project: TrustProjectOpt = False,
+    mcp_config: McpConfigOpt = None,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
     from .._agent import Agent
@@ -293,6 +305,7 @@ def run(
         context_window or context.window or config.endpoint(spec.partition(":")[0]).context_window
     )
     listed = tools.split(",") if tools else preset.tools
+    servers = _mcp_servers(config, mcp_config)
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         lines = TerminalLines()  # a line answers a prompt waiting for one, or steers
@@ -325,6 +338,7 @@ def run(
             settings=ModelSettings(thinking_budget=preset.thinking_budget),
             profile=chosen,
             profile_inferred=inferred,
+            mcp_servers=servers,
         )
         stream = agent.iter(goal, session_id=session, cancel=cancel)
         lines.start(stream.steer)
@@ -365,6 +379,7 @@ def resume(
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
     trust_project: TrustProjectOpt = False,
+    mcp_config: McpConfigOpt = None,
 ) -> None:
     """Continue a run after a crash, a cap, a cancel, an error or a pause for approval. New
     caps are totals for the run; by default the cap that stopped it grows by as much again.
@@ -377,6 +392,7 @@ def resume(
 
     config = _config(trust_project, checks=False)  # the run's checks are in its log
     flags = _guard_flags(no_guard, guard, loop_threshold, stall_threshold, goal_anchor)
+    servers = _mcp_servers(config, mcp_config)
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         info = find_run(await log.runs(), run_id)
@@ -404,6 +420,7 @@ def resume(
             stop_hooks=_stop_hooks(config),
             stop_max_rejections=config.stop_max_rejections,
             instruction_files=config.instruction_files,
+            mcp_servers=servers,  # as configured now: their tools come and go with them
         )
         stream = agent.resume_iter(
             info.run_id,
@@ -604,6 +621,18 @@ def _whole(flag: str, value: str | None, least: int) -> int | None:
     if number < least:
         raise UsageError(f"{flag} {value!r}: say a whole number, {least} or more")
     return number
+
+
+def _mcp_servers(config: Config, files: list[Path] | None) -> list[MCPServerConfig]:
+    """The config's MCP servers, and those of the files named on the command line (which
+    win by name)."""
+    from ..mcp import servers_from_json
+
+    servers = dict(config.mcp_servers)
+    with _one_line_errors():
+        for path in files or ():
+            servers.update(servers_from_json(path))
+    return [s for s in servers.values() if s.enabled]
 
 
 def _stop_hooks(config: Config) -> list[CommandHook]:

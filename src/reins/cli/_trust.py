@@ -46,9 +46,12 @@ def _ask(console: Console, held: Untrusted, items: Items) -> bool:
     """Shows exactly what the file sets and asks once; the default is no. End of input: nobody
     is there to answer, as with no terminal."""
     commands, settings = _split(items)
+    servers = _servers(items)
     what = []
-    if commands:
+    if len(servers) < len(commands):
         what.append("commands that run, unasked, when the agent says it is done (in the sandbox)")
+    if servers:
+        what.append("MCP servers started with each run (outside the sandbox), whose tools it calls")
     if settings:
         what.append(
             "where the model's requests go (with your prompts and what the agent reads) and "
@@ -78,10 +81,15 @@ def _ask(console: Console, held: Untrusted, items: Items) -> bool:
 
 def _refusal(held: Untrusted, items: Items) -> str:
     commands, settings = _split(items)
+    servers = _servers(items)
+    hooks = [item for item in commands if item not in servers]
     what = []
-    if commands:
-        listed = "; ".join(f"{kind} `{visible(command)}`" for kind, command in commands)
+    if hooks:
+        listed = "; ".join(f"{kind} `{visible(command)}`" for kind, command in hooks)
         what.append(f"commands that run when the agent says it is done ({listed})")
+    if servers:
+        listed = "; ".join(f"`{visible(server)}`" for _, server in servers)
+        what.append(f"MCP servers started with each run ({listed})")
     if settings:
         listed = "; ".join(visible(setting) for _, setting in settings)
         what.append(f"where the model's requests go and which key they carry ({listed})")
@@ -97,11 +105,16 @@ def _split(items: Items) -> tuple[Items, Items]:
     return [i for i in items if i[0] != "setting"], [i for i in items if i[0] == "setting"]
 
 
+def _servers(items: Items) -> Items:
+    return [i for i in items if i[0] == "MCP server"]
+
+
 def _what(items: Items) -> str:
     commands, settings = _split(items)
-    if not settings:
-        return "checks and stop hooks"
-    return "checks, stop hooks and model settings" if commands else "model settings"
+    parts = ["checks", "stop hooks"] if len(_servers(items)) < len(commands) else []
+    parts += ["MCP servers"] if _servers(items) else []
+    parts += ["model settings"] if settings else []
+    return ", ".join(parts[:-1]) + f" and {parts[-1]}" if len(parts) > 1 else parts[0]
 
 
 def _trust_entry(held: Untrusted) -> str:

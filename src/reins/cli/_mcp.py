@@ -1,0 +1,157 @@
+"""`reins mcp list` (the configured servers, started, with their state and tools) and
+`reins mcp serve` (reins as an MCP server over stdio)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ._app import (
+    DEFAULT_STORE,
+    McpConfigOpt,
+    StoreOpt,
+    TrustProjectOpt,
+    _config,
+    _mcp_servers,
+    _one_line_errors,
+    out,
+)
+
+if TYPE_CHECKING:
+    from ..mcp import MCPServer
+
+mcp_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode="markdown", help="MCP: the servers whose tools runs are offered, and reins as one."
+)
+
+
+@mcp_app.command("list")
+def list_servers(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the servers as JSON.")] = False,
+    trust_project: TrustProjectOpt = False,
+    mcp_config: McpConfigOpt = None,
+) -> None:
+    """Start each configured server, list its tools, stop it: what a run would be offered."""
+    from .._config import load_config
+    from ..mcp import MCPServer, start_all, stop_all
+
+    with _one_line_errors():
+        loaded = load_config()
+    config = loaded.trusting_project() if trust_project else loaded.distrusting_project()
+    servers = [MCPServer(c) for c in _mcp_servers(config, mcp_config)]
+    held = {} if trust_project or loaded.untrusted is None else loaded.untrusted.mcp_servers
+
+    async def check() -> None:
+        await start_all(servers)
+        await stop_all(servers)
+
+    with _one_line_errors():
+        asyncio.run(check())
+    rows = [_row(s) for s in servers]
+    rows += [
+        {"name": name, "transport": c.transport, "state": "not trusted", "tools": [], "error": ""}
+        for name, c in held.items()
+    ]
+    if json_out:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    if not rows:
+        out.print(
+            "no MCP servers configured: add [mcp_servers.NAME] to the config, or a .mcp.json "
+            "to the project"
+        )
+        return
+    table = Table(box=None)
+    for column in ("server", "transport", "state", "tools"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        state = row["state"] if not row["error"] else f"{row['state']}: {row['error']}"
+        table.add_row(
+            escape(row["name"]), row["transport"], escape(state), escape(", ".join(row["tools"]))
+        )
+    out.print(table)
+    if held:
+        out.print(
+            "[yellow]the project's servers are not started until you trust it[/] "
+            "(--trust-project, or trusted_projects in your config)"
+        )
+
+
+def _row(server: MCPServer) -> dict[str, Any]:
+    state = server.state if server.state in ("failed", "disabled") else "ok"
+    hidden = [t.name for t in server.listed() if t.name.startswith("_")]
+    tools = [t.name for t in server.listed() if not t.name.startswith("_")]
+    return {
+        "name": server.name,
+        "transport": server.config.transport,
+        "state": state,
+        "server": server.server_info,
+        "tools": tools + [f"{h} (hook)" for h in hidden],
+        "error": server.error,
+    }
+
+
+@mcp_app.command()
+def serve(
+    workspace: Annotated[
+        Path, typer.Option("--workspace", "-w", help="Folder the agents' tools work in.")
+    ] = Path("."),
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", envvar="REINS_MODEL", help="The agents' model."),
+    ] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    trust_project: TrustProjectOpt = False,
+) -> None:
+    """Serve reins over MCP on stdin/stdout: `run` (an agent run on a goal: its answer and
+    run id), `sessions` and `read_run` (the log). Calls that would ask a person are denied
+    unless the config says approval = "never-ask"."""
+    from .._agent import Agent
+    from .._resolve import resolve_model
+    from ..store import SQLiteLog
+    from ..tools import builtin_tools
+    from ._app import _permissions, _stop_hooks
+    from ._serve import reins_server
+
+    config = _config(trust_project)
+    spec = model or config.model or "local"
+
+    async def go() -> None:
+        log = SQLiteLog(store)
+        try:
+
+            def make_agent(max_steps: int | None) -> Agent:
+                return Agent(
+                    model=resolve_model(spec, config),
+                    tools=builtin_tools(None),
+                    workspace=workspace,
+                    max_steps=max_steps or config.max_steps or 30,
+                    token_budget=config.token_budget,
+                    time_budget=config.time_budget,
+                    cost_budget=config.cost_budget,
+                    log=log,
+                    permissions=_permissions(config),
+                    approval="allow" if config.approval == "never-ask" else "deny",
+                    sandbox=config.sandbox.policy(),
+                    guards=config.guards.guards(),
+                    checks=config.checks,
+                    stop_hooks=_stop_hooks(config),
+                    context=config.context.settings(),
+                    instruction_files=config.instruction_files,
+                    mcp_servers=_mcp_servers(config, None),
+                )
+
+            await reins_server(make_agent, log).run_stdio_async()
+        finally:
+            await log.close()
+
+    with _one_line_errors():
+        asyncio.run(go())

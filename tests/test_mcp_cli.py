@@ -1,0 +1,190 @@
+"""`reins run` with MCP servers from the config and --mcp-config, a project's `.mcp.json`
+held until trusted, `reins mcp list`, and `reins mcp serve` driven by the SDK's own client."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from .test_mcp import BIN, npm_server
+
+REINS = [sys.executable, "-m", "reins"]
+TIME = f"""
+[mcp_servers.time]
+command = "{BIN / "mcp-server-time"}"
+args = ["--local-timezone", "UTC"]
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "user.toml").write_text(TIME)
+    return tmp_path
+
+
+def env_for(project: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REINS_")}
+    env.update(COLUMNS="200", REINS_CONFIG=str(project / "user.toml"), **extra)
+    return env
+
+
+def reins(project: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*REINS, *args],
+        cwd=cwd or project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env_for(project),
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def script(path: Path, replies: list[object]) -> str:
+    path.write_text(json.dumps(replies))
+    return f"script:{path}"
+
+
+def test_run_offers_the_configured_servers_tools(project: Path) -> None:
+    model = script(
+        project / "s.json",
+        [
+            {"tool_calls": [{"name": "time__get_current_time", "arguments": {"timezone": "UTC"}}]},
+            "FINAL_ANSWER: it is late",
+        ],
+    )
+    done = reins(project, "run", "what time is it", "-m", model, "-w", "ws", "--json")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[0]["config"]["mcp_servers"] == ["time"]
+    finished = next(e for e in events if e["kind"] == "tool_call_finished")
+    assert json.loads(finished["result"]["content"])["timezone"] == "UTC"
+    assert not finished["result"]["is_error"]
+
+
+def test_mcp_config_adds_servers_and_a_bad_file_is_one_line(project: Path) -> None:
+    (project / "ev.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "ev": {"command": npm_server("mcp-server-everything"), "args": ["stdio"]}
+                }
+            }
+        )
+    )
+    model = script(
+        project / "s.json",
+        [
+            {"tool_calls": [{"name": "ev__echo", "arguments": {"message": "from the cli"}}]},
+            "FINAL_ANSWER: echoed",
+        ],
+    )
+    done = reins(
+        project, "run", "echo", "-m", model, "-w", "ws", "--json", "--mcp-config", "ev.json"
+    )
+    assert done.returncode == 0, done.stderr
+    result = next(
+        json.loads(line)["result"]
+        for line in done.stdout.splitlines()
+        if '"tool_call_finished"' in line
+    )
+    assert result["content"] == "Echo: from the cli"  # read-only: no approval asked
+    (project / "bad.json").write_text('{"mcpServers": {"x": {"url": 3}}}')
+    done = reins(project, "run", "echo", "-m", model, "-w", "ws", "--mcp-config", "bad.json")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: bad.json: MCP server 'x': url: Input should be a valid string"
+    ]
+
+
+def test_a_projects_mcp_json_waits_for_trust(project: Path) -> None:
+    (project / "ws" / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"ev": {"command": "node", "args": ["server.js"]}}})
+    )
+    done = reins(
+        project,
+        "run",
+        "go",
+        "-m",
+        script(project / "s.json", ["FINAL_ANSWER: x"]),
+        cwd=project / "ws",
+    )
+    assert done.returncode == 2
+    assert "sets MCP servers started with each run (`ev: node server.js`)" in done.stderr
+    assert "pass --trust-project" in done.stderr
+    listed = reins(project, "mcp", "list", "--json", cwd=project / "ws")
+    rows = {row["name"]: row for row in json.loads(listed.stdout)}
+    assert rows["ev"]["state"] == "not trusted"
+    assert rows["time"]["state"] == "ok"
+    assert rows["time"]["tools"] == ["get_current_time", "convert_time"]
+
+
+def test_mcp_list_shows_a_server_that_fails_with_its_reason(project: Path) -> None:
+    (project / "user.toml").write_text(TIME + '\n[mcp_servers.gone]\ncommand = "/no/such/server"\n')
+    done = reins(project, "mcp", "list")
+    assert done.returncode == 0, done.stderr
+    lines = {line.split()[0]: line for line in done.stdout.splitlines() if line.strip()}
+    assert "get_current_time, convert_time" in lines["time"]
+    assert "failed: cannot run /no/such/server: No such file or directory" in lines["gone"]
+
+
+async def test_mcp_serve_runs_goals_and_reads_the_log_for_the_sdks_client(
+    project: Path,
+) -> None:
+    model = script(
+        project / "s.json",
+        [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "a.txt", "content": "A"}}
+                ]
+            },
+            "FINAL_ANSWER: wrote a.txt",
+        ],
+    )
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "reins",
+            "mcp",
+            "serve",
+            "-w",
+            str(project / "ws"),
+            "--store",
+            str(project / "store"),
+        ],
+        env=env_for(project, REINS_MODEL=model),
+        cwd=str(project),
+    )
+    async with Client(params) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert names == {"run", "sessions", "read_run"}
+        ran = await client.call_tool("run", {"goal": "write a.txt"})
+        assert not ran.is_error
+        outcome = ran.structured_content
+        assert outcome is not None
+        assert outcome["final_answer"] == "wrote a.txt"
+        assert outcome["stop_reason"] == "end_turn"
+        assert outcome["completed"] is True
+        listed = await client.call_tool("sessions", {})
+        runs = listed.structured_content["result"]  # type: ignore[index]
+        assert [r["run_id"] for r in runs] == [outcome["run_id"]]
+        read = await client.call_tool("read_run", {"run_id": "last"})
+        transcript = read.structured_content
+        assert transcript is not None
+        assert transcript["goal"] == "write a.txt"
+        roles = [m["role"] for m in transcript["messages"]]
+        assert roles[:3] == ["system", "user", "assistant"]
+        assert "tool" in roles
+        assert roles[-1] == "assistant"
+        missing = await client.call_tool("read_run", {"run_id": "nope"})
+        assert "no run" in missing.structured_content["error"]  # type: ignore[index]
+    assert (project / "ws" / "a.txt").read_text() == "A"
