@@ -1,8 +1,11 @@
-"""What reins adds to an MCP tool call: the same stdio server (the SDK's own MCPServer, the
-toy server of the tests) called directly with the `mcp` SDK's Client, through reins' tool
-executor (validation against the tool's JSON schema, permissions, timeout, the observation),
-and as whole rounds of an agent run (a scripted model calls the tool every round; the log in
-memory). Medians of per-call times; the ratio to the direct call is the figure.
+"""MCP through reins. (1) What reins adds to a tool call: the same stdio server (the SDK's
+own MCPServer, the toy server of the tests) called directly with the `mcp` SDK's Client,
+through reins' tool executor (validation against the tool's JSON schema, permissions,
+timeout, the observation), and as whole rounds of an agent run (a scripted model calls the
+tool every round; the log in memory). Medians of per-call times; the ratio to the direct call
+is the figure. (2) What the tool schemas cost each request with a server of 100 tools,
+progressive disclosure on (the default, past 20 tools) and off: the tool list as the OpenAI
+wire sends it, at three characters a token (reins' estimate).
 
     python benchmarks/mcp/run.py [--calls 300] [--json FILE]
 """
@@ -68,7 +71,15 @@ async def through_executor(calls: int) -> list[float]:
 
 async def through_runs(calls: int) -> list[float]:
     """Per round of a run whose every round calls the MCP tool (model call, events, log)."""
-    from reins import Agent, AssistantMessage, Guards, PermissionRules, Permissions, ToolCall
+    from reins import (
+        Agent,
+        AssistantMessage,
+        Guards,
+        PermissionRules,
+        Permissions,
+        ToolCall,
+        Usage,
+    )
     from reins.mcp import MCPServer, MCPServerConfig
     from reins.testing import ScriptedModel
 
@@ -80,7 +91,8 @@ async def through_runs(calls: int) -> list[float]:
     ]
     server = MCPServer(MCPServerConfig(name="toy", command=sys.executable, args=(str(TOY),)))
     agent = Agent(
-        model=ScriptedModel([*script, "done, verified"]),
+        # A fixed usage: the double's own token estimate grows with the history.
+        model=ScriptedModel([*script, "done, verified"], usage=Usage(input_tokens=1, requests=1)),
         tools=[],
         max_steps=calls + 5,
         mcp_servers=[server],
@@ -97,6 +109,46 @@ async def through_runs(calls: int) -> list[float]:
                     times.append(now - last)
                 last = now
     return times[1:]
+
+
+async def schema_tokens(defer: int | None) -> list[int]:
+    """Tokens of the tool list of each request: search, load two tools, call one, answer."""
+    from reins import Agent, AssistantMessage, ToolCall
+    from reins.context import ContextSettings
+    from reins.mcp import MCPServerConfig
+    from reins.testing import FunctionModel
+    from reins.tools import BUILTIN_TOOLS
+
+    sent: list[int] = []
+    calls = [
+        ToolCall(id="c1", name="tool_search", arguments={"query": "tide"}),
+        ToolCall(id="c2", name="tool_load", arguments={"names": ["toy__city_tide_3"]}),
+        ToolCall(id="c3", name="toy__city_tide_3", arguments={"city": "Brest"}),
+    ]
+
+    def model(messages: list[Any], tools: list[Any]) -> AssistantMessage | str:
+        wire = [{"type": "function", "function": t.model_dump(mode="json")} for t in tools]
+        sent.append(len(json.dumps(wire)) // 3)
+        turn = sum(1 for m in messages if m.role == "assistant")
+        if defer is None and turn < 2:  # no meta-tools: the tool is offered from the start
+            return AssistantMessage(tool_calls=(calls[2],)) if turn == 0 else "done, verified"
+        return AssistantMessage(tool_calls=(calls[turn],)) if turn < 3 else "done, verified"
+
+    server = MCPServerConfig(
+        name="toy", command=sys.executable, args=(str(TOY),), env={"TOY_TOOLS": "100"}
+    )
+    agent = Agent(
+        model=FunctionModel(model),
+        tools=BUILTIN_TOOLS,
+        mcp_servers=[server],
+        defer_tools_above=defer,
+        approval="allow",
+        # Off, the schemas alone (~10,000 tokens) pass the 8,192 assumed of an unknown model.
+        context=ContextSettings(window=128_000),
+    )
+    result = await agent.run("tide in Brest")
+    assert result.final_answer == "done, verified", result.detail
+    return sent
 
 
 def summary(times: list[float]) -> dict[str, float]:
@@ -129,6 +181,12 @@ def main() -> None:
         f"  a whole round of a reins run        {figures['run_round_ms']:.3f} ms"
         f"  ({figures['run_round_ratio']:.2f}x)"
     )
+    on, off = asyncio.run(schema_tokens(20)), asyncio.run(schema_tokens(None))
+    figures["schema_tokens_on"], figures["schema_tokens_off"] = on, off
+    print("Tool schemas per request, a server of 100 tools + the built-ins (tokens):")
+    print(f"  disclosure on  (search, load, call, answer)  {on}")
+    print(f"  disclosure off (call, answer)                {off}")
+    print(f"  first request: {on[0]} vs {off[0]} ({off[0] / on[0]:.1f}x fewer with disclosure)")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
 

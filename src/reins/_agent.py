@@ -330,6 +330,11 @@ class Agent:
     context: ContextSettings = field(default_factory=ContextSettings)
     """The model's window, and how the history is compacted to stay inside it. A run's log
     records them: a resume keeps the run's own."""
+    defer_tools_above: int | None = 20
+    """Past this many tools (MCP servers bring many), the model is offered the built-in tools,
+    the ones it loaded, and `tool_search` and `tool_load` in place of every other schema;
+    None: every tool, always. A run's log records it: a resume keeps the run's own, and the
+    tools it loaded."""
     mcp_servers: Sequence[MCPServer | MCPServerConfig] = ()
     """MCP servers whose tools (`SERVER__TOOL`) are offered. Inside `async with agent:` they
     are started once and kept for every run; else a run starts those not running and stops
@@ -547,6 +552,7 @@ class Agent:
             profile=self.profile,
             profile_inferred=self.profile_inferred,
             mcp_servers=tuple(s.name for s in self.servers),
+            defer_tools_above=self.defer_tools_above,
         )
         return RunStarted(
             session_id=session_id,
@@ -692,6 +698,8 @@ class Agent:
             notes_for=hints.notes_for if self.instruction_files else None,
             scope=mode.scope if mode is not None else None,
             sources=self.servers,
+            defer_above=state.config.defer_tools_above,
+            loaded=state.loaded_tools,
         )
         cancel = cancel or Cancel()
         config = state.config

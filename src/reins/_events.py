@@ -75,6 +75,9 @@ class RunConfig(BaseModel):
     """The config profile it was made from; None: none."""
     profile_inferred: bool = False
     """The profile was inferred from the goal, not chosen."""
+    defer_tools_above: int | None = None
+    """Past this many tools, the model was offered the built-ins, `tool_search` and
+    `tool_load` in place of the others' schemas; None: every tool, always."""
     mcp_servers: tuple[str, ...] = ()
     """The MCP servers whose tools it was offered (they are not in `tools`: they come and
     go with the servers, and a resume offers what they have then)."""
@@ -282,13 +285,17 @@ class Notice(_Event):
 
 class ToolsChanged(_Event):
     """The tools offered changed while the run ran (an MCP server's list changed, or it
-    stopped): from the next model call on, these are offered or no longer."""
+    stopped; the model loaded deferred ones): from the next model call on, these are offered
+    or no longer."""
 
     kind: Literal["tools_changed"] = "tools_changed"
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()
     """Offered before and now, described anew."""
+    loaded: tuple[str, ...] = ()
+    """Deferred tools the model loaded (`tool_load`): offered for the rest of the run, and
+    again after a resume."""
 
 
 class RunFinished(_Event):

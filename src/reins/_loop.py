@@ -143,7 +143,7 @@ class RunLoop:
     # 1-3: before the round, build the request, call the model
     async def _think(self) -> AsyncIterator[Event]:
         state = self.state
-        if self.executor.sources:
+        if self.executor.dynamic:
             async for event in self._tools_refreshed():
                 yield event
         for policy in self._hooks["before_round"]:
@@ -269,19 +269,21 @@ class RunLoop:
         )
 
     async def _tools_refreshed(self) -> AsyncIterator[Event]:
-        """The tools of the sources (MCP servers) as they are now, before the round."""
+        """The tools of the sources (MCP servers) as they are now, and those the model
+        loaded, before the round."""
         change = await self.executor.refresh()
         if change is None:
             return
         for text in change.notes:
             yield await self._emit(Notice, commit=False, source="tools", level="warning", text=text)
-        if change.added or change.removed or change.changed:
+        if change.added or change.removed or change.changed or change.loaded:
             yield await self._emit(
                 ToolsChanged,
                 commit=False,
                 added=change.added,
                 removed=change.removed,
                 changed=change.changed,
+                loaded=change.loaded,
             )
 
     async def _compacted(self) -> AsyncIterator[Event]:

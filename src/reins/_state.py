@@ -117,6 +117,8 @@ class RunState:
     prompt_messages: int = 0
     """Messages of the view that last request sent: the count covers those."""
     compactions: int = 0
+    loaded_tools: set[str] = field(default_factory=set[str])
+    """Deferred tools the model loaded: their schemas are offered (progressive disclosure)."""
 
     def view(self) -> list[Message]:
         """The history as the model sees it: the messages, from the last compaction on."""
@@ -255,7 +257,7 @@ class RunState:
             case BudgetExtended():
                 self._set_caps(event)
             case ToolsChanged():
-                pass  # the tools offered are the live sources', not the log's
+                self.loaded_tools.update(event.loaded)  # the rest: the live sources' own
             case RunStarted():
                 raise LogCorrupted(f"run {self.run_id}: run_started at seq {event.seq}")
             case _:

@@ -56,7 +56,27 @@ def stop_hook(final_answer: str) -> str:
     return "say 'verified' in your answer"
 
 
+def _many(count: int) -> None:
+    """`TOY_TOOLS=N`: N more tools, `city_weather_0`... (a server with a large tool set)."""
+    topics = ["weather", "traffic", "air quality", "tide", "pollen"]
+
+    def reporter(topic: str, number: int):
+        def report(city: str, day: int = 0) -> str:
+            return f"{topic} report {number} for {city}, day {day}: fine"
+
+        return report
+
+    for i in range(count):
+        topic = topics[i % len(topics)]
+        server.add_tool(
+            reporter(topic, i),
+            name=f"city_{topic.replace(' ', '_')}_{i}",
+            description=f"The {topic} report number {i} for a city, today or a later day.",
+        )
+
+
 if __name__ == "__main__":
+    _many(int(os.environ.get("TOY_TOOLS", "0")))
     print("toy server starting", file=sys.stderr)
     if len(sys.argv) > 1:  # a port: streamable HTTP on loopback
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 mcp_app = typer.Typer(
     no_args_is_help=True,
-    rich_markup_mode="markdown", help="MCP: the servers whose tools runs are offered, and reins as one."
+    rich_markup_mode="markdown",
+    help="MCP: the servers whose tools runs are offered, and reins as one.",
 )
 
 

@@ -148,7 +148,12 @@ class EventRenderer:
                 out.print(f"[yellow]! {escape(event.text)}[/] [dim]({event.source})[/]")
             case ToolsChanged():
                 self._end_line()
-                signed = ("+", event.added), ("-", event.removed), ("~", event.changed)
+                signed = (
+                    ("+", event.added),
+                    ("-", event.removed),
+                    ("~", event.changed),
+                    ("loaded", event.loaded),
+                )
                 parts = [f"{sign} {', '.join(names)}" for sign, names in signed if names]
                 out.print(f"[cyan]⚙ tools changed:[/] [dim]{escape('; '.join(parts))}[/]")
             case RunFinished():

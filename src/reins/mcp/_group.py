@@ -54,4 +54,5 @@ def server_stop_hook(servers: Sequence[MCPServer]) -> StopHookFunction:
                 return f"{reason} (MCP server {server.name!r})"
         return None
 
+    hook.__name__ = STOP_HOOK  # what the rejection names
     return hook

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +13,8 @@ from pydantic import BaseModel
 
 from .._errors import ToolError, UsageError
 from .._messages import ToolCall, ToolResultMessage, ToolSpec
+from ._builtin import BUILTIN_TOOLS
+from ._disclosure import LOAD, SEARCH, Disclosure
 from ._scope import ReadOnlyScope
 from ._source import ToolChange, ToolSource
 from ._spill import spill
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
     from ..permissions import Permissions, Ruling
 
 MAX_OUTPUT_CHARS = 30_000
+META_TOOLS = (SEARCH, LOAD)
+CORE_TOOLS = frozenset(t.name for t in BUILTIN_TOOLS) | {"verify"}
+"""Never deferred by disclosure: the built-in tools (and a `verify` of yours)."""
 
 
 class ToolExecutor:
@@ -39,6 +44,8 @@ class ToolExecutor:
         notes_for: Callable[[Sequence[Path]], str] | None = None,
         scope: ReadOnlyScope | None = None,
         sources: Sequence[ToolSource] = (),
+        defer_above: int | None = None,
+        loaded: Iterable[str] = (),
     ) -> None:
         self.context = context
         self.permissions = permissions
@@ -47,6 +54,12 @@ class ToolExecutor:
         """Where more tools come from while the run runs (`refresh` before each round)."""
         self.specs: list[ToolSpec] = []
         """What the model is offered: updated in place, so whoever holds it sees a change."""
+        self.disclosure = (
+            None
+            if defer_above is None
+            else Disclosure(defer_above, core=CORE_TOOLS, loaded=loaded, changed=self._reoffer)
+        )
+        """Past `defer_above` tools: the built-ins and the loaded ones, and a search."""
         self._set_tools(self._own)  # unique names, or a UsageError
         self._clashes: set[tuple[str, str]] = set()
         self._untold: list[str] = []
@@ -64,19 +77,35 @@ class ToolExecutor:
         self._path_locks: dict[Path, asyncio.Lock] = {}
         self._deadlines = _Deadlines()
 
+    @property
+    def dynamic(self) -> bool:
+        """Whether the tools offered may change while the run runs."""
+        return bool(self.sources) or self.disclosure is not None
+
     def _set_tools(self, tools: Sequence[Tool]) -> None:
         by_name = {t.name: t for t in tools}
         if len(by_name) != len(tools):
             names = [t.name for t in tools]
             twice = sorted({n for n in names if names.count(n) > 1})
             raise UsageError(f"two tools share the name(s) {twice}; tool names must be unique")
-        self.tools = by_name
+        self._current = list(tools)
+        offered, callable_ = (
+            (self._current, self._current)
+            if self.disclosure is None
+            else self.disclosure.split(self._current)
+        )
+        self.tools = {t.name: t for t in callable_}
         permissions = self.permissions
         self._judged = frozenset(
-            t.name for t in tools if permissions is not None and not permissions.allows(t)
+            t.name for t in callable_ if permissions is not None and not permissions.allows(t)
         )
         """The tools whose calls the rules must look at: for the others a default allows."""
-        self.specs[:] = [t.spec for t in tools]
+        self.specs[:] = [t.spec for t in offered]
+        self.offered = [t.name for t in offered]
+
+    def _reoffer(self) -> None:
+        """The model loaded tools: from its next request on, their schemas are offered."""
+        self._set_tools(self._current)
 
     async def refresh(self) -> ToolChange | None:
         """Ask the sources what their tools are now; None when nothing changed. A source's
@@ -86,15 +115,18 @@ class ToolExecutor:
             notes += await source.refresh()
         tools, clashes = self._gathered()
         notes += clashes
-        before = self.tools
+        before = {t.name: t for t in self._current}
         changed = tuple(t.name for t in tools if t.name in before and before[t.name] != t)
         if changed or [t.name for t in tools] != list(before):
             self._set_tools(tools)
-        added = tuple(n for n in self.tools if n not in before)
+        added = tuple(n for n in self.tools if n not in before and n not in META_TOOLS)
         removed = tuple(n for n in before if n not in self.tools)
-        if not (added or removed or changed or notes):
+        loaded = self.disclosure.take_new() if self.disclosure is not None else ()
+        if not (added or removed or changed or notes or loaded):
             return None
-        return ToolChange(added=added, removed=removed, changed=changed, notes=tuple(notes))
+        return ToolChange(
+            added=added, removed=removed, changed=changed, loaded=loaded, notes=tuple(notes)
+        )
 
     def _gathered(self) -> tuple[list[Tool], list[str]]:
         """Our own tools and the sources', less those whose name is taken (a note, once)."""

@@ -39,5 +39,7 @@ class ToolChange:
     removed: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()
     """Offered before and now, described anew."""
+    loaded: tuple[str, ...] = ()
+    """Deferred tools the model loaded (`tool_load`) since the last refresh."""
     notes: tuple[str, ...] = ()
     """What the sources had to say."""
