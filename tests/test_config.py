@@ -169,6 +169,7 @@ def test_a_projects_commands_wait_until_the_users_file_trusts_it(
     assert (config.checks, config.stop_hooks) == (("mine",), ())  # the user's, until trusted
     assert config.untrusted == Untrusted(
         path=project / "reins.toml",
+        folder=project,
         checks=("theirs",),
         stop_hooks=(StopHookConfig(command="hook"),),
     )

@@ -149,7 +149,9 @@ def test_the_terminal_shows_the_commands_and_yes_runs_them(project: Path) -> Non
     assert code == 0, screen
     assert f"{project / 'reins.toml'} sets commands that run, unasked" in screen
     assert "  check      touch checked\r\n  stop hook  touch hooked\r\n" in screen
-    assert f'for good, add "{project}" to trusted_projects' in screen
+    assert f'[a]lways trusts this folder for good, as adding "{project}" to trusted_projects' in (
+        screen.replace("\r\n", " ")
+    )
     assert screen.count("Run them?") == 1
     assert ran(project) == {"checked", "hooked"}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import random
 import time
@@ -67,6 +68,7 @@ from .policies import (
 from .policies._budgets import CONTINUING
 from .policies._modes import TestsAfterChanges
 from .sandbox import SandboxPolicy
+from .skills import LOAD_SKILL, Skill, SkillsSection, discover, load_skill_tool
 from .store import EventLog, MemoryLog
 from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
 from .tools._builtin import sandboxed
@@ -330,6 +332,12 @@ class Agent:
     context: ContextSettings = field(default_factory=ContextSettings)
     """The model's window, and how the history is compacted to stay inside it. A run's log
     records them: a resume keeps the run's own."""
+    skills: Sequence[Skill | str | Path] = ()
+    """Skills the model may load: `Skill`s, skill folders (each holds a SKILL.md), or
+    folders of them (`reins.skills.PROJECT_FOLDERS`, the user's `~/.config/reins/skills`).
+    Their names and descriptions go in the system prompt, and `load_skill` returns one's
+    instructions and bundled files (readable by the file tools, wherever they are). One that
+    cannot be read is a notice at the run's start."""
     defer_tools_above: int | None = 20
     """Past this many tools (MCP servers bring many), the model is offered the built-in tools,
     the ones it loaded, and `tool_search` and `tool_load` in place of every other schema;
@@ -349,6 +357,10 @@ class Agent:
     )
     _spills: tuple[Path, Path] | None = field(default=None, init=False, repr=False, compare=False)
     _servers: list[MCPServer] | None = field(default=None, init=False, repr=False, compare=False)
+    _found_skills: tuple[list[Skill], list[str]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _load_skill: Tool | None = field(default=None, init=False, repr=False, compare=False)
     _held: int = field(default=0, init=False, repr=False, compare=False)
     """How many `async with agent:` are open: the servers stay up until the last ends."""
 
@@ -478,6 +490,7 @@ class Agent:
             system = build_prompt(self._sections(mode, workspace), prompt)
             history: list[Message] = [SystemMessage(content=system)]
             notes += prompt.notes
+            notes += self._skills()[1]
             started = self._run_started(session_id, goal, workspace, history, mode=mode)
             await self.log.append(started)
         else:
@@ -678,13 +691,15 @@ class Agent:
             )
         if workspace is None:
             workspace = Workspace(
-                state.config.workspace, protected=self._protected(), readable=self._readable()
+                state.config.workspace,
+                protected=self._protected(),
+                readable=[*self._readable(), *self._skill_folders()],
             )
         context = ToolContext(
             workspace=workspace,
             session_id=state.session_id,
             run_id=state.run_id,
-            sandbox=self.sandbox,
+            sandbox=self._tool_sandbox(),
             spill=self._spill_folder(state.run_id),
         )
         mode, _ = resolve_mode(state.config.mode)
@@ -800,7 +815,33 @@ class Agent:
         tools = list(self.tools)
         if not any(t.name == final_answer.name for t in tools):
             tools.append(final_answer)
+        skills, _ = self._skills()
+        if skills and not any(t.name == LOAD_SKILL for t in tools):
+            tools.append(self._skill_tool(skills))
         return sandboxed(tools, self.sandbox)
+
+    def _skills(self) -> tuple[list[Skill], list[str]]:
+        """The skills found in `skills` (once per agent), and notes on those left out."""
+        if self._found_skills is None:
+            self._found_skills = discover(self.skills) if self.skills else ([], [])
+        return self._found_skills
+
+    def _skill_tool(self, skills: list[Skill]) -> Tool:
+        if self._load_skill is None:
+            self._load_skill = load_skill_tool(skills)
+        return self._load_skill
+
+    def _tool_sandbox(self) -> SandboxPolicy:
+        """The sandbox of the tools' commands: the skills' folders readable (their scripts
+        run through run_command, wherever the skill lies)."""
+        folders = tuple(str(f) for f in self._skill_folders())
+        if not folders:
+            return self.sandbox
+        return dataclasses.replace(self.sandbox, readable=(*self.sandbox.readable, *folders))
+
+    def _skill_folders(self) -> list[Path]:
+        """Skills' folders, which the file tools may read (wherever they are)."""
+        return [s.folder for s in self._skills()[0]]
 
     def _workspace(self) -> Workspace:
         """`workspace`, resolved; again only if the directory it names is another one (a
@@ -811,7 +852,11 @@ class Agent:
             return Workspace(self.workspace, protected=self._protected())  # its error says why
         key = (str(self.workspace), found.st_dev, found.st_ino, tuple(self._protected()))
         if self._resolved is None or self._resolved[0] != key:
-            made = Workspace(self.workspace, protected=self._protected(), readable=self._readable())
+            made = Workspace(
+                self.workspace,
+                protected=self._protected(),
+                readable=[*self._readable(), *self._skill_folders()],
+            )
             self._resolved = (key, made)
         return self._resolved[1]
 
@@ -829,6 +874,7 @@ class Agent:
             ModeSection(mode),
             TextSection(self.instructions),
             ProjectInstructions(tuple(self.instruction_files)),
+            SkillsSection(self._skills()[0]),
             ToolNotes(spill, workspace.root),
             *self.prompt_sections,
         ]

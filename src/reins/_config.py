@@ -220,7 +220,9 @@ class Untrusted(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: Path
-    """The project file."""
+    """The project file (or the project's folder, when only its skills are held)."""
+    folder: Path
+    """The project's folder: what the user trusts."""
     checks: tuple[str, ...] = ()
     """Run after the user's once trusted (the user's always stand)."""
     stop_hooks: tuple[StopHookConfig, ...] = ()
@@ -231,6 +233,9 @@ class Untrusted(BaseModel):
     mcp_servers: dict[str, MCPServerConfig] = {}
     """The project's MCP servers (`[mcp_servers]`, `.mcp.json`): commands that start, or
     URLs the agent's tool calls go to; beside the user's once trusted."""
+    skills: tuple[Path, ...] = ()
+    """The project's skills (folders with a SKILL.md under `.reins/skills/` and
+    `.agents/skills/`): instructions the model would follow, offered once trusted."""
 
     def items(self, *, checks: bool = True, model: bool = True) -> list[tuple[str, str]]:
         """Each command or setting with its kind (`check`, `stop hook`, `setting`), commands in
@@ -247,6 +252,7 @@ class Untrusted(BaseModel):
             *(("check", c) for c in self.checks if checks),
             *(("stop hook", h.command) for h in self.stop_hooks),
             *(("MCP server", f"{name}: {_launch(m)}") for name, m in self.mcp_servers.items()),
+            *(("skill", str(folder)) for folder in self.skills),
             *(("setting", s) for s in settings),
         ]
 
@@ -322,6 +328,9 @@ class Config(BaseModel):
     """The MCP servers whose tools runs are offered (`[mcp_servers.NAME]`, or `mcpServers`
     in `mcp.json` beside the config file; a project's `.mcp.json` and `[mcp_servers]` once
     the project is trusted)."""
+    skill_folders: tuple[Path, ...] = ()
+    """Where skills are found: the user's (`skills/` beside the config file), then each of
+    a trusted project's skills."""
     untrusted: Untrusted | None = None
     """What the project file sets that waits for the user's trust: not in `checks`,
     `stop_hooks`, `providers` and `model` (those are the user's) until `trusting_project`."""
@@ -349,6 +358,7 @@ class Config(BaseModel):
                 "providers": providers,
                 "model": held.model or self.model,
                 "mcp_servers": {**self.mcp_servers, **held.mcp_servers},
+                "skill_folders": (*self.skill_folders, *held.skills),
             }
         )
 
@@ -427,12 +437,19 @@ def load_config(start: Path | None = None) -> Config:
         layer_sandbox = _sandbox(path, data.pop("sandbox", {}))
         sandbox = _tightened(sandbox, layer_sandbox, path) if is_project else layer_sandbox
         merged.update(data)
+    trusted += _recorded_trust(user)
     project_json = project_mcp_json(start, project)
     if project_json is not None:
         held = held if held is not None else {}
         listed = servers_from_json(project_json, project=True)
         held["mcp_servers"] = {**listed, **held.get("mcp_servers", {})}  # reins.toml wins
         project = project or project_json
+    folder = project.parent if project is not None else (start or Path.cwd()).resolve()
+    skills = project_skills(folder)
+    if skills and folder != user.parent:
+        held = held if held is not None else {}
+        held["skills"] = tuple(skills)
+        project = project or folder
     try:
         config = Config.model_validate(
             {
@@ -442,6 +459,7 @@ def load_config(start: Path | None = None) -> Config:
                 **rules,
                 "sandbox": sandbox,
                 "mcp_servers": servers,
+                "skill_folders": (user.parent / SKILLS,),
             }
         )
     except ValidationError as exc:
@@ -449,11 +467,11 @@ def load_config(start: Path | None = None) -> Config:
         raise UsageError(f"config ({files}): {_first_error(exc)}") from None
     if project is None or held is None:
         return config
-    untrusted = _untrusted(project, held, config)
+    untrusted = _untrusted(project, folder, held, config)
     if not untrusted.items():
         return config  # nothing that acts for the project (or only what the user has already)
     config = config.model_copy(update={"untrusted": untrusted})
-    return config.trusting_project() if project.parent in trusted else config
+    return config.trusting_project() if untrusted.folder in trusted else config
 
 
 def _lower_caps(data: dict[str, object], mine: dict[str, object]) -> None:
@@ -482,11 +500,11 @@ def _held(data: dict[str, object], providers: object, path: Path) -> dict[str, A
     return held
 
 
-def _untrusted(path: Path, held: dict[str, Any], config: Config) -> Untrusted:
+def _untrusted(path: Path, folder: Path, held: dict[str, Any], config: Config) -> Untrusted:
     """The project's held settings, validated, less what changes nothing: a check or a stop
     hook the user runs anyway, a provider setting equal to the user's, an empty table."""
     try:
-        untrusted = Untrusted.model_validate({**held, "path": path})
+        untrusted = Untrusted.model_validate({**held, "path": path, "folder": folder})
     except ValidationError as exc:
         raise UsageError(f"config {path}: {_first_error(exc)}") from None
     checks = [c for c in dict.fromkeys(untrusted.checks) if c not in config.checks]
@@ -525,6 +543,53 @@ MCP_JSON = "mcp.json"
 """Beside the user's config file: MCP servers in Claude Desktop's shape."""
 PROJECT_MCP_JSON = ".mcp.json"
 """In the project's folder: its MCP servers, as Claude Code reads them."""
+
+
+SKILLS = "skills"
+"""Beside the user's config file: the user's skills, offered in every project."""
+TRUSTED_FILE = "trusted_projects.json"
+"""Beside the user's config file: the folders the user trusted at a prompt ("always")."""
+
+
+def project_skills(folder: Path) -> list[Path]:
+    """The project's skill folders (each holds a SKILL.md), resolved."""
+    from .skills._skill import SKILL_FILE, project_folders
+
+    return [
+        skill.resolve()
+        for root in project_folders(folder)
+        if root.is_dir()
+        for skill in sorted(root.iterdir())
+        if (skill / SKILL_FILE).is_file()
+    ]
+
+
+def _recorded_trust(user: Path) -> list[Path]:
+    path = user.parent / TRUSTED_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}; fix or delete it") from None
+    folders = data.get("trusted_projects") if isinstance(data, dict) else None
+    if not isinstance(folders, list) or not all(isinstance(f, str) for f in folders):
+        raise UsageError(f'{path}: expected {{"trusted_projects": ["/a/folder", ...]}}')
+    return [Path(f) for f in folders]
+
+
+def record_trust(folder: Path) -> Path:
+    """Remember that the user trusts the project in `folder` (a prompt's "always"): in
+    `trusted_projects.json` beside their config file, which is left as they wrote it."""
+    path = user_config_path().parent / TRUSTED_FILE
+    folders = [str(f) for f in _recorded_trust(user_config_path())]
+    if str(folder) not in folders:
+        folders.append(str(folder))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps({"trusted_projects": folders}, indent=2) + "\n")
+    temporary.replace(path)
+    return path
 
 
 def _user_mcp_json(user: Path) -> dict[str, MCPServerConfig]:

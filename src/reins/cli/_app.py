@@ -339,6 +339,7 @@ def run(
             profile=chosen,
             profile_inferred=inferred,
             mcp_servers=servers,
+            skills=config.skill_folders,
         )
         stream = agent.iter(goal, session_id=session, cancel=cancel)
         lines.start(stream.steer)
@@ -421,6 +422,7 @@ def resume(
             stop_max_rejections=config.stop_max_rejections,
             instruction_files=config.instruction_files,
             mcp_servers=servers,  # as configured now: their tools come and go with them
+            skills=config.skill_folders,
         )
         stream = agent.resume_iter(
             info.run_id,

@@ -148,6 +148,7 @@ def serve(
                     context=config.context.settings(),
                     instruction_files=config.instruction_files,
                     mcp_servers=_mcp_servers(config, None),
+                    skills=config.skill_folders,
                 )
 
             await reins_server(make_agent, log).run_stdio_async()

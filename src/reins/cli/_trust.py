@@ -12,7 +12,7 @@ import unicodedata
 from rich.console import Console
 from rich.text import Text
 
-from .._config import Config, Untrusted, user_config_path
+from .._config import Config, Untrusted, record_trust, user_config_path
 from .._errors import UsageError
 
 ANSWERS = {"y": True, "yes": True, "n": False, "no": False, "": False}
@@ -35,6 +35,14 @@ def trusted(
     if trust_project:
         return config.trusting_project()
     if not sys.stdin.isatty():
+        if all(kind == "skill" for kind, _ in items):  # nothing left out makes a run unsafe
+            console.print(
+                Text(
+                    f"The project's skills are not offered: {visible(str(held.folder))} is "
+                    "not trusted (--trust-project, or trusted_projects in your config)."
+                )
+            )
+            return config.distrusting_project()
         raise UsageError(_refusal(held, items))
     if _ask(console, held, items):
         return config.trusting_project()
@@ -43,15 +51,16 @@ def trusted(
 
 
 def _ask(console: Console, held: Untrusted, items: Items) -> bool:
-    """Shows exactly what the file sets and asks once; the default is no. End of input: nobody
-    is there to answer, as with no terminal."""
-    commands, settings = _split(items)
-    servers = _servers(items)
+    """Shows exactly what the file sets and asks once; the default is no; "always" records
+    the folder as trusted. End of input: nobody is there to answer, as with no terminal."""
+    hooks, servers, skills, settings = _groups(items)
     what = []
-    if len(servers) < len(commands):
+    if hooks:
         what.append("commands that run, unasked, when the agent says it is done (in the sandbox)")
     if servers:
         what.append("MCP servers started with each run (outside the sandbox), whose tools it calls")
+    if skills:
+        what.append("skills: instructions the model is offered and would follow")
     if settings:
         what.append(
             "where the model's requests go (with your prompts and what the agent reads) and "
@@ -61,28 +70,33 @@ def _ask(console: Console, held: Untrusted, items: Items) -> bool:
     width = max(len(kind) for kind, _ in items)
     for kind, text in items:
         console.print(Text(f"  {kind:<{width}}  {visible(text)}"))
+    verb = "Use" if settings or not (hooks or servers) else "Run"
     console.print(
         Text(
-            f"(--trust-project {'runs' if not settings else 'uses'} them without asking; to "
-            f"trust this project for good, add {_trust_entry(held)})"
+            f"(--trust-project {verb.lower()}s them without asking; [a]lways trusts this "
+            f"folder for good, as adding {_trust_entry(held)} does)"
         )
     )
-    verb = "Run" if not settings else "Use"
     while True:
-        console.print(Text(f"{verb} them? [y]es, [n]o: run without them (default no): "), end="")
+        console.print(
+            Text(f"{verb} them? [y]es, [a]lways, [n]o: run without them (default no): "), end=""
+        )
         line = sys.stdin.readline()  # before the run starts: nothing else reads stdin yet
         if not line:
             console.print()
             raise UsageError(_refusal(held, items))
-        answer = ANSWERS.get(line.strip().lower())
+        reply = line.strip().lower()
+        if reply in ("a", "always"):
+            where = record_trust(held.folder)
+            console.print(Text(f"Trusted {visible(str(held.folder))} (recorded in {where})."))
+            return True
+        answer = ANSWERS.get(reply)
         if answer is not None:
             return answer
 
 
 def _refusal(held: Untrusted, items: Items) -> str:
-    commands, settings = _split(items)
-    servers = _servers(items)
-    hooks = [item for item in commands if item not in servers]
+    hooks, servers, skills, settings = _groups(items)
     what = []
     if hooks:
         listed = "; ".join(f"{kind} `{visible(command)}`" for kind, command in hooks)
@@ -90,36 +104,39 @@ def _refusal(held: Untrusted, items: Items) -> str:
     if servers:
         listed = "; ".join(f"`{visible(server)}`" for _, server in servers)
         what.append(f"MCP servers started with each run ({listed})")
+    if skills:
+        what.append(f"skills ({'; '.join(visible(folder) for _, folder in skills)})")
     if settings:
         listed = "; ".join(visible(setting) for _, setting in settings)
         what.append(f"where the model's requests go and which key they carry ({listed})")
+    verb = "use" if settings or not (hooks or servers) else "run"
     return (
         f"{visible(str(held.path))} sets {' and '.join(what)}, and this project is not "
-        f"trusted: to {'run' if not settings else 'use'} them, pass --trust-project, or add "
-        f"{_trust_entry(held)}"
+        f"trusted: to {verb} them, pass --trust-project, or add {_trust_entry(held)}"
     )
 
 
-def _split(items: Items) -> tuple[Items, Items]:
-    """The commands, and the settings."""
-    return [i for i in items if i[0] != "setting"], [i for i in items if i[0] == "setting"]
-
-
-def _servers(items: Items) -> Items:
-    return [i for i in items if i[0] == "MCP server"]
+def _groups(items: Items) -> tuple[Items, Items, Items, Items]:
+    """The commands run at a final answer, the MCP servers, the skills, the settings."""
+    kinds = ("MCP server", "skill", "setting")
+    return (
+        [i for i in items if i[0] not in kinds],
+        *([i for i in items if i[0] == kind] for kind in kinds),
+    )  # type: ignore[return-value]
 
 
 def _what(items: Items) -> str:
-    commands, settings = _split(items)
-    parts = ["checks", "stop hooks"] if len(_servers(items)) < len(commands) else []
-    parts += ["MCP servers"] if _servers(items) else []
+    hooks, servers, skills, settings = _groups(items)
+    parts = ["checks", "stop hooks"] if hooks else []
+    parts += ["MCP servers"] if servers else []
+    parts += ["skills"] if skills else []
     parts += ["model settings"] if settings else []
     return ", ".join(parts[:-1]) + f" and {parts[-1]}" if len(parts) > 1 else parts[0]
 
 
 def _trust_entry(held: Untrusted) -> str:
     """Where the user trusts the project: its folder, as a TOML string, in their config."""
-    folder = json.dumps(str(held.path.parent), ensure_ascii=False)
+    folder = json.dumps(str(held.folder), ensure_ascii=False)
     return f"{visible(folder)} to trusted_projects in {visible(str(user_config_path()))}"
 
 

@@ -131,6 +131,7 @@ def bwrap_argv(
     # After the workspace, so that a workspace holding them (say, the home folder) hides them
     # too; one that holds the workspace is left alone.
     home = os.environ.get("HOME") or str(Path.home())
+    shown = [os.path.realpath(p) for p in policy.readable if os.path.isdir(p)]
     for hidden in (*(os.path.join(home, name) for name in HIDDEN_IN_HOME), *HIDDEN):
         if not os.path.lexists(hidden):  # most are not there: one cheap check each
             continue
@@ -138,9 +139,13 @@ def bwrap_argv(
         if root.is_relative_to(real):
             continue
         if os.path.isdir(real):
-            argv += ["--tmpfs", real, "--remount-ro", real]
+            # What must stay readable inside is bound before the tmpfs turns read-only.
+            inside = [p for p in shown if Path(p).is_relative_to(real)]
+            argv += ["--tmpfs", real, *_ro_binds(inside), "--remount-ro", real]
+            shown = [p for p in shown if p not in inside]
         elif os.path.exists(real):
             argv += ["--ro-bind", "/dev/null", real]
+    argv += _ro_binds(shown)
     if policy.mode == "workspace-write":
         named = {Path(os.path.realpath(p)) for p in _named_paths(root)}
         for path in sorted({*named, *protected}):
@@ -148,6 +153,10 @@ def bwrap_argv(
                 argv += ["--ro-bind", str(path), str(path)]
     argv += ["--chdir", str(root), "--seccomp", str(seccomp_fd), "--"]
     return argv
+
+
+def _ro_binds(paths: Sequence[str]) -> list[str]:
+    return [arg for path in paths for arg in ("--ro-bind", path, path)]
 
 
 def _named_paths(root: Path) -> list[str]:

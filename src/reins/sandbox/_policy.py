@@ -43,6 +43,9 @@ class SandboxPolicy:
     """Seconds; a longer timeout asked for by the model is cut to this."""
     env: tuple[str, ...] = ()
     """Extra environment variables passed through by name (never credentials)."""
+    readable: tuple[str, ...] = ()
+    """Folders commands may read even where the sandbox hides their surroundings (a skill's
+    folder under ~/.config/reins, or in /tmp, which is private to each command)."""
     cpu_seconds: int | None = 600
     """CPU time of each process (RLIMIT_CPU); None: no limit."""
     address_space: int | None = 8 * GiB
