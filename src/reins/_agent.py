@@ -25,6 +25,7 @@ from ._events import (
     RunConfig,
     RunResumed,
     RunStarted,
+    StreamEvent,
 )
 from ._loop import RunLoop
 from ._messages import Message, SystemMessage, Usage, UserMessage
@@ -139,7 +140,7 @@ class AgentRun:
         """Begins a next turn (goal, session id), for follow-ups."""
         self._loop: RunLoop | None = None
         self._first: list[Event] = []
-        self._events: AsyncGenerator[Event] | None = None
+        self._events: AsyncGenerator[StreamEvent] | None = None
         self._steering: deque[str] = deque()
         self._follow_ups: deque[str] = deque()
 
@@ -180,7 +181,7 @@ class AgentRun:
     def __aiter__(self) -> AgentRun:
         return self
 
-    async def __anext__(self) -> Event:
+    async def __anext__(self) -> StreamEvent:
         while True:
             events = await self._started()
             if self._first:
@@ -195,7 +196,7 @@ class AgentRun:
                 self._ended()
                 raise
 
-    async def _started(self) -> AsyncGenerator[Event]:
+    async def _started(self) -> AsyncGenerator[StreamEvent]:
         if self._events is None:
             self._first, self._loop = await self._begin()
             self._loop.steering = self._steering  # the same queue: steer() feeds the loop
@@ -338,6 +339,14 @@ class Agent:
     Their names and descriptions go in the system prompt, and `load_skill` returns one's
     instructions and bundled files (readable by the file tools, wherever they are). One that
     cannot be read is a notice at the run's start."""
+    subagents: bool | Mapping[str, Agent] = False
+    """Offer `spawn_agent`: the model hands a self-contained subtask to a child run — a copy
+    of this agent (without spawn_agent), or one of these named agents (profiles) — and gets
+    back its answer and whether it completed (`reins.subagents`, `Agent.as_tool`)."""
+    subagent_steps: int = 10
+    """A spawned child's step cap."""
+    subagent_timeout: float = 300.0
+    """A spawned child's time budget, in seconds."""
     defer_tools_above: int | None = 20
     """Past this many tools (MCP servers bring many), the model is offered the built-in tools,
     the ones it loaded, and `tool_search` and `tool_load` in place of every other schema;
@@ -361,6 +370,7 @@ class Agent:
         default=None, init=False, repr=False, compare=False
     )
     _load_skill: Tool | None = field(default=None, init=False, repr=False, compare=False)
+    _spawn: Tool | None = field(default=None, init=False, repr=False, compare=False)
     _held: int = field(default=0, init=False, repr=False, compare=False)
     """How many `async with agent:` are open: the servers stay up until the last ends."""
 
@@ -449,6 +459,49 @@ class Agent:
             lambda: self._start(goal, session_id, cancel), self._next_turns(cancel), self._running
         )
 
+    def child_iter(
+        self,
+        goal: str,
+        *,
+        parent: tuple[str, str],
+        preface: Sequence[Message] = (),
+        cancel: Cancel | None = None,
+    ) -> AgentRun:
+        """A subagent's run (`reins.subagents`): a new session, linked to the parent's run
+        and tool call (`parent`) in its log, `preface` before the goal."""
+        return AgentRun(lambda: self._start(goal, None, cancel, parent=parent, preface=preface))
+
+    def as_tool(
+        self,
+        name: str,
+        description: str,
+        *,
+        max_steps: int = 10,
+        timeout: float = 300.0,
+        briefing: str = "",
+        system_prompt: str | None = None,
+        exclude_tools: Sequence[str] = (),
+        context: bool = False,
+    ) -> Tool:
+        """This agent as a tool another agent calls with a task: each call is a child run of
+        the caller's (same store, linked to the call; same workspace; its events on the
+        caller's stream; its spending in the caller's budgets; cancelled with it) that returns
+        `{"result", "completed"}`. `briefing` adds to its instructions, `system_prompt`
+        replaces its base prompt, `exclude_tools` are not given to it, `context` hands it a
+        digest of the caller's conversation first; at most `max_steps` steps and `timeout`
+        seconds (its time budget)."""
+        from .subagents import Brief, agent_tool
+
+        brief = Brief(
+            max_steps=max_steps,
+            timeout=timeout,
+            briefing=briefing,
+            system_prompt=system_prompt,
+            exclude_tools=tuple(exclude_tools),
+            context=context,
+        )
+        return agent_tool(self, name=name, description=description, brief=brief)
+
     def _next_turns(self, cancel: Cancel | None) -> Callable[[str, str], Begin]:
         def turn(goal: str, session_id: str) -> Begin:
             return lambda: self._start(goal, session_id, cancel)
@@ -476,7 +529,13 @@ class Agent:
         )
 
     async def _start(
-        self, goal: str, session_id: str | None, cancel: Cancel | None
+        self,
+        goal: str,
+        session_id: str | None,
+        cancel: Cancel | None,
+        *,
+        parent: tuple[str, str] | None = None,
+        preface: Sequence[Message] = (),
     ) -> tuple[list[Event], RunLoop]:
         if not goal.strip():
             raise UsageError("the goal is empty; say what the agent should do")
@@ -488,10 +547,12 @@ class Agent:
             session_id = new_id()
             prompt = PromptContext(workspace=workspace.root, goal=goal, approvals=self._may_ask())
             system = build_prompt(self._sections(mode, workspace), prompt)
-            history: list[Message] = [SystemMessage(content=system)]
+            history: list[Message] = [SystemMessage(content=system), *preface]
             notes += prompt.notes
             notes += self._skills()[1]
-            started = self._run_started(session_id, goal, workspace, history, mode=mode)
+            started = self._run_started(
+                session_id, goal, workspace, history, mode=mode, parent=parent
+            )
             await self.log.append(started)
         else:
             # The session is ours before its history is read: a turn never forks it.
@@ -538,6 +599,7 @@ class Agent:
         grants: tuple[str, ...] = (),
         *,
         mode: Mode | None = None,
+        parent: tuple[str, str] | None = None,
     ) -> RunStarted:
         if self.reflect_max_retries < 1:
             raise UsageError("reflect_max_retries must be at least 1")
@@ -566,6 +628,8 @@ class Agent:
             profile_inferred=self.profile_inferred,
             mcp_servers=tuple(s.name for s in self.servers),
             defer_tools_above=self.defer_tools_above,
+            parent_run_id=parent[0] if parent else None,
+            parent_call_id=parent[1] if parent else None,
         )
         return RunStarted(
             session_id=session_id,
@@ -818,7 +882,18 @@ class Agent:
         skills, _ = self._skills()
         if skills and not any(t.name == LOAD_SKILL for t in tools):
             tools.append(self._skill_tool(skills))
+        if self.subagents and not any(t.name == "spawn_agent" for t in tools):
+            tools.append(self._spawn_tool())
         return sandboxed(tools, self.sandbox)
+
+    def _spawn_tool(self) -> Tool:
+        if self._spawn is None:
+            from .subagents import Brief, spawn_agent_tool
+
+            profiles = self.subagents if isinstance(self.subagents, Mapping) else {}
+            brief = Brief(max_steps=self.subagent_steps, timeout=self.subagent_timeout)
+            self._spawn = spawn_agent_tool(self, profiles, brief)
+        return self._spawn
 
     def _skills(self) -> tuple[list[Skill], list[str]]:
         """The skills found in `skills` (once per agent), and notes on those left out."""

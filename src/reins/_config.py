@@ -322,6 +322,9 @@ class Config(BaseModel):
     """Final answers rejected (by checks and stop hooks) before the run ends missing_evidence."""
     reflect: bool = False
     """Reflect on each step whose tools ran (`--reflect`; the Reflective agent)."""
+    subagents: bool = False
+    """Offer `spawn_agent` (`--subagents`): the model hands a subtask to a child run, a copy
+    of itself or one of the `[profiles.*]` by name."""
     reflect_max_retries: int = Field(default=3, ge=1)
     """Reflections in a row judging a step failed that end the run (`stalled`)."""
     mcp_servers: dict[str, MCPServerConfig] = {}

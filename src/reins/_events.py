@@ -6,6 +6,7 @@ a gap-free per-run `seq`, a UTC `ts` and the schema version `v`) is the same for
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
@@ -78,6 +79,10 @@ class RunConfig(BaseModel):
     defer_tools_above: int | None = None
     """Past this many tools, the model was offered the built-ins, `tool_search` and
     `tool_load` in place of the others' schemas; None: every tool, always."""
+    parent_run_id: str | None = None
+    """A subagent's run: the run whose tool call started it."""
+    parent_call_id: str | None = None
+    """That tool call's id."""
     mcp_servers: tuple[str, ...] = ()
     """The MCP servers whose tools it was offered (they are not in `tools`: they come and
     go with the servers, and a resume offers what they have then)."""
@@ -168,6 +173,9 @@ class ToolCallFinished(_Event):
     step: int
     result: ToolResultMessage
     duration_ms: float = 0.0
+    usage: Usage | None = None
+    """What the call spent on model calls (a subagent's run): counted in this run's budgets."""
+    cost: float | None = None
 
 
 class ApprovalRequested(_Event):
@@ -333,3 +341,21 @@ Event = Annotated[
 
 EVENT: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
 """The one adapter that (de)serializes every event."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentEvent:
+    """An event of a subagent's run, forwarded to the stream of the run whose tool call
+    started it (`path`: the call ids, outermost first; nested subagents add theirs). Not in
+    that run's log: the subagent's own run has it."""
+
+    path: tuple[str, ...]
+    event: Event
+
+    @property
+    def depth(self) -> int:
+        return len(self.path)
+
+
+StreamEvent = Event | SubagentEvent
+"""What a run's stream yields: its own events, and its subagents' forwarded."""

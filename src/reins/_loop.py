@@ -30,6 +30,8 @@ from ._events import (
     ResponseRejected,
     RunFinished,
     Steered,
+    StreamEvent,
+    SubagentEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
@@ -46,6 +48,7 @@ from ._model import (
     ThinkingChunk,
     ensure_requests_allowed,
 )
+from ._scope import CallScope
 from ._state import STEERING, RunState, interrupted
 from ._stop import StopReason
 from ._unicode import NOTE, escape_text, escaped_reply, escaped_result
@@ -120,7 +123,7 @@ class RunLoop:
             for hook in _overridden(type(policy)):
                 self._hooks[hook].append(policy)
 
-    async def events(self) -> AsyncGenerator[Event]:
+    async def events(self) -> AsyncGenerator[StreamEvent]:
         state = self.state
         try:
             while state.finished is None:
@@ -133,8 +136,8 @@ class RunLoop:
                     stage = self._conclude(answer)
                 else:
                     stage = self._think()
-                async for event in stage:
-                    yield event
+                async for item in stage:
+                    yield item
         finally:
             self.executor.close()
             if self.on_end is not None:
@@ -432,7 +435,7 @@ class RunLoop:
         yield await self._finish(StopReason.END_TURN, final_answer=answer)
 
     # 5-7: before each tool call, run them, after the tools
-    async def _act(self) -> AsyncIterator[Event]:
+    async def _act(self) -> AsyncIterator[StreamEvent]:
         state = self.state
         step = state.step
         if self.steering and not (state.started or state.asked or state.decisions or state.results):
@@ -494,11 +497,11 @@ class RunLoop:
             await self.log.commit()  # on record before any side effect
             self._uncommitted = False
 
-        if len(runnable) == 1:
+        if len(runnable) == 1 and not self.executor.starts_runs(runnable[0].name):
             yield await self._run_tool(runnable[0])
         elif runnable:
-            async for event in self._run_concurrently(runnable):
-                yield event
+            async for item in self._run_concurrently(runnable):
+                yield item
 
         for policy in self._hooks["after_tools"]:
             match await policy.after_tools(state, state.step_results()):
@@ -573,27 +576,43 @@ class RunLoop:
                 return verdict
         return Continue()
 
-    async def _run_concurrently(self, calls: list[ToolCall]) -> AsyncIterator[Event]:
+    async def _run_concurrently(self, calls: list[ToolCall]) -> AsyncIterator[StreamEvent]:
         """Each result is recorded the moment its call returns, not when the consumer of these
-        events gets to it, so a crash never loses a finished call's result."""
-        finished: asyncio.Queue[Event] = asyncio.Queue()
+        events gets to it, so a crash never loses a finished call's result. A subagent's
+        events are passed on as they come."""
+        finished: asyncio.Queue[StreamEvent] = asyncio.Queue()
         slots = asyncio.Semaphore(self.executor.max_parallel)
 
         async def run(call: ToolCall) -> None:
             async with slots:
-                finished.put_nowait(await self._run_tool(call))
+                finished.put_nowait(await self._run_tool(call, finished.put_nowait))
 
         tasks = [asyncio.ensure_future(run(call)) for call in calls]
         try:
-            for _ in tasks:
-                yield await finished.get()
+            left = len(tasks)
+            while left:
+                event = await finished.get()
+                if not isinstance(event, SubagentEvent):
+                    left -= 1
+                yield event
         finally:
             for task in tasks:
                 task.cancel()
 
-    async def _run_tool(self, call: ToolCall) -> Event:
+    async def _run_tool(
+        self, call: ToolCall, forward: Callable[[StreamEvent], None] | None = None
+    ) -> Event:
         start = time.perf_counter()
-        result = await self.cancel.race(self.executor.execute(call))
+        scope = None
+        if forward is not None and self.executor.starts_runs(call.name):
+            scope = CallScope(
+                call_id=call.id,
+                state=self.state,
+                log=self.log,
+                cancel=self.cancel,
+                forward=forward,
+            )
+        result = await self.cancel.race(self.executor.execute(call, scope))
         if result is None:
             result = ToolResultMessage(
                 call_id=call.id,
@@ -603,6 +622,7 @@ class RunLoop:
             )
         duration_ms = (time.perf_counter() - start) * 1000
         result = escaped_result(result)  # a lone surrogate cannot be recorded
+        spent = scope if scope is not None and scope.usage.requests > 0 else None
         return await self._emit(
             ToolCallFinished,
             # A lost read-only result is simply computed again on resume; a side effect's
@@ -611,6 +631,8 @@ class RunLoop:
             step=self.state.step,
             result=result,
             duration_ms=duration_ms,
+            usage=spent.usage if spent else None,
+            cost=spent.cost if spent else None,
         )
 
     async def _finish(

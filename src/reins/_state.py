@@ -185,6 +185,9 @@ class RunState:
             case ToolCallFinished():
                 self.review_pending = False
                 self.results[event.result.call_id] = event.result
+                if event.usage is not None:  # a subagent's run: its spending is ours
+                    self.usage = self.usage + event.usage
+                    self.cost += event.cost or 0.0
                 if all(call.id in self.results for call in self.pending):
                     self._close_step()
                     self.acted = self.step

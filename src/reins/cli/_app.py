@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -22,7 +23,7 @@ from .._stop import StopReason
 from ._stdin import TerminalLines
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
-    from .._agent import AgentRun
+    from .._agent import Agent, AgentRun
     from .._cancel import Cancel
     from .._config import Config
     from ..mcp import MCPServerConfig
@@ -285,6 +286,14 @@ def run(
     ] = None,
     trust_project: TrustProjectOpt = False,
     mcp_config: McpConfigOpt = None,
+    subagents: Annotated[
+        bool | None,
+        typer.Option(
+            "--subagents/--no-subagents",
+            help="Offer spawn_agent: the model hands a subtask to a child run, a copy of "
+            "itself or a config profile by name (default: the config's `subagents`).",
+        ),
+    ] = None,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
     from .._agent import Agent
@@ -341,6 +350,8 @@ def run(
             mcp_servers=servers,
             skills=config.skill_folders,
         )
+        if config.subagents if subagents is None else subagents:
+            agent.subagents = _profiles(agent, config)
         stream = agent.iter(goal, session_id=session, cancel=cancel)
         lines.start(stream.steer)
         return await _drive(stream, json_lines)
@@ -571,6 +582,32 @@ def _profile(config: Config, goal: str, name: str | None) -> tuple[str | None, b
     return (kind, True) if kind in config.profiles else (None, False)
 
 
+def _profiles(agent: Agent, config: Config) -> dict[str, Agent]:
+    """The config's profiles as agents a run may spawn: each with its own model, tools and
+    prompt, the run's permissions, approvals, sandbox and guards."""
+    import dataclasses
+
+    from .._model import ModelSettings
+    from .._resolve import resolve_model
+    from ..tools import builtin_tools
+
+    return {
+        name: dataclasses.replace(
+            agent,
+            model=resolve_model(profile.model, config) if profile.model else agent.model,
+            model_id=profile.model or agent.model_id,
+            tools=builtin_tools(profile.tools),
+            system_prompt=profile.system_prompt,
+            instructions=profile.instructions or "",
+            mode=profile.mode,
+            settings=ModelSettings(thinking_budget=profile.thinking_budget),
+            profile=name,
+            profile_inferred=False,
+        )
+        for name, profile in config.profiles.items()
+    }
+
+
 def _on_cap(lines: TerminalLines) -> CapHandler | None:
     """At a cap, the person at the terminal is offered to go on; headless, the run stops."""
     if sys.stdin.isatty():
@@ -729,13 +766,18 @@ async def _drive(stream: AgentRun, json_lines: bool) -> StopReason:
 
 
 def _printer(json_lines: bool) -> Callable[[Any], None]:
-    from .._events import EVENT
+    from .._events import EVENT, SubagentEvent
     from ._render import EventRenderer
 
     if json_lines:
 
         def write(event: Any) -> None:
-            sys.stdout.write(EVENT.dump_json(event).decode() + "\n")
+            if isinstance(event, SubagentEvent):  # {"subagent": [call ids], "event": {...}}
+                inner = EVENT.dump_json(event.event).decode()
+                line = f'{{"subagent": {json.dumps(list(event.path))}, "event": {inner}}}'
+            else:
+                line = EVENT.dump_json(event).decode()
+            sys.stdout.write(line + "\n")
             sys.stdout.flush()
 
         return write

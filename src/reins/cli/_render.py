@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import IO, TYPE_CHECKING, Any, assert_never, cast
 
 from rich.console import Console
 from rich.markup import escape
@@ -26,6 +26,8 @@ from .._events import (
     RunResumed,
     RunStarted,
     Steered,
+    StreamEvent,
+    SubagentEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
@@ -52,8 +54,35 @@ class EventRenderer:
         self._open_line = False
         self._tokens = [0, 0]
         self._cost = 0.0
+        self._children: dict[tuple[str, ...], EventRenderer] = {}
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: StreamEvent) -> None:
+        if isinstance(event, SubagentEvent):
+            self._end_line()
+            self._child(event.path)(event.event)
+            return
+        for child in self._children.values():
+            child._end_line()
+        self._render(event)
+
+    def _child(self, path: tuple[str, ...]) -> EventRenderer:
+        """The renderer of a subagent's events: indented under the call that started it."""
+        child = self._children.get(path)
+        if child is None:
+            out = self.console
+            indent = "  │ " * len(path)
+            console = Console(
+                file=cast(IO[str], _Indented(out.file, indent)),
+                width=max(40, out.width - len(indent)),
+                color_system="auto" if out.color_system else None,
+                force_terminal=out.is_terminal,
+                highlight=False,
+                emoji=False,
+            )
+            child = self._children[path] = EventRenderer(console)
+        return child
+
+    def _render(self, event: Event) -> None:
         out = self.console
         match event:
             case RunStarted():
@@ -98,6 +127,10 @@ class EventRenderer:
                 result = event.result
                 style = "red" if result.is_error else "green"
                 out.print(f"[{style}]← {result.name}[/] {escape(_clip(result.content.rstrip()))}")
+                if event.usage is not None:  # a subagent's spending is the run's
+                    self._tokens[0] += event.usage.input_tokens
+                    self._tokens[1] += event.usage.output_tokens
+                    self._cost += event.cost or 0.0
             case ApprovalRequested():
                 rule = escape(event.rule)
                 out.print(f"[yellow]? {event.call.name} asks for approval[/] [dim]({rule})[/]")
@@ -177,6 +210,28 @@ class EventRenderer:
         if self._open_line:
             self.console.print()
             self._open_line = False
+
+
+class _Indented:
+    """A text file that starts each line with `prefix` (a subagent's output, indented)."""
+
+    def __init__(self, file: IO[str], prefix: str) -> None:
+        self.file, self.prefix = file, prefix
+        self._at_start = True
+
+    def write(self, text: str) -> int:
+        for piece in text.splitlines(keepends=True):
+            if self._at_start:
+                self.file.write(self.prefix)
+            self.file.write(piece)
+            self._at_start = piece.endswith("\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.file.flush()
+
+    def isatty(self) -> bool:
+        return self.file.isatty()
 
 
 _ASSESSMENT_STYLE = {

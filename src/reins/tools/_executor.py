@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence, Set
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -152,6 +153,10 @@ class ToolExecutor:
         """Stop the timeout timer (the calls are over)."""
         self._deadlines.close()
 
+    def starts_runs(self, name: str) -> bool:
+        tool = self.tools.get(name)
+        return tool is not None and tool.starts_runs
+
     def is_read_only(self, name: str) -> bool:
         tool = self.tools.get(name)
         return tool is not None and tool.read_only
@@ -176,9 +181,10 @@ class ToolExecutor:
                 return None
         return ruling
 
-    async def execute(self, call: ToolCall) -> ToolResultMessage:
+    async def execute(self, call: ToolCall, scope: object = None) -> ToolResultMessage:
+        """Run one call; `scope` goes to a tool that starts runs of its own."""
         try:
-            content = await self._execute(call)
+            content = await self._execute(call, scope)
             is_error = False
         except ToolError as exc:
             content, is_error = str(exc), True
@@ -203,7 +209,7 @@ class ToolExecutor:
                 pass
         return shorten(content, self.max_output_chars)
 
-    async def _execute(self, call: ToolCall) -> str:
+    async def _execute(self, call: ToolCall, scope: object = None) -> str:
         tool = self.tools.get(call.name)
         if tool is None:
             raise ToolError(
@@ -219,14 +225,17 @@ class ToolExecutor:
         if self.scope is not None:
             self.scope.check(tool, args, self.context.workspace)
         paths = self._written_paths(tool, args)
+        context = self.context
+        if scope is not None and tool.starts_runs:
+            context = dataclasses.replace(context, scope=scope)
         if not paths:
-            result = await self._run(tool, args)
+            result = await self._run(tool, args, context)
         else:
             async with AsyncExitStack() as locks:
                 for path in paths:
                     lock = self._path_locks.setdefault(path, asyncio.Lock())
                     await locks.enter_async_context(lock)
-                result = await self._run(tool, args)
+                result = await self._run(tool, args, context)
         if self.notes_for is not None and tool.path_args:
             touched = []
             for name in tool.path_args:
@@ -238,15 +247,15 @@ class ToolExecutor:
                 result = f"{result}\n\n{notes}"
         return result
 
-    async def _run(self, tool: Tool, args: BaseModel) -> str:
+    async def _run(self, tool: Tool, args: BaseModel, context: ToolContext) -> str:
         """`tool.run`, abandoned with a TimeoutError after `tool.timeout` seconds."""
         if tool.timeout is None:
-            return await tool.run(self.context, args)
+            return await tool.run(context, args)
         task = asyncio.current_task()
         assert task is not None
         self._deadlines.watch(task, tool.timeout)
         try:
-            return await tool.run(self.context, args)
+            return await tool.run(context, args)
         except asyncio.CancelledError:
             if self._deadlines.expired(task) and task.uncancel() == 0:
                 raise _TimedOut(tool, given_up() if tool.stoppable else None) from None

@@ -37,6 +37,9 @@ class ToolContext:
     spill: Path | None = None
     """Where this run's over-long results are saved (the store's, readable by the file tools
     and not writable); None: they are cut."""
+    scope: Any = None
+    """For a tool that starts runs of its own (`Tool.starts_runs`: a subagent), the call's
+    ties to the run that made it (`reins.CallScope`); None for other tools."""
 
 
 @dataclass(kw_only=True, frozen=True, eq=False)
@@ -62,6 +65,9 @@ class Tool:
     stoppable: bool = False
     """A sync function that checks in with its call's `Stop` (see `_stop`), so that abandoning
     the call stops its effects; other sync functions may run on in their thread."""
+    starts_runs: bool = False
+    """It runs agents of its own (a subagent): it gets the call's scope, their events are
+    forwarded to this run's stream, and what they spend counts in its budgets."""
     schema: dict[str, Any] | None = None
     """The arguments' JSON schema, for a tool described by one rather than by a Python
     signature (an MCP server's): calls are checked against it and `fn` gets the arguments as

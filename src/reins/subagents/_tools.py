@@ -1,0 +1,70 @@
+"""Subagents as tools: `Agent.as_tool()` (one agent, one job) and `spawn_agent` (the model
+hands a subtask to a copy of itself or to a named profile)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .._errors import ToolError
+from ..tools import Tool, ToolContext, tool
+from ._child import GRACE, Brief, run_child
+
+if TYPE_CHECKING:
+    from .._agent import Agent
+
+SPAWN_AGENT = "spawn_agent"
+
+
+def agent_tool(agent: Agent, *, name: str, description: str, brief: Brief) -> Tool:
+    """A tool that runs `agent` on the task it is given, as a child run."""
+
+    async def run(context: ToolContext, task: str) -> str:
+        return await run_child(agent, task, context, brief)
+
+    run.__doc__ = f"""{description}
+
+        Args:
+            task: The whole task, with what the agent needs to know to do it alone.
+        """
+    made = tool(name=name, timeout=brief.timeout + GRACE)(run)
+    return dataclasses.replace(made, starts_runs=True)
+
+
+def spawn_agent_tool(parent: Agent, profiles: Mapping[str, Agent], brief: Brief) -> Tool:
+    """`spawn_agent(task, profile, context)`: a copy of `parent` (without spawn_agent: one
+    level deep) or one of `profiles` runs the task as a child run."""
+    listed = "".join(
+        f"\n- {name}: {(p.instructions or p.system_prompt or name).splitlines()[0][:120]}"
+        for name, p in profiles.items()
+    )
+
+    async def spawn_agent(
+        context: ToolContext, task: str, profile: str | None = None, share_context: bool = False
+    ) -> str:
+        if profile is not None and profile not in profiles:
+            have = ", ".join(sorted(profiles)) or "none (leave profile out)"
+            raise ToolError(f"no profile {profile!r}; the profiles: {have}")
+        agent = (
+            profiles[profile]
+            if profile is not None
+            else dataclasses.replace(parent, subagents=False)
+        )
+        return await run_child(
+            agent, task, context, dataclasses.replace(brief, context=share_context)
+        )
+
+    spawn_agent.__doc__ = f"""Hand a self-contained subtask to a subagent: a fresh agent,
+        working in the same workspace, that does it alone and returns {{"result", "completed"}}.
+        Use it for a part of the work whose steps you need not see (look something up, change
+        one module); several may run at once. At most {brief.max_steps} steps each.
+        {("Profiles:" + listed) if listed else ""}
+
+        Args:
+            task: The whole subtask, with what the subagent needs to know to do it alone.
+            profile: A profile's name; leave it out for an agent like you.
+            share_context: Give the subagent a digest of your conversation so far.
+        """
+    made = tool(timeout=brief.timeout + GRACE)(spawn_agent)
+    return dataclasses.replace(made, starts_runs=True)
