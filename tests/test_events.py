@@ -22,6 +22,8 @@ from reins import (
     ModelResponded,
     Notice,
     PermissionDecided,
+    QuestionAnswered,
+    QuestionAsked,
     Reflected,
     ResponseRejected,
     RunConfig,
@@ -120,6 +122,10 @@ ONE_OF_EACH: list[Event] = [
         model="m",
     ),
     ToolsChanged(**ENVELOPE, seq=18, added=("time__now",), removed=("git__log",)),
+    QuestionAsked(
+        **ENVELOPE, seq=19, step=2, call_id="q1", question="which?", choices=("a",), default="a"
+    ),
+    QuestionAnswered(**ENVELOPE, seq=20, call_id="q1", answer=None, by="timeout"),
 ]
 
 
@@ -160,6 +166,8 @@ def test_the_json_shape_is_flat_and_tagged() -> None:
             "is_error": False,
         },
         "duration_ms": 1.5,
+        "usage": None,
+        "cost": None,
     }
 
 

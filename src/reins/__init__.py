@@ -44,6 +44,8 @@ if TYPE_CHECKING:
         ModelResponded,
         Notice,
         PermissionDecided,
+        QuestionAnswered,
+        QuestionAsked,
         Reflected,
         ResponseRejected,
         RunConfig,
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
         RunResumed,
         RunStarted,
         Steered,
+        StreamEvent,
+        SubagentEvent,
         TextDelta,
         ThinkingDelta,
         ToolCallFinished,
@@ -78,7 +82,9 @@ if TYPE_CHECKING:
         TextChunk,
         ThinkingChunk,
     )
+    from ._questions import QuestionRequest
     from ._resolve import resolve_model
+    from ._scope import CallScope
     from ._state import RunState
     from ._stop import StopReason
     from .context import ContextSettings
@@ -158,6 +164,12 @@ _LAZY: dict[str, str] = {
     "RunStarted": "._events",
     "Steered": "._events",
     "ToolsChanged": "._events",
+    "QuestionAsked": "._events",
+    "QuestionAnswered": "._events",
+    "StreamEvent": "._events",
+    "SubagentEvent": "._events",
+    "QuestionRequest": "._questions",
+    "CallScope": "._scope",
     "ContextCompacted": "._events",
     "ContextTooLarge": "._errors",
     "ContextSettings": ".context",
@@ -255,6 +267,7 @@ __all__ = [
     "BeforeTool",
     "BudgetExtended",
     "BudgetNotices",
+    "CallScope",
     "Cancel",
     "CapHandler",
     "CapOffer",
@@ -289,6 +302,9 @@ __all__ = [
     "PermissionRules",
     "Permissions",
     "Policy",
+    "QuestionAnswered",
+    "QuestionAsked",
+    "QuestionRequest",
     "Reflect",
     "Reflected",
     "Reflection",
@@ -314,8 +330,10 @@ __all__ = [
     "Stop",
     "StopReason",
     "StoreError",
+    "StreamEvent",
     "StreamItem",
     "StrictActions",
+    "SubagentEvent",
     "SystemMessage",
     "TextChunk",
     "TextDelta",

@@ -22,6 +22,8 @@ from ._events import (
     Event,
     Notice,
     PermissionDecided,
+    QuestionAnswered,
+    QuestionAsked,
     RunConfig,
     RunResumed,
     RunStarted,
@@ -30,6 +32,7 @@ from ._events import (
 from ._loop import RunLoop
 from ._messages import Message, SystemMessage, Usage, UserMessage
 from ._model import Model, ModelSettings
+from ._questions import ASK_USER, ASK_USER_TOOL, Asker, AskMode
 from ._state import RunState
 from ._stop import StopReason
 from ._unicode import escape_text
@@ -78,6 +81,11 @@ if TYPE_CHECKING:
     from .mcp import MCPServer, MCPServerConfig
 
 
+AGENT_MADE = frozenset({"load_skill", "ask_user", "spawn_agent"})
+"""Tools an agent adds as it is set up (skills, a way to ask, subagents): one resuming a run
+without them is fine; a call of one is then an unknown tool to the model."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunResult:
     run_id: str
@@ -95,6 +103,9 @@ class RunResult:
     awaiting: list[ApprovalRequested] = field(default_factory=list[ApprovalRequested])
     """The approval requests a `waiting` run is paused on; answer them with
     `Agent.resume(run_id, approvals={call_id: True, ...})`."""
+    questions: list[QuestionAsked] = field(default_factory=list[QuestionAsked])
+    """The question a `waiting` run is paused on; answer it with
+    `Agent.resume(run_id, answers={call_id: "..."})`."""
 
     @classmethod
     def of(cls, state: RunState) -> RunResult:
@@ -113,6 +124,7 @@ class RunResult:
             steps=state.step,
             partial=finished.partial,
             awaiting=state.awaiting(),
+            questions=state.unanswered(),
         )
 
 
@@ -339,6 +351,13 @@ class Agent:
     Their names and descriptions go in the system prompt, and `load_skill` returns one's
     instructions and bundled files (readable by the file tools, wherever they are). One that
     cannot be read is a notice at the run's start."""
+    ask: Asker | AskMode | None = None
+    """Who answers the model's `ask_user` (one question a run, about a material choice): a
+    function (sync or async) given a `QuestionRequest`, returning the answer or None
+    (dismissed); `"pause"` (the run ends `waiting`, `result.questions` has it, and
+    `resume(run_id, answers={call_id: text})` answers); None (headless): no `ask_user`."""
+    ask_timeout: float | None = 600.0
+    """Seconds to wait for an answer before the model goes on with its default."""
     subagents: bool | Mapping[str, Agent] = False
     """Offer `spawn_agent`: the model hands a self-contained subtask to a child run — a copy
     of this agent (without spawn_agent), or one of these named agents (profiles) — and gets
@@ -433,12 +452,14 @@ class Agent:
         approvals: Mapping[str, Approval | bool] | None = None,
         cancel: Cancel | None = None,
         guards: Guards | None = None,
+        answers: Mapping[str, str | None] | None = None,
     ) -> RunResult:
         """Continue a run from its log: after a crash, a cap, a cancel, an error, or a pause
         for approval (`approvals` answers its requests by call id). The caps are new totals
         for the run; unset, each stays as it was, but the one that stopped the run grows by as
         much again (steps, tokens, seconds or dollars). The guards stay the run's own (a log
-        too old to hold them: this agent's), unless `guards` says others, from here on."""
+        too old to hold them: this agent's), unless `guards` says others, from here on.
+        `answers` answers its questions (`ask_user`) by call id (None: dismissed)."""
         stream = self.resume_iter(
             run_id,
             max_steps=max_steps,
@@ -448,6 +469,7 @@ class Agent:
             approvals=approvals,
             cancel=cancel,
             guards=guards,
+            answers=answers,
         )
         return await stream.result()
 
@@ -519,11 +541,12 @@ class Agent:
         approvals: Mapping[str, Approval | bool] | None = None,
         cancel: Cancel | None = None,
         guards: Guards | None = None,
+        answers: Mapping[str, str | None] | None = None,
     ) -> AgentRun:
         """Like `resume`, as an async iterable of events."""
         caps = _Caps(max_steps, token_budget, time_budget, cost_budget)
         return AgentRun(
-            lambda: self._resume(run_id, caps, approvals or {}, cancel, guards),
+            lambda: self._resume(run_id, caps, approvals or {}, cancel, guards, answers or {}),
             self._next_turns(cancel),
             self._running,
         )
@@ -648,12 +671,13 @@ class Agent:
         approvals: Mapping[str, Approval | bool],
         cancel: Cancel | None,
         guards: Guards | None = None,
+        answers: Mapping[str, str | None] | None = None,
     ) -> tuple[list[Event], RunLoop]:
         state = RunState.fold(await self.log.events(run_id))
         self.log.claim(state.session_id, run_id)
         try:
             state = RunState.fold(await self.log.events(run_id))  # as it stands, claimed
-            return await self._resumed(state, caps, approvals, cancel, guards)
+            return await self._resumed(state, caps, approvals, cancel, guards, answers or {})
         except BaseException:
             self.log.release(state.session_id, run_id)
             raise
@@ -665,6 +689,7 @@ class Agent:
         approvals: Mapping[str, Approval | bool],
         cancel: Cancel | None,
         guards: Guards | None = None,
+        answers: Mapping[str, str | None] | None = None,
     ) -> tuple[list[Event], RunLoop]:
         run_id = state.run_id
         awaiting = {r.call.id: r for r in state.awaiting()}
@@ -673,6 +698,13 @@ class Agent:
             raise UsageError(
                 f"run {run_id} has no approval request for call(s) {', '.join(unknown)}; "
                 f"it awaits: {', '.join(awaiting) or 'none'}"
+            )
+        asked = {q.call_id for q in state.unanswered()}
+        unknown = sorted(set(answers or {}) - asked)
+        if unknown:
+            raise UsageError(
+                f"run {run_id} has no open question for call(s) {', '.join(unknown)}; "
+                f"it asks: {', '.join(sorted(asked)) or 'none'}"
             )
         if state.finished is not None and state.finished.stop_reason is StopReason.END_TURN:
             raise UsageError(
@@ -722,6 +754,19 @@ class Agent:
             await self.log.append(decided)
             state.apply(decided)
             first.append(decided)
+        for call_id, reply in (answers or {}).items():
+            text = reply.strip() if reply is not None else None
+            replied = QuestionAnswered(
+                session_id=state.session_id,
+                run_id=state.run_id,
+                seq=state.next_seq,
+                call_id=call_id,
+                answer=text or None,
+                by="user" if text else "dismissed",
+            )
+            await self.log.append(replied)
+            state.apply(replied)
+            first.append(replied)
         return first, await self._started_loop(state, cancel)
 
     async def state(self, run_id: str) -> RunState:
@@ -748,7 +793,7 @@ class Agent:
     ) -> RunLoop:
         """The loop that drives `state` on; it stops the servers in `owned` when it ends."""
         tools = self._tools()
-        missing = set(state.config.tools) - {t.name for t in tools}
+        missing = set(state.config.tools) - {t.name for t in tools} - AGENT_MADE
         if missing:
             raise UsageError(
                 f"run {state.run_id} used tools {sorted(missing)} that this agent lacks"
@@ -813,6 +858,8 @@ class Agent:
             approver=approver(self.approval),
             on_cap=self.on_cap,
             on_end=partial(stop_all, owned) if owned else None,
+            asker=self.ask,
+            ask_timeout=self.ask_timeout,
         )
 
     def _final_policies(self, workspace: Workspace, checks: Sequence[str]) -> list[Policy]:
@@ -884,6 +931,8 @@ class Agent:
             tools.append(self._skill_tool(skills))
         if self.subagents and not any(t.name == "spawn_agent" for t in tools):
             tools.append(self._spawn_tool())
+        if self.ask is not None and not any(t.name == ASK_USER for t in tools):
+            tools.append(ASK_USER_TOOL)
         return sandboxed(tools, self.sandbox)
 
     def _spawn_tool(self) -> Tool:

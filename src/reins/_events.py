@@ -291,6 +291,26 @@ class Notice(_Event):
     """A budget mark this notice passed (e.g. `steps 50% of 20`): each is said once."""
 
 
+class QuestionAsked(_Event):
+    """The model asked the user a question (`ask_user`): it waits for the answer."""
+
+    kind: Literal["question_asked"] = "question_asked"
+    step: int
+    call_id: str
+    question: str
+    choices: tuple[str, ...] = ()
+    default: str
+
+
+class QuestionAnswered(_Event):
+    """The answer to a question; None: it was dismissed or timed out (`by` says which)."""
+
+    kind: Literal["question_answered"] = "question_answered"
+    call_id: str
+    answer: str | None
+    by: Literal["user", "dismissed", "timeout"] = "user"
+
+
 class ToolsChanged(_Event):
     """The tools offered changed while the run ran (an MCP server's list changed, or it
     stopped; the model loaded deferred ones): from the next model call on, these are offered
@@ -333,6 +353,8 @@ Event = Annotated[
     | Steered
     | ContextCompacted
     | Notice
+    | QuestionAsked
+    | QuestionAnswered
     | ToolsChanged
     | RunFinished,
     Field(discriminator="kind"),

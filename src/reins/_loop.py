@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any, assert_never
 
 from ._cancel import Cancel
-from ._errors import ContextTooLarge, ReinsError, StoreError
+from ._errors import ContextTooLarge, ReinsError, StoreError, ToolError
 from ._events import (
     AnswerRejected,
     ApprovalRequested,
@@ -26,6 +26,8 @@ from ._events import (
     ModelResponded,
     Notice,
     PermissionDecided,
+    QuestionAnswered,
+    QuestionAsked,
     Reflected,
     ResponseRejected,
     RunFinished,
@@ -48,6 +50,7 @@ from ._model import (
     ThinkingChunk,
     ensure_requests_allowed,
 )
+from ._questions import ASK_USER, Asker, AskMode, QuestionRequest, answered, ask
 from ._scope import CallScope
 from ._state import STEERING, RunState, interrupted
 from ._stop import StopReason
@@ -96,6 +99,8 @@ class RunLoop:
         approver: Approver,
         on_cap: CapHandler | None = None,
         on_end: Callable[[], Awaitable[object]] | None = None,
+        asker: Asker | AskMode | None = None,
+        ask_timeout: float | None = None,
     ) -> None:
         self.state = state
         self.log = log
@@ -113,6 +118,9 @@ class RunLoop:
         self.approver = approver
         self.on_cap = on_cap
         self.on_end = on_end
+        self.asker = asker
+        """Who answers `ask_user`: a handler, "pause" (the run waits), or None (no one)."""
+        self.ask_timeout = ask_timeout
         """Called once the loop ends, however it ends (the MCP servers a run started)."""
         self._uncommitted = False
         self.steering: deque[str] = deque()
@@ -457,6 +465,14 @@ class RunLoop:
                 # repeated behind the model's back. Read-only calls are simply run again.
                 yield await self._emit(ToolCallFinished, step=step, result=interrupted(call))
                 continue
+            if call.name == ASK_USER and call.name in self.executor.tools:
+                async for event in self._question(call):
+                    yield event
+                if state.finished is not None:
+                    return  # cancelled, or the handler failed
+                if call.id in state.questions and call.id not in state.answers:
+                    waiting.append(call)  # until someone answers
+                continue
             verdict = await self._before_tool(call) if self._hooks["before_tool"] else CONTINUE
             match verdict:
                 case Continue():
@@ -516,9 +532,74 @@ class RunLoop:
                     return
         if waiting:
             names = ", ".join(f"{c.name} ({c.id})" for c in waiting)
-            yield await self._finish(StopReason.WAITING, detail=f"awaiting approval: {names}")
+            what = "an answer" if all(c.name == ASK_USER for c in waiting) else "approval"
+            yield await self._finish(StopReason.WAITING, detail=f"awaiting {what}: {names}")
         elif self.cancel.is_set:
             yield await self._finish(StopReason.CANCELLED, detail="cancelled after tool calls")
+
+    async def _question(self, call: ToolCall) -> AsyncIterator[Event]:
+        """`ask_user`: record the question, get the answer (a handler, or none yet: the run
+        pauses), record it and the call's result. One question a run."""
+        state = self.state
+        step = state.step
+
+        def result(text: str, is_error: bool) -> ToolResultMessage:
+            return ToolResultMessage(
+                call_id=call.id, name=call.name, content=text, is_error=is_error
+            )
+
+        if call.id not in state.questions:
+            try:
+                args = self.executor.tools[ASK_USER].validate(call.arguments)
+            except ToolError as exc:
+                yield await self._emit(ToolCallFinished, step=step, result=result(str(exc), True))
+                return
+            if state.questions:
+                told = "You have asked your one question of this run: go on with your default."
+                yield await self._emit(ToolCallFinished, step=step, result=result(told, True))
+                return
+            yield await self._emit(
+                QuestionAsked,
+                step=step,
+                call_id=call.id,
+                question=args.question,  # type: ignore[attr-defined]
+                choices=tuple(args.choices),  # type: ignore[attr-defined]
+                default=args.default,  # type: ignore[attr-defined]
+            )
+        asked = state.questions[call.id]
+        if call.id not in state.answers:
+            if self.asker is None or self.asker == "pause":
+                return  # the run pauses; `resume(answers=...)` answers
+            request = QuestionRequest(
+                session_id=state.session_id,
+                run_id=state.run_id,
+                call_id=call.id,
+                question=asked.question,
+                choices=asked.choices,
+                default=asked.default,
+            )
+            by = "user"
+            try:
+                answer = await self.cancel.race(
+                    asyncio.wait_for(ask(self.asker, request), self.ask_timeout)
+                )
+            except TimeoutError:
+                answer, by = None, "timeout"
+            except Exception as exc:  # a handler's bug stops the run, resumably
+                detail = f"the question handler failed: {type(exc).__name__}: {exc}"
+                yield await self._finish(StopReason.ERROR, detail=detail)
+                return
+            if self.cancel.is_set:
+                yield await self._finish(
+                    StopReason.CANCELLED, detail="cancelled while waiting for an answer"
+                )
+                return
+            if answer is None and by == "user":
+                by = "dismissed"
+            yield await self._emit(QuestionAnswered, call_id=call.id, answer=answer, by=by)
+        reply = state.answers[call.id]
+        text, is_error = answered(reply.answer, reply.by, asked.default)
+        yield await self._emit(ToolCallFinished, step=step, result=result(text, is_error))
 
     async def _permit(self, call: ToolCall, ruling: Ruling) -> AsyncIterator[Event]:
         """Record how a call the rules did not simply allow was decided, asking a person if

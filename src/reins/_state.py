@@ -23,6 +23,8 @@ from ._events import (
     ModelResponded,
     Notice,
     PermissionDecided,
+    QuestionAnswered,
+    QuestionAsked,
     Reflected,
     ResponseRejected,
     RunConfig,
@@ -117,6 +119,9 @@ class RunState:
     prompt_messages: int = 0
     """Messages of the view that last request sent: the count covers those."""
     compactions: int = 0
+    questions: dict[str, QuestionAsked] = field(default_factory=dict[str, QuestionAsked])
+    """The run's questions to the user (`ask_user`), by call id."""
+    answers: dict[str, QuestionAnswered] = field(default_factory=dict[str, QuestionAnswered])
     loaded_tools: set[str] = field(default_factory=set[str])
     """Deferred tools the model loaded: their schemas are offered (progressive disclosure)."""
 
@@ -259,6 +264,11 @@ class RunState:
                     self.config = self.config.model_copy(update={"guards": event.guards})
             case BudgetExtended():
                 self._set_caps(event)
+            case QuestionAsked():
+                self.review_pending = False
+                self.questions[event.call_id] = event
+            case QuestionAnswered():
+                self.answers[event.call_id] = event
             case ToolsChanged():
                 self.loaded_tools.update(event.loaded)  # the rest: the live sources' own
             case RunStarted():
@@ -289,6 +299,10 @@ class RunState:
         self.started = set()
         if self.asked or self.decisions:
             self.asked, self.decisions = {}, {}
+
+    def unanswered(self) -> list[QuestionAsked]:
+        """Questions to the user no one has answered yet."""
+        return [q for q in self.questions.values() if q.call_id not in self.answers]
 
     def awaiting(self) -> list[ApprovalRequested]:
         """Approval requests no one has answered yet."""

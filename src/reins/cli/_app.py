@@ -26,10 +26,12 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
     from .._agent import Agent, AgentRun
     from .._cancel import Cancel
     from .._config import Config
+    from .._questions import Asker, AskMode
     from ..mcp import MCPServerConfig
     from ..permissions import ApprovalHandler, ApprovalMode, Permissions
     from ..policies import CapHandler, CommandHook
     from ..store import SQLiteLog
+    from ..tools import Tool
 
 EXIT_CODES: dict[StopReason, int] = {
     StopReason.END_TURN: 0,
@@ -349,6 +351,7 @@ def run(
             profile_inferred=inferred,
             mcp_servers=servers,
             skills=config.skill_folders,
+            ask=_asker(config, lines),
         )
         if config.subagents if subagents is None else subagents:
             agent.subagents = _profiles(agent, config)
@@ -380,6 +383,14 @@ def resume(
         list[str] | None,
         typer.Option("--deny", metavar="CALL", help="Deny a call the run waits on (or `all`)."),
     ] = None,
+    answer: Annotated[
+        str | None,
+        typer.Option(
+            "--answer",
+            metavar="TEXT",
+            help="Answer the question the run waits on (ask_user); empty: its default.",
+        ),
+    ] = None,
     yes: YesOpt = False,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
@@ -400,7 +411,6 @@ def resume(
     from .._resolve import resolve_model
     from .._state import RunState
     from ..store import find_run
-    from ..tools import builtin_tools
 
     config = _config(trust_project, checks=False)  # the run's checks are in its log
     flags = _guard_flags(no_guard, guard, loop_threshold, stall_threshold, goal_anchor)
@@ -414,11 +424,15 @@ def resume(
             **dict.fromkeys(awaiting if deny == ["all"] else deny or [], False),
             **dict.fromkeys(awaiting if approve == ["all"] else approve or [], True),
         }
+        questions = [q.call_id for q in state.unanswered()]
+        if answer is not None and not questions:
+            raise UsageError(f"run {info.run_id} asks no question; --answer has nothing to answer")
+        replies = dict.fromkeys(questions, answer) if answer is not None else {}
         guards = state.config.guards or config.guards.guards()  # a log too old to hold them
         lines = TerminalLines()
         agent = Agent(
             model=resolve_model(state.config.model, config),
-            tools=builtin_tools([t for t in state.config.tools if t != "final_answer"]),
+            tools=_builtin_of(state.config.tools),
             log=log,
             permissions=_permissions(config),
             approval=_approval(config, yes, lines),
@@ -434,6 +448,7 @@ def resume(
             instruction_files=config.instruction_files,
             mcp_servers=servers,  # as configured now: their tools come and go with them
             skills=config.skill_folders,
+            ask=_asker(config, lines),
         )
         stream = agent.resume_iter(
             info.run_id,
@@ -444,6 +459,7 @@ def resume(
             approvals=answers,
             cancel=cancel,
             guards=guards.switched(**flags),  # no flag: the same, and nothing is recorded
+            answers=replies,
         )
         lines.start(stream.steer)
         return await _drive(stream, json_lines)
@@ -524,7 +540,6 @@ def compact(
     from .._resolve import resolve_model
     from .._state import RunState
     from ..store import find_session
-    from ..tools import builtin_tools
 
     config = _config(trust_project, checks=False)
 
@@ -534,7 +549,7 @@ def compact(
         state = RunState.fold(await log.events(last.run_id))
         agent = Agent(
             model=resolve_model(state.config.model, config),
-            tools=builtin_tools([t for t in state.config.tools if t != "final_answer"]),
+            tools=_builtin_of(state.config.tools),
             log=log,
             context=state.config.context or config.context.settings(),
         )
@@ -662,6 +677,15 @@ def _whole(flag: str, value: str | None, least: int) -> int | None:
     return number
 
 
+def _builtin_of(tools: tuple[str, ...]) -> list[Tool]:
+    """The built-in tools a run was given (the agent adds the others itself: final_answer,
+    and load_skill, ask_user, spawn_agent as the config says)."""
+    from ..tools import BUILTIN_TOOLS
+
+    names = {t.name for t in BUILTIN_TOOLS} - {"final_answer"}
+    return [t for t in BUILTIN_TOOLS if t.name in names and t.name in tools]
+
+
 def _mcp_servers(config: Config, files: list[Path] | None) -> list[MCPServerConfig]:
     """The config's MCP servers, and those of the files named on the command line (which
     win by name)."""
@@ -684,6 +708,16 @@ def _permissions(config: Config) -> Permissions:
     from ..permissions import Permissions
 
     return Permissions(user=config.permissions, project=config.project_permissions)
+
+
+def _asker(config: Config, lines: TerminalLines) -> Asker | AskMode | None:
+    """Who answers the model's question: the person at the terminal; with no terminal, a
+    later `reins resume --answer` if approval = "pause"; else nobody (no ask_user)."""
+    if sys.stdin.isatty():
+        from ._approve import TerminalAsker
+
+        return TerminalAsker(err, lines)
+    return "pause" if config.approval == "pause" else None
 
 
 def _approval(config: Config, yes: bool, lines: TerminalLines) -> ApprovalHandler | ApprovalMode:

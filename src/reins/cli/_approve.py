@@ -1,10 +1,12 @@
-"""The terminal's answer to an approval request: yes, no, or always for this session."""
+"""The terminal's answers: to an approval request (yes, no, or always for this session), and
+to the model's question (`ask_user`)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.text import Text
 
+from .._questions import QuestionRequest
 from ..permissions import Approval, ApprovalRequest
 from ._stdin import TerminalLines
 
@@ -40,3 +42,23 @@ class TerminalApprover:
             answer = ANSWERS.get(line.strip().lower())
             if answer is not None:
                 return answer
+
+
+class TerminalAsker:
+    """Puts the model's question (`ask_user`) to the person at the terminal: a choice by its
+    number or its words, any other answer, or an empty line for the model's default."""
+
+    def __init__(self, console: Console, lines: TerminalLines) -> None:
+        self.console = console
+        self.lines = lines
+
+    async def __call__(self, request: QuestionRequest) -> str | None:
+        out = self.console
+        out.print(Text(f"\nThe agent asks: {request.question}", "bold"))
+        for number, choice in enumerate(request.choices, 1):
+            out.print(Text(f"  {number}. {choice}"))
+        out.print(Text(f"Answer (empty: its default, {request.default}): "), end="")
+        line = (await self.lines.line()).strip()
+        if line.isdigit() and 1 <= int(line) <= len(request.choices):
+            return request.choices[int(line) - 1]
+        return line or None

@@ -20,6 +20,8 @@ from .._events import (
     ModelResponded,
     Notice,
     PermissionDecided,
+    QuestionAnswered,
+    QuestionAsked,
     Reflected,
     ResponseRejected,
     RunFinished,
@@ -179,6 +181,16 @@ class EventRenderer:
             case Notice():
                 self._end_line()  # it may come while a reply streams
                 out.print(f"[yellow]! {escape(event.text)}[/] [dim]({event.source})[/]")
+            case QuestionAsked():
+                self._end_line()
+                offered = f" ({' / '.join(event.choices)})" if event.choices else ""
+                out.print(
+                    f"[magenta]? asks:[/] {escape(event.question)}{escape(offered)} "
+                    f"[dim](default: {escape(event.default)})[/]"
+                )
+            case QuestionAnswered():
+                told = escape(event.answer) if event.answer is not None else f"[dim]({event.by})[/]"
+                out.print(f"[magenta]» answer:[/] {told}")
             case ToolsChanged():
                 self._end_line()
                 signed = (

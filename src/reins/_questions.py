@@ -1,0 +1,65 @@
+"""`ask_user`: the model asks the person one question about a material choice. Like an
+approval, the question and its answer are events; the answer comes from a handler in this
+process (the terminal, an API callback), or the run pauses `waiting` and a later process
+answers (`Agent.resume(run_id, answers=...)`). Headless, the tool is not offered."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from ._errors import ToolError
+from .tools import Tool, tool
+
+ASK_USER = "ask_user"
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuestionRequest:
+    """What the model asks, with the choices it offers and what it does if nobody answers."""
+
+    session_id: str
+    run_id: str
+    call_id: str
+    question: str
+    choices: tuple[str, ...] = ()
+    default: str
+
+
+Asker: TypeAlias = Callable[[QuestionRequest], str | Awaitable[str | None] | None]
+"""Answers a question (sync or async): the answer, or None when the person dismissed it."""
+AskMode: TypeAlias = Literal["pause"]
+
+
+async def ask(handler: Asker, request: QuestionRequest) -> str | None:
+    answer = handler(request)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    return answer.strip() or None if isinstance(answer, str) else None
+
+
+def answered(answer: str | None, by: str, default: str) -> tuple[str, bool]:
+    """The tool result for an answer (its text, and whether it is an error)."""
+    if answer is not None:
+        return f"The user answered: {answer}", False
+    why = "timed out" if by == "timeout" else "was dismissed"
+    return f"The question {why}: go on with your default ({default}).", True
+
+
+def _ask_user(question: str, default: str, choices: Sequence[str] = ()) -> str:
+    """Ask the user one question, only for a material choice you cannot settle yourself:
+    overwriting a deliverable, where the output should go when that is unclear, or which
+    format when the request is ambiguous. At most one question per run; do not ask about what
+    you can find out with your tools. If the user does not answer, go on with your default.
+
+    Args:
+        question: The question, short and complete.
+        default: What you will do if the user does not answer.
+        choices: The answers you offer, if the choice is among a few.
+    """
+    raise ToolError("ask_user is answered by the run, not run as a tool")  # the loop answers
+
+
+ASK_USER_TOOL: Tool = tool(name=ASK_USER, timeout=None)(_ask_user)
