@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from .mcp import MCPServer, MCPServerConfig
 
 
-AGENT_MADE = frozenset({"load_skill", "ask_user", "spawn_agent"})
+AGENT_MADE = frozenset({"load_skill", "ask_user", "spawn_agent", "plan", "todo"})
 """Tools an agent adds as it is set up (skills, a way to ask, subagents): one resuming a run
 without them is fine; a call of one is then an unknown tool to the model."""
 
@@ -351,6 +351,12 @@ class Agent:
     Their names and descriptions go in the system prompt, and `load_skill` returns one's
     instructions and bundled files (readable by the file tools, wherever they are). One that
     cannot be read is a notice at the run's start."""
+    planning: bool = False
+    """Offer `plan` (an analysis, then numbered steps with who does each: they become the
+    todo list; a complex task's plan is put to the user first, through ask_user) and `todo`
+    (the run's todo list, in its log, read by the anti-stall guard)."""
+    planner: Model | None = None
+    """The model of the planner's two calls (None: the agent's); never extended thinking."""
     ask: Asker | AskMode | None = None
     """Who answers the model's `ask_user` (one question a run, about a material choice): a
     function (sync or async) given a `QuestionRequest`, returning the answer or None
@@ -390,6 +396,7 @@ class Agent:
     )
     _load_skill: Tool | None = field(default=None, init=False, repr=False, compare=False)
     _spawn: Tool | None = field(default=None, init=False, repr=False, compare=False)
+    _plan: list[Tool] | None = field(default=None, init=False, repr=False, compare=False)
     _held: int = field(default=0, init=False, repr=False, compare=False)
     """How many `async with agent:` are open: the servers stay up until the last ends."""
 
@@ -933,7 +940,17 @@ class Agent:
             tools.append(self._spawn_tool())
         if self.ask is not None and not any(t.name == ASK_USER for t in tools):
             tools.append(ASK_USER_TOOL)
+        if self.planning and not any(t.name == "plan" for t in tools):
+            tools += self._planning_tools()
         return sandboxed(tools, self.sandbox)
+
+    def _planning_tools(self) -> list[Tool]:
+        if self._plan is None:
+            from .planning import plan_tool, todo_tool
+
+            profiles = list(self.subagents) if isinstance(self.subagents, Mapping) else []
+            self._plan = [plan_tool(self.planner or self.model, profiles=profiles), todo_tool()]
+        return self._plan
 
     def _spawn_tool(self) -> Tool:
         if self._spawn is None:

@@ -322,6 +322,8 @@ class Config(BaseModel):
     """Final answers rejected (by checks and stop hooks) before the run ends missing_evidence."""
     reflect: bool = False
     """Reflect on each step whose tools ran (`--reflect`; the Reflective agent)."""
+    planning: bool = False
+    """Offer `plan` and `todo` (`--planning`)."""
     subagents: bool = False
     """Offer `spawn_agent` (`--subagents`): the model hands a subtask to a child run, a copy
     of itself or one of the `[profiles.*]` by name."""

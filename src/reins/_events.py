@@ -168,6 +168,21 @@ class ToolCallStarted(_Event):
     call: ToolCall
 
 
+class TodoItem(BaseModel):
+    """One step of the run's todo list (`todo`, fed from `plan`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: int
+    text: str
+    status: Literal["pending", "in_progress", "done", "cancelled"] = "pending"
+    executor: str = "SELF"
+    """Who does it: `SELF`, `TOOL: name` or `AGENT: profile`."""
+    validation: str | None = None
+    """How to tell it is done; marking it done then takes the evidence."""
+    evidence: str | None = None
+
+
 class ToolCallFinished(_Event):
     kind: Literal["tool_call_finished"] = "tool_call_finished"
     step: int
@@ -176,6 +191,8 @@ class ToolCallFinished(_Event):
     usage: Usage | None = None
     """What the call spent on model calls (a subagent's run): counted in this run's budgets."""
     cost: float | None = None
+    todo: tuple[TodoItem, ...] | None = None
+    """The run's todo list after the call, if it changed it (`plan`, `todo`)."""
 
 
 class ApprovalRequested(_Event):

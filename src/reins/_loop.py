@@ -513,7 +513,7 @@ class RunLoop:
             await self.log.commit()  # on record before any side effect
             self._uncommitted = False
 
-        if len(runnable) == 1 and not self.executor.starts_runs(runnable[0].name):
+        if len(runnable) == 1 and not self.executor.needs_scope(runnable[0].name):
             yield await self._run_tool(runnable[0])
         elif runnable:
             async for item in self._run_concurrently(runnable):
@@ -685,7 +685,7 @@ class RunLoop:
     ) -> Event:
         start = time.perf_counter()
         scope = None
-        if forward is not None and self.executor.starts_runs(call.name):
+        if forward is not None and self.executor.needs_scope(call.name):
             scope = CallScope(
                 call_id=call.id,
                 state=self.state,
@@ -704,6 +704,7 @@ class RunLoop:
         duration_ms = (time.perf_counter() - start) * 1000
         result = escaped_result(result)  # a lone surrogate cannot be recorded
         spent = scope if scope is not None and scope.usage.requests > 0 else None
+        todo = scope.todo if scope is not None and result is not None else None
         return await self._emit(
             ToolCallFinished,
             # A lost read-only result is simply computed again on resume; a side effect's
@@ -714,6 +715,7 @@ class RunLoop:
             duration_ms=duration_ms,
             usage=spent.usage if spent else None,
             cost=spent.cost if spent else None,
+            todo=todo,
         )
 
     async def _finish(

@@ -1,5 +1,6 @@
-"""What the loop gives a tool that starts runs of its own (a subagent): the run it serves,
-where to record those runs, how to forward their events and count what they spend."""
+"""What the loop gives a tool that works with the run itself (a subagent, the planner, the
+todo list): the run it serves, where to record runs it starts, how to forward their events,
+count what it spends, and change the run's todo list."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ._cancel import Cancel
-from ._events import StreamEvent
+from ._events import StreamEvent, TodoItem
 from ._messages import Usage
 from ._state import RunState
 from .store import EventLog
@@ -16,7 +17,7 @@ from .store import EventLog
 
 @dataclass(kw_only=True)
 class CallScope:
-    """One tool call's ties to its run (`ToolContext.scope` of a `Tool.starts_runs` tool)."""
+    """One tool call's ties to its run (`ToolContext.scope` of a `Tool.needs_scope` tool)."""
 
     call_id: str
     state: RunState
@@ -30,6 +31,8 @@ class CallScope:
     usage: Usage = field(default_factory=Usage)
     """Spent by what the call started, so far: recorded with its result."""
     cost: float = 0.0
+    todo: tuple[TodoItem, ...] | None = None
+    """The run's todo list as the call leaves it (None: unchanged): recorded with its result."""
 
     def spend(self, usage: Usage, cost: float) -> None:
         self.usage = self.usage + usage

@@ -34,6 +34,7 @@ from ._events import (
     Steered,
     TextDelta,
     ThinkingDelta,
+    TodoItem,
     ToolCallFinished,
     ToolCallStarted,
     ToolsChanged,
@@ -122,6 +123,8 @@ class RunState:
     questions: dict[str, QuestionAsked] = field(default_factory=dict[str, QuestionAsked])
     """The run's questions to the user (`ask_user`), by call id."""
     answers: dict[str, QuestionAnswered] = field(default_factory=dict[str, QuestionAnswered])
+    todo: tuple[TodoItem, ...] = ()
+    """The run's todo list (`plan`, `todo`)."""
     loaded_tools: set[str] = field(default_factory=set[str])
     """Deferred tools the model loaded: their schemas are offered (progressive disclosure)."""
 
@@ -193,6 +196,8 @@ class RunState:
                 if event.usage is not None:  # a subagent's run: its spending is ours
                     self.usage = self.usage + event.usage
                     self.cost += event.cost or 0.0
+                if event.todo is not None:
+                    self.todo = event.todo
                 if all(call.id in self.results for call in self.pending):
                     self._close_step()
                     self.acted = self.step

@@ -288,6 +288,14 @@ def run(
     ] = None,
     trust_project: TrustProjectOpt = False,
     mcp_config: McpConfigOpt = None,
+    planning: Annotated[
+        bool | None,
+        typer.Option(
+            "--planning/--no-planning",
+            help="Offer plan (an analysis, then steps that become the todo list) and todo "
+            "(default: the config's `planning`).",
+        ),
+    ] = None,
     subagents: Annotated[
         bool | None,
         typer.Option(
@@ -352,6 +360,7 @@ def run(
             mcp_servers=servers,
             skills=config.skill_folders,
             ask=_asker(config, lines),
+            planning=config.planning if planning is None else planning,
         )
         if config.subagents if subagents is None else subagents:
             agent.subagents = _profiles(agent, config)
@@ -515,6 +524,10 @@ def show(
                     f"{state.view_size()} of these {len(state.messages)} messages, the first "
                     "ones summarized[/] — `reins show --view` shows them"
                 )
+            if state.todo:
+                from ..planning import render
+
+                out.print(f"[bold]todo[/]\n{escape(render(state.todo))}")
             if state.finished is None:
                 out.print("[yellow]unfinished[/] — `reins resume` continues it")
             else:

@@ -109,6 +109,9 @@ _WRITE_COMMAND = re.compile(
 )
 
 
+PLANNING = frozenset({"plan", "todo"})
+
+
 class RunFacts:
     """What the guards know of a run: an incremental fold of its messages (this run's only,
     from its goal on). `update` reads the messages appended since the last call."""
@@ -153,6 +156,8 @@ class RunFacts:
         self.since_anchor = 0
         self._calls: tuple[ToolCall, ...] = ()
         self._results: set[int] = set()
+        self.todo_done = 0
+        """Steps of the todo list done so far."""
 
     def update(self, state: RunState) -> RunFacts:
         messages = state.messages
@@ -172,6 +177,10 @@ class RunFacts:
             elif kind is UserMessage:
                 self._note(message.content)  # type: ignore[union-attr]
         self.seen = len(messages)
+        done = sum(1 for item in state.todo if item.status == "done")
+        if done > self.todo_done:  # a step of the plan got done: progress
+            self.progress = self.progress or self.open
+            self.todo_done = done
         return self
 
     def _round(self, message: AssistantMessage) -> None:
@@ -190,6 +199,8 @@ class RunFacts:
             self.since_warning += 1
 
     def _result(self, result: ToolResultMessage) -> None:
+        if result.name in PLANNING:
+            return  # the todo list's progress counts, not its bookkeeping (see `update`)
         for call in self._calls:
             if call.id == result.call_id:
                 break
@@ -576,7 +587,10 @@ class SchemaEcho(Policy):
             echoes = {
                 name: _echoes(name, str(schema.get("description", "")))
                 for name, schema in properties.items()
-                if isinstance(schema, dict) and schema.get("type") == "string"
+                # A choice among fixed values (an enum) is never an echo: it is the value.
+                if isinstance(schema, dict)
+                and schema.get("type") == "string"
+                and "enum" not in schema
             }
             if echoes:
                 self.echoes[spec.name] = echoes

@@ -49,7 +49,7 @@ async def run_child(agent: Agent, task: str, ctx: ToolContext, brief: Brief) -> 
     and stop reason."""
     scope = ctx.scope
     if not isinstance(scope, CallScope):
-        raise RuntimeError("a subagent tool needs the call's scope (Tool.starts_runs)")
+        raise RuntimeError("a subagent tool needs the call's scope (Tool.needs_scope)")
     left = scope.remaining()
     time_left = left["time_budget"]
     tokens = _least(agent.token_budget, left["token_budget"])

@@ -29,7 +29,7 @@ def agent_tool(agent: Agent, *, name: str, description: str, brief: Brief) -> To
             task: The whole task, with what the agent needs to know to do it alone.
         """
     made = tool(name=name, timeout=brief.timeout + GRACE)(run)
-    return dataclasses.replace(made, starts_runs=True)
+    return dataclasses.replace(made, needs_scope=True)
 
 
 def spawn_agent_tool(parent: Agent, profiles: Mapping[str, Agent], brief: Brief) -> Tool:
@@ -67,4 +67,4 @@ def spawn_agent_tool(parent: Agent, profiles: Mapping[str, Agent], brief: Brief)
             share_context: Give the subagent a digest of your conversation so far.
         """
     made = tool(timeout=brief.timeout + GRACE)(spawn_agent)
-    return dataclasses.replace(made, starts_runs=True)
+    return dataclasses.replace(made, needs_scope=True)

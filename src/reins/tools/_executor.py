@@ -27,8 +27,16 @@ if TYPE_CHECKING:
 
 MAX_OUTPUT_CHARS = 30_000
 META_TOOLS = (SEARCH, LOAD)
-CORE_TOOLS = frozenset(t.name for t in BUILTIN_TOOLS) | {"verify"}
-"""Never deferred by disclosure: the built-in tools (and a `verify` of yours)."""
+CORE_TOOLS = frozenset(t.name for t in BUILTIN_TOOLS) | {
+    "verify",
+    "load_skill",
+    "ask_user",
+    "spawn_agent",
+    "plan",
+    "todo",
+}
+"""Never deferred by disclosure: the built-in tools, those the agent adds (skills, asking,
+subagents, planning), and a `verify` of yours."""
 
 
 class ToolExecutor:
@@ -153,9 +161,9 @@ class ToolExecutor:
         """Stop the timeout timer (the calls are over)."""
         self._deadlines.close()
 
-    def starts_runs(self, name: str) -> bool:
+    def needs_scope(self, name: str) -> bool:
         tool = self.tools.get(name)
-        return tool is not None and tool.starts_runs
+        return tool is not None and tool.needs_scope
 
     def is_read_only(self, name: str) -> bool:
         tool = self.tools.get(name)
@@ -226,7 +234,7 @@ class ToolExecutor:
             self.scope.check(tool, args, self.context.workspace)
         paths = self._written_paths(tool, args)
         context = self.context
-        if scope is not None and tool.starts_runs:
+        if scope is not None and tool.needs_scope:
             context = dataclasses.replace(context, scope=scope)
         if not paths:
             result = await self._run(tool, args, context)

@@ -38,8 +38,8 @@ class ToolContext:
     """Where this run's over-long results are saved (the store's, readable by the file tools
     and not writable); None: they are cut."""
     scope: Any = None
-    """For a tool that starts runs of its own (`Tool.starts_runs`: a subagent), the call's
-    ties to the run that made it (`reins.CallScope`); None for other tools."""
+    """For a tool that works with the run itself (`Tool.needs_scope`: a subagent, the
+    planner, the todo list), the call's ties to it (`reins.CallScope`); None for others."""
 
 
 @dataclass(kw_only=True, frozen=True, eq=False)
@@ -65,9 +65,10 @@ class Tool:
     stoppable: bool = False
     """A sync function that checks in with its call's `Stop` (see `_stop`), so that abandoning
     the call stops its effects; other sync functions may run on in their thread."""
-    starts_runs: bool = False
-    """It runs agents of its own (a subagent): it gets the call's scope, their events are
-    forwarded to this run's stream, and what they spend counts in its budgets."""
+    needs_scope: bool = False
+    """It works with the run itself (a subagent, the planner, the todo list): it gets the
+    call's scope — the run's state, a way to forward a child run's events, to count what it
+    spends in the run's budgets, and to change the run's todo list."""
     schema: dict[str, Any] | None = None
     """The arguments' JSON schema, for a tool described by one rather than by a Python
     signature (an MCP server's): calls are checked against it and `fn` gets the arguments as
