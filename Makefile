@@ -46,7 +46,7 @@ bench: setup peers
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/sandbox.py
 	$(BIN)/python benchmarks/context/run.py
-	$(BIN)/python benchmarks/mcp/run.py
+	$(BIN)/python benchmarks/mcp_client/run.py
 	$(BIN)/python benchmarks/bfcl/run.py
 	$(BIN)/python benchmarks/tasks/oracle.py
 	$(BIN)/python benchmarks/tasks/run.py --configs on,off --max-steps 6 \

@@ -168,6 +168,7 @@ def test_the_json_shape_is_flat_and_tagged() -> None:
         "duration_ms": 1.5,
         "usage": None,
         "cost": None,
+        "todo": None,
     }
 
 

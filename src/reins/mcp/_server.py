@@ -111,12 +111,13 @@ class MCPServer:
         self._closing.set()
         if not self._ready.is_set():  # still starting: nothing to close gracefully
             task.cancel()
-        try:
-            await asyncio.wait_for(asyncio.shield(task), 10)
-        except TimeoutError:
+        # `wait`, not `await task`: the task's own end (an error, a cancel) is not ours.
+        _, late = await asyncio.wait({task}, timeout=10)
+        if late:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await asyncio.wait({task})
+        if not task.cancelled():
+            task.exception()  # retrieved: `_hold` keeps what it means in `error`
         self._task = None
         if self.state in ("ready", "starting"):
             self.state = "stopped"

@@ -7,7 +7,7 @@ is the figure. (2) What the tool schemas cost each request with a server of 100 
 progressive disclosure on (the default, past 20 tools) and off: the tool list as the OpenAI
 wire sends it, at three characters a token (reins' estimate).
 
-    python benchmarks/mcp/run.py [--calls 300] [--json FILE]
+    python benchmarks/mcp_client/run.py [--calls 300] [--json FILE]
 """
 
 from __future__ import annotations
