@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -33,6 +31,7 @@ from reins.mcp import MCPServer, MCPServerConfig, servers_from_json, servers_fro
 from reins.testing import FunctionModel, ScriptedModel
 
 from .helpers import call, reply
+from .mcp_peers.ports import free_port, wait_for_port
 
 PEERS = Path(__file__).parent / "mcp_peers"
 BIN = Path(sys.executable).parent
@@ -505,22 +504,14 @@ def test_a_streamable_http_server_with_a_key_from_the_environment(workspace: Pat
 @pytest.fixture
 def toy_over_http() -> Iterator[str]:
     """The toy server over streamable HTTP on loopback; its URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, str(PEERS / "toy_server.py"), str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_for_port(port)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()

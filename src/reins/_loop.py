@@ -118,10 +118,10 @@ class RunLoop:
         self.approver = approver
         self.on_cap = on_cap
         self.on_end = on_end
+        """Called once the loop ends, however it ends (the MCP servers a run started)."""
         self.asker = asker
         """Who answers `ask_user`: a handler, "pause" (the run waits), or None (no one)."""
         self.ask_timeout = ask_timeout
-        """Called once the loop ends, however it ends (the MCP servers a run started)."""
         self._uncommitted = False
         self.steering: deque[str] = deque()
         """Instructions sent while the run runs (from any thread): told before the next round."""

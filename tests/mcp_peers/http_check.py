@@ -5,11 +5,11 @@ host option; in a namespace of its own nobody else can reach it."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from ports import free_port, wait_for_port  # beside this script
 
 from reins import (
     Agent,
@@ -25,12 +25,6 @@ from reins.testing import ScriptedModel
 PEERS = Path(__file__).parent
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main(workspace: str) -> None:
     port = free_port()
     server = subprocess.Popen(
@@ -44,13 +38,7 @@ def main(workspace: str) -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_for_port(port)
         config = MCPServerConfig(
             name="ev",
             url=f"http://127.0.0.1:{port}/mcp",
