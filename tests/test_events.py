@@ -18,6 +18,7 @@ from reins import (
     BudgetExtended,
     ContextCompacted,
     Event,
+    LogCorrupted,
     ModelRequested,
     ModelResponded,
     Notice,
@@ -30,6 +31,7 @@ from reins import (
     RunFinished,
     RunResumed,
     RunStarted,
+    RunState,
     Steered,
     StopReason,
     SystemMessage,
@@ -207,3 +209,33 @@ def test_ids_made_in_one_burst_are_unique_and_time_ordered() -> None:
     ids = [new_id() for _ in range(100_000)]  # hundreds a millisecond, as a busy server makes
     assert len(set(ids)) == len(ids)
     assert [i[:11] for i in ids] == sorted(i[:11] for i in ids)
+
+
+def _run(*events: Event) -> list[Event]:
+    return [ONE_OF_EACH[0], *events]
+
+
+def test_deltas_fold_as_streamed_now_and_as_older_logs_hold_them() -> None:
+    """A delta is on the stream only, with the seq of the event after it; a log written before
+    that holds deltas with seqs of their own. Both fold; a gap does not."""
+    response = ONE_OF_EACH[5]
+    assert isinstance(response, ModelResponded)
+    request = ModelRequested(**ENVELOPE, seq=2, step=1)
+    streamed = _run(
+        request,
+        TextDelta(**ENVELOPE, seq=3, step=1, text="t"),
+        TextDelta(**ENVELOPE, seq=3, step=1, text="u"),
+        response.model_copy(update={"seq": 3}),
+    )
+    assert RunState.fold(streamed).next_seq == 4
+    older = _run(
+        request,
+        TextDelta(**ENVELOPE, seq=3, step=1, text="t"),
+        TextDelta(**ENVELOPE, seq=4, step=1, text="u"),
+        response.model_copy(update={"seq": 5}),
+    )
+    assert RunState.fold(older).next_seq == 6
+    assert RunState.fold(streamed).messages == RunState.fold(older).messages
+    gap = _run(request, response.model_copy(update={"seq": 4}))
+    with pytest.raises(LogCorrupted, match="expected event seq 3, found 4"):
+        RunState.fold(gap)

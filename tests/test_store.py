@@ -233,7 +233,8 @@ async def test_runs_of_one_session_interleaved_in_one_write_read_back_apart(
 async def test_a_run_seq_out_of_order_is_refused(sqlite_log: SQLiteLog, workspace: Path) -> None:
     result = await Agent(model=scripted(0), workspace=workspace, log=sqlite_log).run("go")
     events = await sqlite_log.events(result.run_id)
-    with pytest.raises(StoreError, match="event 2 arrived where 6 was due"):
+    due = len(events) + 1
+    with pytest.raises(StoreError, match=f"event 2 arrived where {due} was due"):
         await sqlite_log.append(events[1])
 
 
@@ -273,7 +274,8 @@ async def test_a_torn_last_line_is_kept_aside_and_the_run_goes_on(
     [aside] = list((store / "sessions").glob("*.torn-*"))
     assert aside.read_bytes() == whole[cut : cut + 20]  # nothing is thrown away
     assert path.read_bytes() == whole[:cut]  # the journal ends on a whole event
-    assert await reopened.events(events[0].run_id) == events[:-1]
+    logged = [e for e in events if e.kind not in ("text_delta", "thinking_delta")]
+    assert await reopened.events(events[0].run_id) == logged[:-1]
     resumed = await Agent(
         model=scripted(2), tools=[pause], workspace=workspace, log=reopened
     ).resume(events[0].run_id)

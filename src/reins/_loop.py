@@ -230,10 +230,9 @@ class RunLoop:
                         return
                     case TextChunk(text):
                         text = escape_text(text)  # a lone surrogate cannot be recorded
-                        yield await self._emit(TextDelta, commit=False, step=step, text=text)
+                        yield self._live(TextDelta, step=step, text=text)
                     case ThinkingChunk(text):
-                        text = escape_text(text)
-                        yield await self._emit(ThinkingDelta, commit=False, step=step, text=text)
+                        yield self._live(ThinkingDelta, step=step, text=escape_text(text))
                     case Retrying(attempt, delay, error):
                         yield await self._emit(
                             Notice,
@@ -724,6 +723,14 @@ class RunLoop:
         return await self._emit(
             RunFinished, stop_reason=reason, final_answer=final_answer, detail=detail
         )
+
+    def _live(self, kind: type[Any], **fields: Any) -> Event:
+        """A delta of the reply being streamed: on the stream only, not in the log (the reply
+        is, whole); it carries the seq of the event it precedes."""
+        state = self.state
+        fields.update(session_id=state.session_id, run_id=state.run_id, seq=state.next_seq)
+        event: Event = kind.__pydantic_validator__.validate_python(fields)
+        return event
 
     async def _emit(self, kind: type[Any], *, commit: bool = True, **fields: Any) -> Event:
         """Append the next event and fold it in: the one way state changes."""

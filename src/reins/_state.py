@@ -126,6 +126,8 @@ class RunState:
     todo: tuple[TodoItem, ...] = ()
     """The run's todo list (`plan`, `todo`)."""
     loaded_tools: set[str] = field(default_factory=set[str])
+    _delta_seq: int | None = field(default=None, repr=False, compare=False)
+    """The seq of the last text or thinking delta folded (see `apply`)."""
     """Deferred tools the model loaded: their schemas are offered (progressive disclosure)."""
 
     def view(self) -> list[Message]:
@@ -161,10 +163,19 @@ class RunState:
         return state
 
     def apply(self, event: Event) -> None:
+        kind = type(event)
+        if kind is TextDelta or kind is ThinkingDelta:
+            # On the stream only, with the seq of the event after them; a log written before
+            # they left it holds them with seqs of their own, which the next event follows.
+            self._delta_seq = event.seq
+            return
         if event.seq != self.next_seq:
-            raise LogCorrupted(
-                f"run {self.run_id}: expected event seq {self.next_seq}, found {event.seq}"
-            )
+            if self._delta_seq is None or event.seq != self._delta_seq + 1:
+                raise LogCorrupted(
+                    f"run {self.run_id}: expected event seq {self.next_seq}, found {event.seq}"
+                )
+            self.next_seq = event.seq
+        self._delta_seq = None
         self.next_seq += 1
         match event:  # the kinds of every round first
             case ModelRequested():
@@ -201,8 +212,6 @@ class RunState:
                 if all(call.id in self.results for call in self.pending):
                     self._close_step()
                     self.acted = self.step
-            case TextDelta() | ThinkingDelta():
-                pass
             case ApprovalRequested():
                 self.review_pending = False
                 self.asked[event.call.id] = event
@@ -276,6 +285,8 @@ class RunState:
                 self.answers[event.call_id] = event
             case ToolsChanged():
                 self.loaded_tools.update(event.loaded)  # the rest: the live sources' own
+            case TextDelta() | ThinkingDelta():
+                pass  # never reached: folded above
             case RunStarted():
                 raise LogCorrupted(f"run {self.run_id}: run_started at seq {event.seq}")
             case _:

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .._errors import SessionBusy
-from ._spares import Spares
 
 log = logging.getLogger("reins.store")
 
@@ -40,7 +39,6 @@ class Journals:
         """Never written: a torn last line is left where it is."""
         self._open: dict[str, _Writer] = {}
         self._made = False
-        self._spares = Spares(directory / ".spares")
 
     def path(self, session_id: str) -> Path:
         return self.directory / f"{session_id}.jsonl"
@@ -74,9 +72,7 @@ class Journals:
             self._made = True
         # A raw descriptor: one syscall per commit, no buffer to flush.
         path = os.path.join(self.directory, f"{session_id}.jsonl")  # not `path()`: pathlib is slow
-        fd = self._spares.take(path)
-        if fd is None:
-            fd = self._spares.create(path)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -148,7 +144,6 @@ class Journals:
         for out in self._open.values():
             os.close(out.fd)  # closing releases the lock
         self._open.clear()
-        self._spares.close()
 
 
 class _Writer:
