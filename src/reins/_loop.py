@@ -154,7 +154,7 @@ class RunLoop:
     # 1-3: before the round, build the request, call the model
     async def _think(self) -> AsyncIterator[Event]:
         state = self.state
-        if self.executor.dynamic:
+        if self.executor.refresh_due:
             async for event in self._tools_refreshed():
                 yield event
         for policy in self._hooks["before_round"]:

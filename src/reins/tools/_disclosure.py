@@ -5,8 +5,10 @@ the rest of the run) — instead of every schema on every request."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
+from functools import cached_property
 
 from .._errors import ToolError
 from ._tool import Tool, tool
@@ -36,7 +38,6 @@ class Disclosure:
         """Loaded since the last `take_new` (for the log)."""
         self.deferred: dict[str, Tool] = {}
         self._changed = changed
-        self.meta = (self._search_tool(), self._load_tool())
 
     def split(self, tools: Sequence[Tool]) -> tuple[list[Tool], list[Tool]]:
         """(what the model is offered, what may be called) of these tools."""
@@ -95,31 +96,48 @@ class Disclosure:
             said += f" Not found: {', '.join(unknown)}; tools you can load: {_names(waiting)}."
         return said
 
-    def _search_tool(self) -> Tool:
-        async def tool_search(query: str, limit: int = 10) -> str:  # in the loop: no thread
-            """Search the tools not in your tool list yet (from MCP servers and others) by
-            keywords; returns their names and one-line descriptions. Load the ones you need
-            with tool_load.
+    @cached_property
+    def meta(self) -> tuple[Tool, Tool]:
+        """`tool_search` and `tool_load`, bound to this disclosure (made when first needed:
+        most runs never defer a tool)."""
 
-            Args:
-                query: Words describing what the tool should do.
-                limit: How many tools at most.
-            """
+        async def search(query: str, limit: int = 10) -> str:  # in the loop: no thread
             return self.search(query, limit)
 
-        return tool(read_only=True, timeout=None)(tool_search)
-
-    def _load_tool(self) -> Tool:
-        async def tool_load(names: list[str]) -> str:
-            """Add tools found with tool_search to your tool list for the rest of the run,
-            by their exact names; then call them directly.
-
-            Args:
-                names: The tools' exact names.
-            """
+        async def load(names: list[str]) -> str:
             return self.load(names)
 
-        return tool(read_only=True, timeout=None)(tool_load)
+        return (
+            dataclasses.replace(_SEARCH, fn=search),
+            dataclasses.replace(_LOAD, fn=load),
+        )
+
+
+async def _tool_search(query: str, limit: int = 10) -> str:
+    """Search the tools not in your tool list yet (from MCP servers and others) by keywords;
+    returns their names and one-line descriptions. Load the ones you need with tool_load.
+
+    Args:
+        query: Words describing what the tool should do.
+        limit: How many tools at most.
+    """
+    raise NotImplementedError  # a disclosure binds its own
+
+
+async def _tool_load(names: list[str]) -> str:
+    """Add tools found with tool_search to your tool list for the rest of the run, by their
+    exact names; then call them directly.
+
+    Args:
+        names: The tools' exact names.
+    """
+    raise NotImplementedError
+
+
+# Described once: a tool's argument model takes milliseconds to build, and each run's
+# executor has a disclosure.
+_SEARCH = tool(name=SEARCH, read_only=True, timeout=None)(_tool_search)
+_LOAD = tool(name=LOAD, read_only=True, timeout=None)(_tool_load)
 
 
 def _words(text: str) -> set[str]:

@@ -87,9 +87,10 @@ class ToolExecutor:
         self._deadlines = _Deadlines()
 
     @property
-    def dynamic(self) -> bool:
-        """Whether the tools offered may change while the run runs."""
-        return bool(self.sources) or self.disclosure is not None
+    def refresh_due(self) -> bool:
+        """Whether `refresh` may have something to say: there are sources (MCP servers), or
+        the model loaded deferred tools since the last refresh."""
+        return bool(self.sources) or (self.disclosure is not None and bool(self.disclosure.new))
 
     def _set_tools(self, tools: Sequence[Tool]) -> None:
         by_name = {t.name: t for t in tools}
@@ -120,16 +121,20 @@ class ToolExecutor:
         """Ask the sources what their tools are now; None when nothing changed. A source's
         tool named like one already offered is left out, with a note."""
         notes, self._untold = self._untold, []
-        for source in self.sources:
-            notes += await source.refresh()
-        tools, clashes = self._gathered()
-        notes += clashes
-        before = {t.name: t for t in self._current}
-        changed = tuple(t.name for t in tools if t.name in before and before[t.name] != t)
-        if changed or [t.name for t in tools] != list(before):
-            self._set_tools(tools)
-        added = tuple(n for n in self.tools if n not in before and n not in META_TOOLS)
-        removed = tuple(n for n in before if n not in self.tools)
+        added: tuple[str, ...] = ()
+        removed: tuple[str, ...] = ()
+        changed: tuple[str, ...] = ()
+        if self.sources:
+            for source in self.sources:
+                notes += await source.refresh()
+            tools, clashes = self._gathered()
+            notes += clashes
+            before = {t.name: t for t in self._current}
+            changed = tuple(t.name for t in tools if t.name in before and before[t.name] != t)
+            if changed or [t.name for t in tools] != list(before):
+                self._set_tools(tools)
+            added = tuple(n for n in self.tools if n not in before and n not in META_TOOLS)
+            removed = tuple(n for n in before if n not in self.tools)
         loaded = self.disclosure.take_new() if self.disclosure is not None else ()
         if not (added or removed or changed or notes or loaded):
             return None
