@@ -446,7 +446,16 @@ class Agent:
         return await self.iter(goal, session_id=session_id, cancel=cancel).result()
 
     def run_sync(self, goal: str, *, session_id: str | None = None) -> RunResult:
-        return asyncio.run(self.run(goal, session_id=session_id))
+        """`run` for code that is not async. Inside a running event loop (a notebook, an async
+        server), `await agent.run(...)` instead."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(goal, session_id=session_id))
+        raise UsageError(
+            "run_sync was called inside a running event loop (a notebook, an async server): "
+            "there, use `await agent.run(goal)`"
+        )
 
     async def resume(
         self,

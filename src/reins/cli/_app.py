@@ -56,6 +56,28 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="reins: run tool-calling agents with a log you can resume and replay.",
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        out.print(f"reins {version('reins')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """reins: run tool-calling agents with a log you can resume and replay."""
+
+
 # No emoji codes, no highlighting: what a tool or model wrote is shown as it is (our own markup
 # is the only markup, and every text from outside is escaped).
 out = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 120)
@@ -218,7 +240,11 @@ def run(
     ] = None,
     tools: Annotated[
         str | None,
-        typer.Option("--tools", help="Built-in tools to offer, comma-separated (default: all)."),
+        typer.Option(
+            "--tools",
+            help="Built-in tools to offer, comma-separated (default: all): read_file, "
+            "write_file, edit_file, list_files, find_files, grep, run_command.",
+        ),
     ] = None,
     yes: YesOpt = False,
     sandbox: SandboxOpt = None,
@@ -364,9 +390,15 @@ def run(
         )
         if config.subagents if subagents is None else subagents:
             agent.subagents = _profiles(agent, config)
-        stream = agent.iter(goal, session_id=session, cancel=cancel)
+        if session is not None:  # `last`, or a unique prefix, as for every other id
+            from ..store import find_session
+
+            session_id: str | None = find_session(await log.runs(), session)
+        else:
+            session_id = None
+        stream = agent.iter(goal, session_id=session_id, cancel=cancel)
         lines.start(stream.steer)
-        return await _drive(stream, json_lines)
+        return await _drive(stream, json_lines, cancel)
 
     _execute(store, go)
 
@@ -471,7 +503,7 @@ def resume(
             answers=replies,
         )
         lines.start(stream.steer)
-        return await _drive(stream, json_lines)
+        return await _drive(stream, json_lines, cancel)
 
     _execute(store, go)
 
@@ -800,16 +832,32 @@ def _set_aside_unreadable_index(store: Path) -> None:
         pass  # the command itself reports it
 
 
-async def _drive(stream: AgentRun, json_lines: bool) -> StopReason:
+async def _drive(stream: AgentRun, json_lines: bool, cancel: Cancel) -> StopReason:
+    """Show the run's events; a reader that goes away (`--json | head`) cancels the run,
+    which ends as cancelled, quietly."""
     from .._events import RunFinished
 
-    show_event = _printer(json_lines)
+    show_event: Callable[[Any], None] | None = _printer(json_lines)
     reason = StopReason.ERROR
     async for event in stream:
-        show_event(event)
+        if show_event is not None:
+            try:
+                show_event(event)
+            except BrokenPipeError:
+                show_event = None
+                _silence_stdout()
+                cancel.cancel()
         if isinstance(event, RunFinished):
             reason = event.stop_reason
     return reason
+
+
+def _silence_stdout() -> None:
+    """Nobody reads stdout any more: what is left to write (and Python's flush at exit) goes
+    nowhere, instead of raising again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _printer(json_lines: bool) -> Callable[[Any], None]:

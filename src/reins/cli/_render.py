@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from .._events import (
     AnswerRejected,
@@ -109,10 +110,10 @@ class EventRenderer:
                 self._streamed = False
                 out.rule(f"[dim]step {event.step}[/]", style="dim", align="left")
             case ThinkingDelta():
-                self._write(f"[dim italic]{escape(event.text)}[/]")
+                self._write(Text(event.text, style="dim italic"))
             case TextDelta():
                 self._streamed = True
-                self._write(escape(event.text))
+                self._write(Text(event.text))  # as sent: a chunk is not markup to escape
             case ModelResponded():
                 self._end_line()
                 self._tokens[0] += event.usage.input_tokens
@@ -214,8 +215,8 @@ class EventRenderer:
             case _:
                 assert_never(event)
 
-    def _write(self, markup: str) -> None:
-        self.console.print(markup, end="")
+    def _write(self, text: Text) -> None:
+        self.console.print(text, end="")
         self._open_line = True
 
     def _end_line(self) -> None:
