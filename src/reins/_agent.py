@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import random
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._cancel import Cancel
-from ._errors import UsageError
+from ._errors import ToolError, UsageError
 from ._events import (
     ApprovalRequested,
     ContextCompacted,
@@ -32,6 +33,7 @@ from ._events import (
 from ._loop import RunLoop
 from ._messages import Message, SystemMessage, Usage, UserMessage
 from ._model import Model, ModelSettings
+from ._output import Output, OutputCheck
 from ._questions import ASK_USER, ASK_USER_TOOL, Asker, AskMode
 from ._state import RunState
 from ._stop import StopReason
@@ -103,15 +105,22 @@ class RunResult:
     awaiting: list[ApprovalRequested] = field(default_factory=list[ApprovalRequested])
     """The approval requests a `waiting` run is paused on; answer them with
     `Agent.resume(run_id, approvals={call_id: True, ...})`."""
+    output: Any = None
+    """The final answer as the agent's `output_type` (None without one, or when the run did
+    not end with a valid answer); `final_answer` is its JSON text."""
     questions: list[QuestionAsked] = field(default_factory=list[QuestionAsked])
     """The question a `waiting` run is paused on; answer it with
     `Agent.resume(run_id, answers={call_id: "..."})`."""
 
     @classmethod
-    def of(cls, state: RunState) -> RunResult:
+    def of(cls, state: RunState, output: Output | None = None) -> RunResult:
         finished = state.finished
         if finished is None:
             raise UsageError(f"run {state.run_id} has not finished; resume it first")
+        value = None
+        if output is not None and finished.final_answer is not None and not finished.partial:
+            with contextlib.suppress(ToolError):  # a run that ended otherwise has none
+                value = output.parse(finished.final_answer)
         return cls(
             run_id=state.run_id,
             session_id=state.session_id,
@@ -125,6 +134,7 @@ class RunResult:
             partial=finished.partial,
             awaiting=state.awaiting(),
             questions=state.unanswered(),
+            output=value,
         )
 
 
@@ -143,13 +153,16 @@ class AgentRun:
         begin: Begin,
         turn: Callable[[str, str], Begin] | None = None,
         running: dict[str, AgentRun] | None = None,
+        output: Output | None = None,
     ) -> None:
         self._begin = begin
         self._turn = turn
+        """Begins a next turn (goal, session id), for follow-ups."""
         self._running = running
         """The agent's runs in progress by session id (`Agent.steer`): this one is in it
         from its first event until it ends."""
-        """Begins a next turn (goal, session id), for follow-ups."""
+        self._output = output
+        """The agent's output type: `result().output` is the answer as one."""
         self._loop: RunLoop | None = None
         self._first: list[Event] = []
         self._events: AsyncGenerator[StreamEvent] | None = None
@@ -256,7 +269,7 @@ class AgentRun:
                 raise
             if not self._next_turn():
                 self._unlist()
-                return RunResult.of(self.state)
+                return RunResult.of(self.state, self._output)
 
 
 @dataclass(kw_only=True)
@@ -357,6 +370,14 @@ class Agent:
     (the run's todo list, in its log, read by the anti-stall guard)."""
     planner: Model | None = None
     """The model of the planner's two calls (None: the agent's); never extended thinking."""
+    output_type: Any = None
+    """The type of the final answer — a pydantic model, a dataclass, a TypedDict or a scalar
+    type: `final_answer` takes a value of it (its schema the tool's), an answer that is not one
+    goes back to the model to repair, and `result.output` is the validated value."""
+    deps_type: type | None = None
+    """The type of the `deps` each run is given (`agent.run(goal, deps=...)`) and its tools
+    read as `ctx.deps` (`ToolContext[YourDeps]`); set, a run without them (or with another
+    type) is refused."""
     ask: Asker | AskMode | None = None
     """Who answers the model's `ask_user` (one question a run, about a material choice): a
     function (sync or async) given a `QuestionRequest`, returning the answer or None
@@ -397,6 +418,7 @@ class Agent:
     _load_skill: Tool | None = field(default=None, init=False, repr=False, compare=False)
     _spawn: Tool | None = field(default=None, init=False, repr=False, compare=False)
     _plan: list[Tool] | None = field(default=None, init=False, repr=False, compare=False)
+    _output: Output | None = field(default=None, init=False, repr=False, compare=False)
     _held: int = field(default=0, init=False, repr=False, compare=False)
     """How many `async with agent:` are open: the servers stay up until the last ends."""
 
@@ -440,18 +462,24 @@ class Agent:
         running.steer(text)
 
     async def run(
-        self, goal: str, *, session_id: str | None = None, cancel: Cancel | None = None
+        self,
+        goal: str,
+        *,
+        session_id: str | None = None,
+        cancel: Cancel | None = None,
+        deps: Any = None,
     ) -> RunResult:
-        """Run `goal` to the end (a new turn of `session_id`, or a new session)."""
-        return await self.iter(goal, session_id=session_id, cancel=cancel).result()
+        """Run `goal` to the end (a new turn of `session_id`, or a new session); the tools
+        get `deps` as `ctx.deps`."""
+        return await self.iter(goal, session_id=session_id, cancel=cancel, deps=deps).result()
 
-    def run_sync(self, goal: str, *, session_id: str | None = None) -> RunResult:
+    def run_sync(self, goal: str, *, session_id: str | None = None, deps: Any = None) -> RunResult:
         """`run` for code that is not async. Inside a running event loop (a notebook, an async
         server), `await agent.run(...)` instead."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(goal, session_id=session_id))
+            return asyncio.run(self.run(goal, session_id=session_id, deps=deps))
         raise UsageError(
             "run_sync was called inside a running event loop (a notebook, an async server): "
             "there, use `await agent.run(goal)`"
@@ -469,13 +497,15 @@ class Agent:
         cancel: Cancel | None = None,
         guards: Guards | None = None,
         answers: Mapping[str, str | None] | None = None,
+        deps: Any = None,
     ) -> RunResult:
         """Continue a run from its log: after a crash, a cap, a cancel, an error, or a pause
         for approval (`approvals` answers its requests by call id). The caps are new totals
         for the run; unset, each stays as it was, but the one that stopped the run grows by as
         much again (steps, tokens, seconds or dollars). The guards stay the run's own (a log
         too old to hold them: this agent's), unless `guards` says others, from here on.
-        `answers` answers its questions (`ask_user`) by call id (None: dismissed)."""
+        `answers` answers its questions (`ask_user`) by call id (None: dismissed). `deps`
+        are not in the log: give them again."""
         stream = self.resume_iter(
             run_id,
             max_steps=max_steps,
@@ -486,16 +516,40 @@ class Agent:
             cancel=cancel,
             guards=guards,
             answers=answers,
+            deps=deps,
         )
         return await stream.result()
 
     def iter(
-        self, goal: str, *, session_id: str | None = None, cancel: Cancel | None = None
+        self,
+        goal: str,
+        *,
+        session_id: str | None = None,
+        cancel: Cancel | None = None,
+        deps: Any = None,
     ) -> AgentRun:
         """Like `run`, as an async iterable of the run's events."""
+        self._check_deps(deps)
         return AgentRun(
-            lambda: self._start(goal, session_id, cancel), self._next_turns(cancel), self._running
+            lambda: self._start(goal, session_id, cancel, deps=deps),
+            self._next_turns(cancel, deps),
+            self._running,
+            self._output_spec(),
         )
+
+    def _check_deps(self, deps: Any) -> None:
+        wanted = self.deps_type
+        if wanted is None:
+            return
+        if deps is None:
+            raise UsageError(
+                f"this agent's tools take deps of type {wanted.__name__}: pass them, as in "
+                "agent.run(goal, deps=...)"
+            )
+        if not isinstance(deps, wanted):
+            raise UsageError(
+                f"deps of type {type(deps).__name__} given where {wanted.__name__} is wanted"
+            )
 
     def child_iter(
         self,
@@ -504,10 +558,14 @@ class Agent:
         parent: tuple[str, str],
         preface: Sequence[Message] = (),
         cancel: Cancel | None = None,
+        deps: Any = None,
     ) -> AgentRun:
         """A subagent's run (`reins.subagents`): a new session, linked to the parent's run
         and tool call (`parent`) in its log, `preface` before the goal."""
-        return AgentRun(lambda: self._start(goal, None, cancel, parent=parent, preface=preface))
+        return AgentRun(
+            lambda: self._start(goal, None, cancel, parent=parent, preface=preface, deps=deps),
+            output=self._output_spec(),
+        )
 
     def as_tool(
         self,
@@ -540,9 +598,9 @@ class Agent:
         )
         return agent_tool(self, name=name, description=description, brief=brief)
 
-    def _next_turns(self, cancel: Cancel | None) -> Callable[[str, str], Begin]:
+    def _next_turns(self, cancel: Cancel | None, deps: Any = None) -> Callable[[str, str], Begin]:
         def turn(goal: str, session_id: str) -> Begin:
-            return lambda: self._start(goal, session_id, cancel)
+            return lambda: self._start(goal, session_id, cancel, deps=deps)
 
         return turn
 
@@ -558,13 +616,18 @@ class Agent:
         cancel: Cancel | None = None,
         guards: Guards | None = None,
         answers: Mapping[str, str | None] | None = None,
+        deps: Any = None,
     ) -> AgentRun:
         """Like `resume`, as an async iterable of events."""
+        self._check_deps(deps)
         caps = _Caps(max_steps, token_budget, time_budget, cost_budget)
         return AgentRun(
-            lambda: self._resume(run_id, caps, approvals or {}, cancel, guards, answers or {}),
-            self._next_turns(cancel),
+            lambda: self._resume(
+                run_id, caps, approvals or {}, cancel, guards, answers or {}, deps
+            ),
+            self._next_turns(cancel, deps),
             self._running,
+            self._output_spec(),
         )
 
     async def _start(
@@ -575,6 +638,7 @@ class Agent:
         *,
         parent: tuple[str, str] | None = None,
         preface: Sequence[Message] = (),
+        deps: Any = None,
     ) -> tuple[list[Event], RunLoop]:
         if not goal.strip():
             raise UsageError("the goal is empty; say what the agent should do")
@@ -604,7 +668,7 @@ class Agent:
                 self.log.release(session_id)
                 raise
         state = RunState.fold([started])
-        loop = await self._started_loop(state, cancel, workspace)
+        loop = await self._started_loop(state, cancel, workspace, deps)
         first: list[Event] = [started]
         told = [("prompt", text) for text in notes]
         if not getattr(self.model, "offline", False) and not lookup(started.config.model).known:
@@ -688,12 +752,13 @@ class Agent:
         cancel: Cancel | None,
         guards: Guards | None = None,
         answers: Mapping[str, str | None] | None = None,
+        deps: Any = None,
     ) -> tuple[list[Event], RunLoop]:
         state = RunState.fold(await self.log.events(run_id))
         self.log.claim(state.session_id, run_id)
         try:
             state = RunState.fold(await self.log.events(run_id))  # as it stands, claimed
-            return await self._resumed(state, caps, approvals, cancel, guards, answers or {})
+            return await self._resumed(state, caps, approvals, cancel, guards, answers or {}, deps)
         except BaseException:
             self.log.release(state.session_id, run_id)
             raise
@@ -706,6 +771,7 @@ class Agent:
         cancel: Cancel | None,
         guards: Guards | None = None,
         answers: Mapping[str, str | None] | None = None,
+        deps: Any = None,
     ) -> tuple[list[Event], RunLoop]:
         run_id = state.run_id
         awaiting = {r.call.id: r for r in state.awaiting()}
@@ -783,19 +849,23 @@ class Agent:
             await self.log.append(replied)
             state.apply(replied)
             first.append(replied)
-        return first, await self._started_loop(state, cancel)
+        return first, await self._started_loop(state, cancel, deps=deps)
 
     async def state(self, run_id: str) -> RunState:
         """The run's state, folded from its log."""
         return RunState.fold(await self.log.events(run_id))
 
     async def _started_loop(
-        self, state: RunState, cancel: Cancel | None, workspace: Workspace | None = None
+        self,
+        state: RunState,
+        cancel: Cancel | None,
+        workspace: Workspace | None = None,
+        deps: Any = None,
     ) -> RunLoop:
         """The run's loop, with its MCP servers running."""
         owned = await self._servers_for_run()
         try:
-            return self._loop(state, cancel, workspace, owned)
+            return self._loop(state, cancel, workspace, owned, deps)
         except BaseException:
             await stop_all(owned)
             raise
@@ -806,6 +876,7 @@ class Agent:
         cancel: Cancel | None,
         workspace: Workspace | None = None,
         owned: Sequence[MCPServer] = (),
+        deps: Any = None,
     ) -> RunLoop:
         """The loop that drives `state` on; it stops the servers in `owned` when it ends."""
         tools = self._tools()
@@ -825,6 +896,7 @@ class Agent:
             session_id=state.session_id,
             run_id=state.run_id,
             sandbox=self._tool_sandbox(),
+            deps=deps,
             spill=self._spill_folder(state.run_id),
         )
         mode, _ = resolve_mode(state.config.mode)
@@ -879,10 +951,11 @@ class Agent:
         )
 
     def _final_policies(self, workspace: Workspace, checks: Sequence[str]) -> list[Policy]:
-        """The verification gate (the checks the run was started with: a resume keeps them),
-        then the stop hooks: only at a final answer."""
+        """The output type's check, the verification gate (the checks the run was started
+        with: a resume keeps them), then the stop hooks: only at a final answer."""
         root, protected, cap = workspace.root, self._protected(), self.stop_max_rejections
-        policies: list[Policy] = []
+        output = self._output_spec()
+        policies: list[Policy] = [OutputCheck(output)] if output is not None else []
         if checks:
             policies.append(
                 Checks(
@@ -940,7 +1013,9 @@ class Agent:
 
     def _tools(self) -> list[Tool]:
         tools = list(self.tools)
-        if not any(t.name == final_answer.name for t in tools):
+        if (output := self._output_spec()) is not None:
+            tools = [t for t in tools if t.name != final_answer.name] + [output.tool]
+        elif not any(t.name == final_answer.name for t in tools):
             tools.append(final_answer)
         skills, _ = self._skills()
         if skills and not any(t.name == LOAD_SKILL for t in tools):
@@ -952,6 +1027,13 @@ class Agent:
         if self.planning and not any(t.name == "plan" for t in tools):
             tools += self._planning_tools()
         return sandboxed(tools, self.sandbox)
+
+    def _output_spec(self) -> Output | None:
+        if self.output_type is None:
+            return None
+        if self._output is None or self._output.type is not self.output_type:
+            self._output = Output(self.output_type)
+        return self._output
 
     def _planning_tools(self) -> list[Tool]:
         if self._plan is None:

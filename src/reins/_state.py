@@ -6,6 +6,7 @@ state is in (`review_pending`, `pending`, `turn_answer()`).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -365,7 +366,9 @@ class RunState:
                 isinstance(r, ToolResultMessage) and r.call_id == call.id and not r.is_error
                 for r in self.messages[index + 1 :]
             ):
-                return str(call.arguments.get("answer", ""))
+                answer = call.arguments.get("answer", "")
+                # A structured answer (`output_type`) is kept as its JSON text.
+                return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
         return marked
 
 

@@ -28,6 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._errors import ToolError, UsageError
 from ..tools import Tool, ToolContext
+from ..tools._schema import inline_refs
 from ..tools._tool import AnyArguments
 from ._config import MCPServerConfig
 from ._results import observation
@@ -276,7 +277,7 @@ class MCPServer:
 
         hints = spec.annotations
         read_only = bool(hints and hints.read_only_hint)
-        schema = {k: v for k, v in spec.input_schema.items() if k != "$schema"}
+        schema = inline_refs({k: v for k, v in spec.input_schema.items() if k != "$schema"})
         schema.setdefault("type", "object")
         schema.setdefault("properties", {})
         return Tool(

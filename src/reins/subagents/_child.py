@@ -76,7 +76,11 @@ async def run_child(agent: Agent, task: str, ctx: ToolContext, brief: Brief) -> 
             AssistantMessage(text=READY),
         ]
     stream = child.child_iter(
-        task, parent=(scope.state.run_id, scope.call_id), preface=preface, cancel=scope.cancel
+        task,
+        parent=(scope.state.run_id, scope.call_id),
+        preface=preface,
+        cancel=scope.cancel,
+        deps=ctx.deps,  # the parent's, passed on
     )
     finished: RunFinished | None = None
     try:

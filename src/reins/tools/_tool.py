@@ -9,11 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, Generic, get_origin, get_type_hints, overload
 
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import to_json
+from typing_extensions import TypeVar
 
 from .._errors import ToolError, UsageError
 from .._messages import ToolSpec
@@ -25,9 +26,14 @@ if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
 
+Deps = TypeVar("Deps", default=Any)
+"""What a tool's context carries as `deps` (a bare `ToolContext`: anything)."""
+
+
 @dataclass(kw_only=True, frozen=True)
-class ToolContext:
-    """Passed to a tool whose first parameter is annotated `ToolContext`."""
+class ToolContext(Generic[Deps]):
+    """Passed to a tool whose first parameter is annotated `ToolContext` (or
+    `ToolContext[YourDeps]`, to have `deps` typed)."""
 
     workspace: Workspace
     session_id: str
@@ -40,6 +46,9 @@ class ToolContext:
     scope: Any = None
     """For a tool that works with the run itself (`Tool.needs_scope`: a subagent, the
     planner, the todo list), the call's ties to it (`reins.CallScope`); None for others."""
+    deps: Deps = None  # type: ignore[assignment]
+    """What the run was given (`agent.run(goal, deps=...)`): a database handle, the current
+    user. Not in the log: a resume is given them again."""
 
 
 @dataclass(kw_only=True, frozen=True, eq=False)
@@ -190,7 +199,8 @@ def _signature_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], bool, str
     arg_docs = {p.arg_name: _unwrapped(p.description or "") for p in doc.params}
     hints = get_type_hints(fn)
     params = list(inspect.signature(fn).parameters.values())
-    takes_context = bool(params) and hints.get(params[0].name) is ToolContext
+    first = hints.get(params[0].name) if params else None
+    takes_context = first is ToolContext or get_origin(first) is ToolContext
     fields: dict[str, Any] = {}
     for param in params[1:] if takes_context else params:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):

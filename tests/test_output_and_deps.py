@@ -1,0 +1,191 @@
+"""Structured output (`output_type`: the answer a typed, validated value) and dependencies
+(`deps`: what a run's tools read as `ctx.deps`, never in the log)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict  # pydantic needs it below Python 3.12
+
+from reins import (
+    Agent,
+    Message,
+    SQLiteLog,
+    StopReason,
+    ToolContext,
+    ToolSpec,
+    UsageError,
+    tool,
+)
+from reins.models._json_actions import action_schema
+from reins.testing import FunctionModel, ScriptedModel
+
+from .helpers import call, reply
+from .test_mcp import results
+
+
+class Address(BaseModel):
+    city: str
+    zip: str = Field(pattern=r"^\d{5}$")
+
+
+class Person(BaseModel):
+    name: str
+    age: int = Field(ge=0)
+    address: Address
+
+
+@dataclass
+class Point:
+    x: float
+    y: float
+
+
+class Totals(TypedDict):
+    files: int
+    lines: int
+
+
+ANN = {"name": "Ann", "age": 41, "address": {"city": "Lyon", "zip": "69001"}}
+
+
+async def test_the_answer_is_a_validated_value_of_the_type(workspace: Path) -> None:
+    offered: list[list[ToolSpec]] = []
+
+    def model(messages: list[Message], tools: list[ToolSpec]) -> object:
+        offered.append(tools)
+        return reply("", call("final_answer", "f1", answer=ANN))
+
+    agent = Agent(model=FunctionModel(model), tools=[], workspace=workspace, output_type=Person)  # type: ignore[arg-type]
+    result = await agent.run("who is it?")
+    assert result.output == Person.model_validate(ANN)
+    assert json.loads(result.final_answer or "") == ANN
+    spec = next(t for t in offered[0] if t.name == "final_answer")
+    answer = spec.parameters["properties"]["answer"]
+    assert "$defs" not in json.dumps(spec.parameters)  # written out: the grammar needs no refs
+    assert answer["properties"]["address"]["properties"]["zip"]["pattern"] == r"^\d{5}$"
+
+
+async def test_an_answer_that_does_not_fit_goes_back_to_the_model(workspace: Path) -> None:
+    bad = {**ANN, "address": {"city": "Lyon", "zip": "69"}}
+    agent = Agent(
+        model=ScriptedModel(
+            [
+                "It is Ann, 41, from Lyon.",  # prose: not a Person
+                reply("", call("final_answer", "f1", answer=bad)),
+                reply("", call("final_answer", "f2", answer=ANN)),
+            ]
+        ),
+        tools=[],
+        workspace=workspace,
+        output_type=Person,
+    )
+    events = [e async for e in agent.iter("who?")]
+    rejected = [e for e in events if e.kind == "answer_rejected"]
+    assert len(rejected) == 1
+    assert "the answer is not a valid Person" in rejected[0].observation  # type: ignore[union-attr]
+    assert "calling final_answer with `answer` as a Person" in rejected[0].observation  # type: ignore[union-attr]
+    content, is_error = results(events)["f1"]
+    assert is_error
+    assert content == (
+        "invalid arguments for final_answer: answer.address.zip: '69' does not match '^\\\\d{5}$'"
+    )
+    state = events[-1]
+    assert state.kind == "run_finished"
+    assert json.loads(state.final_answer) == ANN  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("output_type", "given", "expected"),
+    [
+        (int, reply("", call("final_answer", "f", answer=42)), 42),
+        (int, "FINAL_ANSWER: 42", 42),
+        (Point, reply("", call("final_answer", "f", answer={"x": 1, "y": 2.5})), Point(1, 2.5)),
+        (
+            Totals,
+            reply("", call("final_answer", "f", answer={"files": 3, "lines": 9})),
+            {"files": 3, "lines": 9},
+        ),
+        (str, "FINAL_ANSWER: plain words", "plain words"),
+    ],
+)
+async def test_scalars_dataclasses_and_typed_dicts(
+    workspace: Path, output_type: object, given: object, expected: object
+) -> None:
+    agent = Agent(
+        model=ScriptedModel([given]),  # type: ignore[list-item]
+        tools=[],
+        workspace=workspace,
+        output_type=output_type,
+    )
+    result = await agent.run("go")
+    assert result.stop_reason is StopReason.END_TURN
+    assert result.output == expected
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="pydantic takes typing's TypedDict there")
+def test_a_type_pydantic_cannot_describe_is_one_clear_error() -> None:
+    import typing
+
+    class Plain(typing.TypedDict):  # typing's, which pydantic refuses below Python 3.12
+        a: int
+
+    with pytest.raises(UsageError, match="output_type Plain: Please use `typing_extensions"):
+        Agent(model=ScriptedModel([]), tools=[], output_type=Plain)._tools()
+
+
+def test_the_embedded_models_grammar_takes_the_answers_schema() -> None:
+    llama_grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    agent = Agent(model=ScriptedModel([]), tools=[], output_type=Person)
+    specs = [t.spec for t in agent._tools()]
+    schema = action_schema(specs, max_chars=2000)
+    grammar = llama_grammar.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+    assert grammar is not None
+
+
+# Dependencies ------------------------------------------------------------------------------
+
+
+@dataclass
+class Db:
+    users: dict[str, str]
+
+
+@tool(read_only=True)
+def lookup(ctx: ToolContext[Db], user: str) -> str:
+    """Look a user up.
+
+    Args:
+        user: The user's id.
+    """
+    return ctx.deps.users.get(user, "unknown")
+
+
+async def test_tools_read_the_runs_deps_and_a_resume_takes_them_again(
+    workspace: Path, sqlite_log: SQLiteLog
+) -> None:
+    agent = Agent(
+        model=ScriptedModel([reply("", call("lookup", "l1", user="u1")), "done"]),
+        tools=[lookup],
+        workspace=workspace,
+        deps_type=Db,
+        log=sqlite_log,
+        max_steps=1,
+    )
+    first = await agent.run("who is u1?", deps=Db({"u1": "Ann"}))
+    assert first.stop_reason is StopReason.MAX_STEPS
+    assert [m.content for m in first.messages if m.role == "tool"] == ["Ann"]  # type: ignore[union-attr]
+    journal = b"".join(p.read_bytes() for p in sqlite_log.directory.rglob("*.jsonl"))
+    assert b"Ann" in journal  # the result, recorded; the deps object itself is not
+    assert b"Db(" not in journal
+    with pytest.raises(UsageError, match="take deps of type Db"):
+        await agent.resume(first.run_id, max_steps=3)
+    with pytest.raises(UsageError, match="deps of type dict given where Db is wanted"):
+        await agent.run("again", deps={"u1": "Ann"})
+    done = await agent.resume(first.run_id, max_steps=3, deps=Db({"u1": "Ann"}))
+    assert done.stop_reason is StopReason.END_TURN
