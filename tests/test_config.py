@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reins import UnknownModel, UsageError, resolve_model
+from reins._config import Config
 from reins.cli import app
 from reins.models import AnthropicModel, OpenAIModel
 
@@ -262,6 +263,7 @@ def test_a_projects_provider_settings_wait_for_trust(
     for spec in ("openai:gpt-4o", "vllm:qwen", "lab:claude"):  # not silently the user's
         with pytest.raises(UsageError, match=r"reins\.toml sets providers\.\w+, and this project"):
             resolve_model(spec)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant")
     assert resolve_model("anthropic:claude-haiku-4-5").name == "anthropic:claude-haiku-4-5"
 
     mine = config.distrusting_project()
@@ -397,3 +399,26 @@ def test_a_projects_bad_commands_are_reported_with_its_file(
     (tmp_path / "reins.toml").write_text("providers = 3\n")
     with pytest.raises(UsageError, match=r"reins\.toml: providers: Input should be a valid dict"):
         load_config()
+
+
+@pytest.mark.parametrize(
+    ("spec", "variable"),
+    [
+        ("openai:gpt-4o-mini", "OPENAI_API_KEY"),
+        ("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+    ],
+)
+def test_a_missing_key_is_one_clear_error_before_any_request(
+    spec: str, variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    kind = spec.split(":")[0]
+    with pytest.raises(
+        UsageError,
+        match=f"{spec} needs an API key: set {variable}, or name the "
+        f"variable that holds it as api_key_env under \\[providers.{kind}\\]",
+    ):
+        resolve_model(spec, Config())
+    monkeypatch.setenv(f"{kind.upper()}_BASE_URL", "http://127.0.0.1:9/v1")  # a local server
+    assert resolve_model(spec, Config()).name.endswith(spec.split(":")[1])

@@ -49,6 +49,12 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
     endpoint = config.endpoint(kind)
     base_url = _from_env(kind, "base_url") or endpoint.base_url
     api_key = _from_env(kind, "api_key") or endpoint.key(kind)
+    if kind in ("openai", "anthropic") and base_url is None and not api_key:
+        # The provider's own API: a request without a key could only fail (after retries).
+        raise UsageError(
+            f"{spec} needs an API key: set {_ENV[kind]['api_key']}, or name the variable that "
+            f"holds it as api_key_env under [providers.{kind}] in {user_config_path()}"
+        )
     if kind == "ollama":
         base_url, api_key = base_url or OLLAMA_URL, api_key or "ollama"
     elif kind not in ("openai", "anthropic"):
