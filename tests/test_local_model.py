@@ -302,6 +302,8 @@ def test_native_models_get_no_strict_policy(workspace: Path) -> None:
 def test_model_strings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("OLLAMA_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("REINS_MODEL_NAME", "qwen")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     ollama = resolve_model("ollama:llama3.2")
     assert isinstance(ollama, OpenAIModel)
     assert (ollama.name, ollama.base_url) == ("ollama:llama3.2", "http://127.0.0.1:9/v1")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, assert_never, cast
 
 from rich.console import Console
@@ -40,6 +41,7 @@ from .._events import (
 from .._messages import AssistantMessage, Message, SystemMessage, ToolResultMessage, UserMessage
 from .._state import STEERING
 from .._stop import StopReason
+from ..models._catalog import lookup
 from ..store import RunInfo
 
 if TYPE_CHECKING:
@@ -58,6 +60,12 @@ class EventRenderer:
         self._tokens = [0, 0]
         self._cost = 0.0
         self._children: dict[tuple[str, ...], EventRenderer] = {}
+        self._held = ""
+        """Streamed text not shown yet: it may be a JSON action, shown as its call instead."""
+        self._said = ""
+        """The step's reply text as shown (a final answer in it is not shown again)."""
+        self._asked_at: datetime | None = None
+        self._window: int | None = None
 
     def __call__(self, event: StreamEvent) -> None:
         if isinstance(event, SubagentEvent):
@@ -90,6 +98,9 @@ class EventRenderer:
         match event:
             case RunStarted():
                 config = event.config
+                self._window = (config.context.window if config.context else None) or (
+                    lookup(config.model).context_window if lookup(config.model).known else None
+                )
                 out.print(
                     f"[bold]run[/] {event.run_id}  [dim]session {event.session_id} · "
                     f"model {escape(config.model)} · workspace {escape(config.workspace)}[/]"
@@ -107,13 +118,22 @@ class EventRenderer:
             case BudgetExtended():
                 out.print(f"[yellow]continued[/] {escape(event.choice)} ({event.source})")
             case ModelRequested():
-                self._streamed = False
+                self._streamed, self._held, self._said = False, "", ""
+                self._asked_at = event.ts
                 out.rule(f"[dim]step {event.step}[/]", style="dim", align="left")
             case ThinkingDelta():
                 self._write(Text(event.text, style="dim italic"))
             case TextDelta():
+                text = event.text
+                if not self._streamed:
+                    text = self._held + text
+                    if text.lstrip()[:1] in ("{", ""):  # maybe a JSON action: held, and
+                        self._held = text  # shown as its call if it is one
+                        return
+                    self._held = ""
                 self._streamed = True
-                self._write(Text(event.text))  # as sent: a chunk is not markup to escape
+                self._said += text
+                self._write(Text(text))  # as sent: a chunk is not markup to escape
             case ModelResponded():
                 self._end_line()
                 self._tokens[0] += event.usage.input_tokens
@@ -122,14 +142,20 @@ class EventRenderer:
                 message = event.message
                 if message.thinking and not self._streamed:
                     out.print(f"[dim italic]{escape(message.thinking)}[/]")
-                if message.text and not self._streamed:
-                    out.print(escape(message.text))
+                if self._held and not message.tool_calls:
+                    out.print(Text(self._held))  # it was not an action after all
+                    self._said = self._held
+                elif message.text and not self._streamed:
+                    out.print(Text(message.text, style="dim" if message.tool_calls else ""))
+                    self._said = message.text
+                self._step_line(event)
             case ToolCallStarted():
                 out.print(f"[cyan]→ {event.call.name}[/]({escape(_args(event.call.arguments))})")
             case ToolCallFinished():
                 result = event.result
                 style = "red" if result.is_error else "green"
-                out.print(f"[{style}]← {result.name}[/] {escape(_clip(result.content.rstrip()))}")
+                shown = _clip(result.content.rstrip()).replace("\n", "\n  ")  # under its call
+                out.print(f"[{style}]← {result.name}[/] {escape(shown)}")
                 if event.usage is not None:  # a subagent's spending is the run's
                     self._tokens[0] += event.usage.input_tokens
                     self._tokens[1] += event.usage.output_tokens
@@ -204,7 +230,15 @@ class EventRenderer:
                 out.print(f"[cyan]⚙ tools changed:[/] [dim]{escape('; '.join(parts))}[/]")
             case RunFinished():
                 self._end_line()
-                render_finish(out, event.stop_reason, event.final_answer, event.detail)
+                answer = event.final_answer
+                if (
+                    event.stop_reason is StopReason.END_TURN
+                    and answer
+                    and answer.strip() in self._said
+                ):
+                    out.print("[green]✓ final answer[/] [dim](above)[/]")  # shown once
+                else:
+                    render_finish(out, event.stop_reason, answer, event.detail)
                 if event.stop_reason is StopReason.WAITING:
                     out.print(
                         f"answer with `reins resume {event.run_id} --approve CALL` (or `all`), "
@@ -214,6 +248,19 @@ class EventRenderer:
                 out.print(f"[dim]{spent}" + (f", ${self._cost:.4f}" if self._cost else "") + "[/]")
             case _:
                 assert_never(event)
+
+    def _step_line(self, event: ModelResponded) -> None:
+        """After each reply: its time, tokens and cost, and how full the context is."""
+        usage = event.usage
+        parts = []
+        if self._asked_at is not None:
+            parts.append(f"{(event.ts - self._asked_at).total_seconds():.1f} s")
+        parts.append(f"{usage.input_tokens} in, {usage.output_tokens} out")
+        if event.cost:
+            parts.append(f"${event.cost:.4f}")
+        if self._window and usage.input_tokens:
+            parts.append(f"context {min(100, round(100 * usage.input_tokens / self._window))}%")
+        self.console.print(f"[dim]  {' · '.join(parts)}[/]")
 
     def _write(self, text: Text) -> None:
         self.console.print(text, end="")
