@@ -12,7 +12,22 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from reins import Agent, StopReason, TextDelta, ThinkingDelta, UsageError
+from reins import (
+    Agent,
+    AssistantMessage,
+    ModelRequested,
+    ModelResponded,
+    RunFinished,
+    StopReason,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolResultMessage,
+    Usage,
+    UsageError,
+)
 from reins.cli._render import EventRenderer
 from reins.testing import ScriptedModel
 from reins.tools import BUILTIN_TOOLS
@@ -85,3 +100,70 @@ async def test_run_sync_in_a_running_loop_says_what_to_do() -> None:
         agent.run_sync("go")
     result = await agent.run("go")
     assert result.stop_reason is StopReason.END_TURN
+
+
+def _screen(*events: object) -> str:
+    screen = io.StringIO()
+    render = EventRenderer(Console(file=screen, width=100, highlight=False, emoji=False))
+    for event in events:
+        render(event)  # type: ignore[arg-type]
+    return screen.getvalue()
+
+
+ENV = {"session_id": "s", "run_id": "r"}
+
+
+def _responded(message: AssistantMessage, seq: int = 3) -> ModelResponded:
+    return ModelResponded(
+        **ENV,
+        seq=seq,
+        step=1,
+        message=message,
+        usage=Usage(input_tokens=1200, output_tokens=30, requests=1),
+        finish="tool_use" if message.tool_calls else "end_turn",
+        model="m",
+    )
+
+
+def test_a_json_action_is_shown_as_its_call_and_a_step_line_follows() -> None:
+    action = '{"thought": "write it", "name": "write_file", "arguments": {"path": "a"}}'
+    call = ToolCall(id="c1", name="write_file", arguments={"path": "a"})
+    screen = _screen(
+        ModelRequested(**ENV, seq=2, step=1),
+        *(
+            TextDelta(**ENV, seq=3, step=1, text=action[i : i + 9])
+            for i in range(0, len(action), 9)
+        ),
+        _responded(AssistantMessage(text="write it", tool_calls=(call,))),
+        ToolCallStarted(**ENV, seq=4, step=1, call=call),
+        ToolCallFinished(
+            **ENV,
+            seq=5,
+            step=1,
+            result=ToolResultMessage(call_id="c1", name="write_file", content="one\ntwo\nthree"),
+        ),
+    )
+    assert '"thought"' not in screen  # the raw action is not printed
+    assert "write it\n" in screen  # its thought is, once
+    assert '→ write_file({"path": "a"})' in screen
+    assert "← write_file one\n  two\n  three\n" in screen  # indented under its call
+    assert "1200 in, 30 out" in screen
+
+
+def test_a_final_answer_already_shown_is_not_repeated() -> None:
+    screen = _screen(
+        ModelRequested(**ENV, seq=2, step=1),
+        TextDelta(**ENV, seq=3, step=1, text="FINAL_ANSWER: "),
+        TextDelta(**ENV, seq=3, step=1, text="forty-two"),
+        _responded(AssistantMessage(text="FINAL_ANSWER: forty-two")),
+        RunFinished(**ENV, seq=4, stop_reason=StopReason.END_TURN, final_answer="forty-two"),
+    )
+    assert screen.count("forty-two") == 1
+    assert "✓ final answer (above)" in screen
+    text_reply = _screen(
+        ModelRequested(**ENV, seq=2, step=1),
+        _responded(AssistantMessage(text="", tool_calls=())),
+        RunFinished(**ENV, seq=4, stop_reason=StopReason.END_TURN, final_answer="from a tool"),
+    )
+    assert "final answer" in text_reply
+    assert "from a tool" in text_reply  # the panel, for an answer not shown before
