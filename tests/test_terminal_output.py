@@ -167,3 +167,38 @@ def test_a_final_answer_already_shown_is_not_repeated() -> None:
     )
     assert "final answer" in text_reply
     assert "from a tool" in text_reply  # the panel, for an answer not shown before
+
+
+def test_sessions_rm_and_prune_remove_journal_index_and_outputs(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    model = script(tmp_path / "s.json", ["FINAL_ANSWER: one"])
+    for goal in ("first", "second", "third"):
+        assert reins("run", goal, "-m", model, "-w", "ws", cwd=tmp_path).returncode == 0
+    listed = reins("sessions", cwd=tmp_path).stdout
+    rows = [line.split() for line in listed.splitlines()[1:] if line.strip()]
+    ids = [row[0] for row in rows]
+    assert len(ids) == 3
+    journals = tmp_path / ".reins" / "sessions"
+    spill = tmp_path / ".reins" / "spill" / rows[2][1]  # a run's saved long outputs
+    done = reins("sessions", "rm", ids[0][:12], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"removed session {ids[0]} (1 run(s))")
+    assert not (journals / f"{ids[0]}.jsonl").exists()
+    left = reins("sessions", cwd=tmp_path).stdout
+    assert ids[0] not in left
+    assert ids[1] in left
+    spill.mkdir(parents=True)
+    assert reins("sessions", "prune", "--older-than", "1d", cwd=tmp_path).stdout.startswith(
+        "removed 0 session(s)"
+    )
+    assert reins("sessions", "prune", "--older-than", "0s", cwd=tmp_path).stdout.startswith(
+        "removed 2 session(s)"
+    )
+    assert "no runs yet" in reins("sessions", cwd=tmp_path).stdout
+    assert list(journals.glob("*.jsonl")) == []
+    assert not spill.exists()
+    bad = reins("sessions", "prune", "--older-than", "soon", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "say a whole number and a unit" in bad.stderr
+    gone = reins("sessions", "rm", "zzz", cwd=tmp_path)
+    assert gone.returncode == 2

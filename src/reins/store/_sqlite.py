@@ -19,6 +19,7 @@ import contextlib
 import errno
 import logging
 import os
+import shutil
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -547,6 +548,55 @@ class SQLiteLog:
             else self._query(sql + " ORDER BY started_at")
         )
         return [_info(row) for row in rows]
+
+    async def remove(self, session_id: str) -> list[str]:
+        """Delete a session for good: its journal, its runs in the index, their saved long
+        outputs. `SessionBusy` if it is being written (here or by another process); returns
+        the ids of its runs."""
+        if self.read_only:
+            raise StoreError(f"the event log at {self.directory} is read-only")
+        await self.commit()
+        self._refresh()
+        if session_id in self._live or session_id in self._claimed:
+            raise SessionBusy(f"session {session_id} has a run going on in this process")
+        runs = [
+            r for (r,) in self._query("SELECT run_id FROM runs WHERE session_id = ?", session_id)
+        ]
+        path = self.journals.path(session_id)
+        if path.exists():
+            self.journals.claim(session_id)  # its writer lock: no turn starts meanwhile
+            try:
+                # Out of the journals' sight first: a process catching up must not index it
+                # again from the start while its rows go.
+                leaving = path.with_name(f"{path.name}.removing")
+                path.rename(leaving)
+                self._forget(session_id, runs)
+                leaving.unlink()
+            finally:
+                self.journals.release(session_id)
+        else:
+            self._forget(session_id, runs)
+        for run_id in runs:
+            shutil.rmtree(self.directory / "spill" / run_id, ignore_errors=True)
+        return runs
+
+    def _forget(self, session_id: str, runs: list[str]) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM spans WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM journals WHERE session_id = ?", (session_id,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        for run_id in runs:
+            self._runs.pop(run_id, None)
+            self._next_seq.pop(run_id, None)
+            self._tails.pop(run_id, None)
+        self._damaged.pop(session_id, None)
+        self._journal_sizes.pop(session_id, None)
 
     def _refresh(self) -> None:
         """Before a read: what this process wrote, then what others did."""
