@@ -710,3 +710,32 @@ async def test_the_environment_times_a_real_stream(
     with pytest.raises(ModelTimeout, match=r"no first chunk from the model in 0\.3 s"):
         await collect(model.stream(HELLO, [], ModelSettings(max_retries=0)))
     assert time.monotonic() - start < 3.0
+
+
+@pytest.mark.parametrize(
+    ("name", "sent", "kept"),
+    [
+        ("o4-mini", {"max_completion_tokens": 300, "reasoning_effort": "low"}, ["temperature"]),
+        ("gpt-5-mini", {"max_completion_tokens": 300, "reasoning_effort": "low"}, ["temperature"]),
+        ("qwen2.5", {"max_tokens": 300, "temperature": 0.2, "reasoning_effort": "low"}, []),
+    ],
+)
+async def test_reasoning_models_get_their_parameters(
+    peer: Peer, name: str, sent: dict[str, Any], kept: list[str]
+) -> None:
+    """o-series and gpt-5 models take max_completion_tokens and reasoning_effort and refuse a
+    temperature; another server's model keeps max_tokens."""
+    peer.script = [streamed(answer("ok"))]
+    model = OpenAIModel(model=name, base_url=peer.base_url, api_key="x")
+    settings = ModelSettings(max_tokens=300, temperature=0.2, reasoning_effort="low")
+    try:
+        await collect(model.stream([UserMessage(content="hi")], [], settings))
+    finally:
+        await model.aclose()
+    body = peer.requests[0].body
+    assert {k: body[k] for k in sent} == sent
+    for key in [
+        *kept,
+        "max_tokens" if "max_completion_tokens" in sent else "max_completion_tokens",
+    ]:
+        assert key not in body

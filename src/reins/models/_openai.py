@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -261,11 +262,30 @@ class OpenAIModel:
                 for t in tools
             ]
             params["tool_choice"] = settings.tool_choice
+        reasoning = _reasons(self.model)
         if settings.max_tokens is not None:
-            params["max_tokens"] = settings.max_tokens
-        if settings.temperature is not None:
+            # OpenAI's own API and its reasoning models take the newer name; other servers
+            # (vLLM, llama.cpp, Ollama) know the older one.
+            newer = reasoning or (self.provider == "openai" and self._official)
+            params["max_completion_tokens" if newer else "max_tokens"] = settings.max_tokens
+        if settings.temperature is not None and not reasoning:  # they refuse one
             params["temperature"] = settings.temperature
+        if settings.reasoning_effort is not None:
+            params["reasoning_effort"] = settings.reasoning_effort
         return params
+
+    @property
+    def _official(self) -> bool:
+        """Talking to OpenAI's own API (no other base URL given)."""
+        return not (self.base_url or os.environ.get("OPENAI_BASE_URL"))
+
+
+REASONING = re.compile(r"^(?:[\w.-]+/)?(?:o\d|gpt-5)")
+"""OpenAI's reasoning models (o1, o3, o4-mini, gpt-5...): no temperature, max_completion_tokens."""
+
+
+def _reasons(model: str) -> bool:
+    return REASONING.match(model) is not None
 
 
 def _wire(message: Message) -> dict[str, Any]:
