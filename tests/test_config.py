@@ -422,3 +422,20 @@ def test_a_missing_key_is_one_clear_error_before_any_request(
         resolve_model(spec, Config())
     monkeypatch.setenv(f"{kind.upper()}_BASE_URL", "http://127.0.0.1:9/v1")  # a local server
     assert resolve_model(spec, Config()).name.endswith(spec.split(":")[1])
+
+
+def test_without_the_default_model_the_error_says_how_to_get_it_or_what_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name)
+    )
+    with pytest.raises(UsageError, match=r"pip install 'reins\[local\]' \(llama.cpp compiles"):
+        resolve_model("local")
+    with pytest.raises(
+        UsageError, match=r"or use a hosted model, e\.g\. --model openai:gpt-4o-mini"
+    ):
+        resolve_model("local")
