@@ -316,8 +316,11 @@ def test_tool_output_and_model_text_are_shown_verbatim(project: Path) -> None:
     for done in (live, shown, replayed):
         assert f"Model says {TRICKY}" in done.stdout
         assert f"← read_file {TRICKY}" in done.stdout
-        assert f"│ {TRICKY}" in done.stdout  # the final answer's panel
         assert "😄" not in done.stdout
+    for done in (live, replayed):  # the answer was shown as the model wrote it: not again
+        assert f"FINAL_ANSWER: {TRICKY}\n" in done.stdout
+        assert "✓ final answer (above)" in done.stdout
+    assert f"│ {TRICKY}" in shown.stdout  # `show`: the final answer's panel
 
 
 def test_unencodable_text_runs_resumes_shows_and_replays(project: Path) -> None:

@@ -299,7 +299,8 @@ def test_the_cli_spawns_a_profile_and_shows_its_steps_indented(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert any(line.startswith("  │ goal look it up") for line in lines)
-    assert any(line.startswith("  │ │ the child's answer") for line in lines)  # its panel
+    assert "  │ FINAL_ANSWER: the child's answer" in lines  # as the child wrote it, once
+    assert "  │ ✓ final answer (above)" in lines
     assert "the parent's answer" in done.stdout
     done = reins("--json")
     assert done.returncode == 0, done.stderr
