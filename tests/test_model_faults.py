@@ -461,13 +461,15 @@ async def test_a_refused_connection_is_retried_then_raised() -> None:
     stream = model.stream(HELLO, [], settings)
     try:
         retry = await anext(stream)
-        with pytest.raises(ModelConnectionError, match=r"^lost the model server: "):
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        with pytest.raises(ModelConnectionError, match=rf"^no connection to {url} \("):
             await anext(stream)
     finally:
         await model.aclose()
     assert isinstance(retry, Retrying)
     assert retry.attempt == 1
-    assert retry.error.startswith("lost the model server: ")
+    assert retry.error.startswith(f"no connection to {url} (")
+    assert "refused" in retry.error.lower()
 
 
 # --- broken and stalled streams ------------------------------------------------------------------
@@ -490,7 +492,7 @@ async def test_a_stream_cut_midway_is_made_again(peer: Peer, model: OpenAIModel,
     if end == "eof":  # the body ended cleanly, but the answer did not
         assert retry.error == "the stream ended before the model finished"
     else:
-        assert retry.error.startswith("lost the model server: ")
+        assert retry.error.startswith(f"lost the connection to {peer.base_url}/chat/completions (")
     assert len(peer.requests) == 2
 
 
@@ -739,3 +741,28 @@ async def test_reasoning_models_get_their_parameters(
         "max_tokens" if "max_completion_tokens" in sent else "max_completion_tokens",
     ]:
         assert key not in body
+
+
+@pytest.mark.real_model  # a real provider, to a port where nothing listens
+async def test_a_retry_notice_names_the_server_and_claims_no_text_that_never_came(
+    workspace: Path,
+) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    model = OpenAIModel(model="m", base_url=f"http://127.0.0.1:{port}/v1", api_key="x")
+    agent = Agent(
+        model=model,
+        workspace=workspace,
+        settings=ModelSettings(max_retries=1, retry_base_delay=0.01),
+    )
+    try:
+        events = [e async for e in agent.iter("go")]
+    finally:
+        await model.aclose()
+    [notice] = [e for e in events if isinstance(e, Notice) and e.source == "model"]
+    assert notice.text.startswith(
+        f"retry 1 in 0.0 s after: no connection to http://127.0.0.1:{port}/"
+    )
+    assert "Connection refused" in notice.text
+    assert "discarded" not in notice.text  # nothing was streamed

@@ -202,3 +202,16 @@ def test_sessions_rm_and_prune_remove_journal_index_and_outputs(tmp_path: Path) 
     assert "say a whole number and a unit" in bad.stderr
     gone = reins("sessions", "rm", "zzz", cwd=tmp_path)
     assert gone.returncode == 2
+
+
+def test_completion_and_verbose(tmp_path: Path) -> None:
+    shown = reins("--show-completion", "bash", cwd=tmp_path)
+    assert shown.returncode == 0
+    assert "_completion()" in shown.stdout  # named after the program as it was started
+    assert "COMP_WORDS" in shown.stdout
+    (tmp_path / "ws").mkdir()
+    model = script(tmp_path / "s.json", ["FINAL_ANSWER: done"])
+    quiet = reins("run", "go", "-m", model, "-w", "ws", cwd=tmp_path)
+    loud = reins("-v", "run", "go", "-m", model, "-w", "ws", cwd=tmp_path)
+    assert "DEBUG" not in quiet.stderr
+    assert "DEBUG" in loud.stderr

@@ -219,6 +219,7 @@ class RunLoop:
                 settings, temperature=max(state.temperature, settings.temperature or 0)
             )
         stream = self.model.stream(messages, self.executor.specs, settings)
+        streamed = False  # deltas of the attempt under way: a retry discards them
         try:
             while response is None:
                 item = await self.cancel.race(anext(stream))
@@ -230,17 +231,20 @@ class RunLoop:
                         return
                     case TextChunk(text):
                         text = escape_text(text)  # a lone surrogate cannot be recorded
+                        streamed = True
                         yield self._live(TextDelta, step=step, text=text)
                     case ThinkingChunk(text):
+                        streamed = True
                         yield self._live(ThinkingDelta, step=step, text=escape_text(text))
                     case Retrying(attempt, delay, error):
+                        dropped = "; the text streamed before this is discarded" if streamed else ""
+                        streamed = False
                         yield await self._emit(
                             Notice,
                             commit=False,
                             source="model",
                             level="warning",
-                            text=f"retry {attempt} in {delay:.1f} s after: {error}; "
-                            "the text streamed before this is discarded",
+                            text=f"retry {attempt} in {delay:.1f} s after: {error}{dropped}",
                         )
                     case ModelResponse():
                         response = item

@@ -51,7 +51,7 @@ EXIT_CODES: dict[StopReason, int] = {
 """Exit code per stop reason; 2 is bad input, as for any command line."""
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     no_args_is_help=True,
     rich_markup_mode="markdown",  # a docstring's wrapped lines are one paragraph
     pretty_exceptions_enable=False,
@@ -75,8 +75,16 @@ def _main(
             "--version", callback=_version, is_eager=True, help="Print the version and exit."
         ),
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", "-v", help="Debug logging on stderr (reins and its SDKs)."),
+    ] = False,
 ) -> None:
     """reins: run tool-calling agents with a log you can resume and replay."""
+    if verbose:
+        logging.basicConfig(
+            format="%(levelname)s %(name)s: %(message)s", level=logging.DEBUG, force=True
+        )
 
 
 # No emoji codes, no highlighting: what a tool or model wrote is shown as it is (our own markup
@@ -965,7 +973,7 @@ def _execute(
 ) -> None:
     """Open the log, run `go` with Ctrl-C wired to a cooperative cancel, exit with its code.
     Every error of ours becomes one line on stderr; nothing else ever shows a traceback."""
-    logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
+    logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)  # unless -v
     with _one_line_errors():
         if not create and not store.is_dir():
             raise UsageError(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -22,12 +23,36 @@ def sdk_errors(sdk: ModuleType) -> Iterator[None]:
     except sdk.APITimeoutError as exc:
         raise ModelTimeout(f"the request timed out: {exc}") from exc
     except dropped as exc:
-        raise ModelConnectionError(f"lost the model server: {exc!r}") from exc
+        raise ModelConnectionError(_connection(exc)) from exc
     except sdk.APIStatusError as exc:
         retry_after = _retry_after(exc.response.headers)
         raise ModelHTTPError(exc.status_code, _body(exc), retry_after=retry_after) from exc
     except sdk.APIError as exc:
         raise ModelError(f"model API error: {exc}") from exc
+
+
+def _connection(exc: Exception) -> str:
+    """What happened to the connection, and to which server: "no connection to URL (why)"
+    when it could not be made, "lost the connection to URL (why)" when it dropped."""
+    try:
+        url = str(exc.request.url)  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):  # a transport error may have no request
+        url = "the model server"
+    cause = exc.__cause__ or exc.__context__
+    made = type(exc).__name__ == "APIConnectionError" and "connect" in type(cause).__name__.lower()
+    return f"{'no connection to' if made else 'lost the connection to'} {url} ({_why(exc)})"
+
+
+def _why(exc: BaseException) -> str:
+    """The deepest cause that says something: an OS error by its name (Connection refused)."""
+    deepest: BaseException = exc
+    seen = {id(exc)}
+    while (nxt := deepest.__cause__ or deepest.__context__) is not None and id(nxt) not in seen:
+        seen.add(id(nxt))
+        deepest = nxt
+    if isinstance(deepest, OSError) and deepest.errno:
+        return os.strerror(deepest.errno)
+    return str(deepest) or str(exc) or type(deepest).__name__
 
 
 @cache
