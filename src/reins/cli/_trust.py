@@ -118,11 +118,11 @@ def _refusal(held: Untrusted, items: Items) -> str:
 
 def _groups(items: Items) -> tuple[Items, Items, Items, Items]:
     """The commands run at a final answer, the MCP servers, the skills, the settings."""
-    kinds = ("MCP server", "skill", "setting")
-    return (
-        [i for i in items if i[0] not in kinds],
-        *([i for i in items if i[0] == kind] for kind in kinds),
-    )  # type: ignore[return-value]
+    servers, skills, settings = (
+        [i for i in items if i[0] == kind] for kind in ("MCP server", "skill", "setting")
+    )
+    hooks = [i for i in items if i not in servers + skills + settings]
+    return hooks, servers, skills, settings
 
 
 def _what(items: Items) -> str:

@@ -35,8 +35,9 @@ def observation(
                     parts.append(f"[resource {resource.uri}]\n{text}")
                 else:
                     mime = resource.mime_type or "application/octet-stream"
-                    saved = _binary("resource", mime, resource.blob, save_to, shown_as)
-                    parts.append(f"{saved[:-1]} from {resource.uri}]")
+                    parts.append(
+                        _binary("resource", mime, resource.blob, save_to, shown_as, resource.uri)
+                    )
             case _:
                 parts.append(f"[{getattr(item, 'type', type(item).__name__)} content]")
     structured = result.structured_content
@@ -56,7 +57,9 @@ def _text_of(resource: types.BlobResourceContents) -> str | None:
         return None
 
 
-def _binary(kind: str, mime: str, data: str, folder: Path | None, shown_as: str) -> str:
+def _binary(
+    kind: str, mime: str, data: str, folder: Path | None, shown_as: str, source: object = None
+) -> str:
     try:
         raw = base64.b64decode(data, validate=True)
     except ValueError:
@@ -71,4 +74,5 @@ def _binary(kind: str, mime: str, data: str, folder: Path | None, shown_as: str)
             where = f", saved to {shown_as or folder}/{name}"
         except OSError:
             pass
-    return f"[{kind}, {mime}, {len(raw)} bytes{where}]"
+    origin = f" from {source}" if source is not None else ""
+    return f"[{kind}, {mime}, {len(raw)} bytes{where}{origin}]"

@@ -57,7 +57,6 @@ class MCPServer:
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
         self._tools: dict[str, Tool] = {}
-        self._hooks: dict[str, Tool] = {}
         self._listed: dict[str, types.Tool] = {}
         self._stale = False
         self._untold: list[str] = []
@@ -86,7 +85,7 @@ class MCPServer:
             return self.state == "ready"
         self._ready, self._closing = asyncio.Event(), asyncio.Event()
         self.state, self.error, self._stale = "starting", "", False
-        self._tools, self._hooks, self._listed = {}, {}, {}
+        self._tools, self._listed = {}, {}
         try:
             config = self.config.expanded()
         except UsageError as exc:
@@ -136,9 +135,6 @@ class MCPServer:
 
     def tools(self) -> Sequence[Tool]:
         return list(self._tools.values()) if self.state == "ready" else []
-
-    def hooks(self) -> Sequence[Tool]:
-        return list(self._hooks.values()) if self.state == "ready" else []
 
     def listed(self) -> list[types.Tool]:
         """The tools as the server describes them (hidden ones too)."""
@@ -253,13 +249,14 @@ class MCPServer:
             if not cursor:
                 break
         tools: dict[str, Tool] = {}
-        hooks: dict[str, Tool] = {}
         for spec in listed.values():
+            if spec.name.startswith("_"):
+                continue  # a hook the harness calls (`_Stop`), never offered to the model
             old = self._listed.get(spec.name)
-            made = (self._tools | self._hooks).get(self.tool_name(spec.name))
+            made = self._tools.get(self.tool_name(spec.name))
             tool = made if made is not None and old == spec else self._tool(spec)
-            (hooks if spec.name.startswith("_") else tools)[tool.name] = tool
-        self._listed, self._tools, self._hooks = listed, tools, hooks
+            tools[tool.name] = tool
+        self._listed, self._tools = listed, tools
 
     def tool_name(self, tool: str) -> str:
         """`server__tool` in the characters model APIs accept, at most 64 of them."""

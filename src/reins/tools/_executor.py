@@ -158,10 +158,6 @@ class ToolExecutor:
                 tools.append(tool)
         return tools, notes
 
-    def hooks(self) -> list[Tool]:
-        """The sources' hook tools (never offered to the model)."""
-        return [hook for source in self.sources for hook in source.hooks()]
-
     def close(self) -> None:
         """Stop the timeout timer (the calls are over)."""
         self._deadlines.close()

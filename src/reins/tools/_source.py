@@ -26,10 +26,6 @@ class ToolSource(Protocol):
         """The tools the model may call now."""
         ...
 
-    def hooks(self) -> Sequence[Tool]:
-        """Tools the harness calls, never offered to the model (an MCP server's `_Stop`)."""
-        ...
-
 
 @dataclass(frozen=True)
 class ToolChange:
