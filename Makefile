@@ -22,6 +22,8 @@ $(STAMP): pyproject.toml scripts/build_llama_wheel.sh
 # lock file; node and npm come from the system (Debian's packages).
 NPM_PEERS := tests/mcp_peers/node_modules/.package-lock.json
 $(NPM_PEERS): tests/mcp_peers/package.json tests/mcp_peers/package-lock.json
+	@command -v npm > /dev/null || { echo "make test needs npm for the MCP servers it talks to: \
+	apt-get install nodejs npm (.ci/run does)" >&2; exit 1; }
 	npm ci --prefix tests/mcp_peers --no-audit --no-fund --loglevel=error
 
 # Real peers the tests talk to that pip does not bring: llama.cpp's llama-server (its Anthropic
