@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from anthropic.types.message_create_params import MessageCreateParamsStreaming
+from pydantic import TypeAdapter
 
 from reins import (
     Agent,
@@ -24,14 +26,20 @@ from reins.models import AnthropicModel
 from reins.tools import write_file
 
 pytestmark = pytest.mark.real_model
+EPHEMERAL = {"type": "ephemeral"}
 
 
 def sse(*events: dict[str, Any]) -> bytes:
     return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
 
 
-def message_start(input_tokens: int, cached: int = 0) -> dict[str, Any]:
-    usage = {"input_tokens": input_tokens, "output_tokens": 1, "cache_read_input_tokens": cached}
+def message_start(input_tokens: int, cached: int = 0, written: int = 0) -> dict[str, Any]:
+    usage = {
+        "input_tokens": input_tokens,
+        "output_tokens": 1,
+        "cache_read_input_tokens": cached,
+        "cache_creation_input_tokens": written,
+    }
     message = {
         "id": "msg_1",
         "type": "message",
@@ -89,6 +97,20 @@ DONE = sse(
     message_start(520),
     *block(0, {"type": "text", "text": ""}, {"type": "text_delta", "text": "a.txt says hi."}),
     *finish("end_turn", 6),
+)
+WRITES_THE_CACHE = sse(
+    message_start(100, written=2000),
+    *block(
+        0,
+        {"type": "tool_use", "id": "toolu_07", "name": "write_file", "input": {}},
+        {"type": "input_json_delta", "partial_json": '{"path": "a.txt", "content": "hi"}'},
+    ),
+    *finish("tool_use", 50),
+)
+READS_THE_CACHE = sse(
+    message_start(150, cached=2000),
+    *block(0, {"type": "text", "text": ""}, {"type": "text_delta", "text": "a.txt says hi."}),
+    *finish("end_turn", 10),
 )
 REDACTED_THEN_TOOL = sse(
     message_start(300),
@@ -202,6 +224,53 @@ async def test_a_tool_use_turn_runs_the_tool_and_the_next_turn_ends(
     assert asked["text"].startswith("That change succeeded. Is the goal reached now?")
     assert peer.requests[0]["stream"] is True
     assert peer.requests[0]["tools"][0]["name"] == "write_file"
+
+
+async def test_prompt_caching_marks_the_prefix_and_prices_reads_and_writes(
+    recorded: tuple[Recorded, AnthropicModel], workspace: Path
+) -> None:
+    peer, recorded_model = recorded
+    peer.answers = [WRITES_THE_CACHE, READS_THE_CACHE]
+    model = AnthropicModel(model="claude-sonnet-4-5", base_url=recorded_model.base_url)
+    agent = Agent(model=model, tools=[write_file], workspace=workspace)
+    try:
+        result = await agent.run("Create a.txt containing hi")
+    finally:
+        await model.aclose()
+
+    assert result.final_answer == "a.txt says hi."
+    first, second = peer.requests
+    sdk_types = TypeAdapter(MessageCreateParamsStreaming)
+    for body in (first, second):
+        sdk_types.validate_python(body)
+        assert body["tools"][-1]["cache_control"] == EPHEMERAL
+        assert all("cache_control" not in tool for tool in body["tools"][:-1])
+        [system] = body["system"]
+        assert system["type"] == "text"
+        assert system["cache_control"] == EPHEMERAL
+        turns = body["messages"]
+        marked = [
+            (i, j)
+            for i, turn in enumerate(turns)
+            for j, content in enumerate(turn["content"])
+            if "cache_control" in content
+        ]
+        users = [i for i, turn in enumerate(turns) if turn["role"] == "user"]
+        assert marked == [(i, len(turns[i]["content"]) - 1) for i in users[-2:]]
+    # The second request's first breakpoint is where the first request's prompt ended: the
+    # prefix written by the first step is read by the second.
+    assert second["messages"][0] == first["messages"][-1]
+    assert second["messages"][-1]["content"][0]["type"] == "tool_result"
+
+    usage = result.usage
+    assert (usage.input_tokens, usage.cache_write_tokens, usage.cache_read_tokens) == (
+        100 + 2000 + 150 + 2000,
+        2000,
+        2000,
+    )
+    # Claude Sonnet 4.5 per MTok: $3 fresh input, $3.75 cache write, $0.30 read, $15 output.
+    expected = ((100 + 150) * 3 + 2000 * 3.75 + 2000 * 0.30 + (50 + 10) * 15) / 1e6
+    assert result.cost == pytest.approx(expected)
 
 
 async def test_a_refusal_maps_to_the_refusal_stop(

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from reins import Agent, Notice, StopReason
-from reins.models._catalog import CATALOG, UNKNOWN, ModelInfo, lookup, register
+from reins import Agent, Notice, StopReason, Usage
+from reins.models._catalog import (
+    CATALOG,
+    GENEROUS_OUTPUT,
+    UNKNOWN,
+    ModelInfo,
+    _found,
+    lookup,
+    price,
+    register,
+)
 
 from .test_testing import PretendRemote
 
@@ -21,14 +31,61 @@ def test_lookup_drops_the_provider_and_takes_the_longest_match() -> None:
     assert lookup("openai:mystery-1") is UNKNOWN
 
 
-def test_cost_from_usage() -> None:
-    info = CATALOG["gpt-4o-mini"]
-    assert info.cost(1_000_000, 1_000_000) == pytest.approx(0.75)
-    assert info.cost(2000, 500) == pytest.approx((2000 * 0.15 + 500 * 0.6) / 1e6)
-    assert UNKNOWN.cost(10, 10) is None
+def test_a_model_only_genai_prices_knows_takes_its_window_and_a_generous_cap() -> None:
+    info = lookup("openai:gpt-3.5-turbo")
+    assert "gpt-3.5" not in " ".join(CATALOG)
+    assert (info.known, info.context_window, info.max_output) == (True, 16_385, GENEROUS_OUTPUT)
+    assert UNKNOWN.max_output == GENEROUS_OUTPUT > 2048
+
+
+def test_hosted_prices_come_from_genai_prices() -> None:
+    million = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    assert price("openai:gpt-4o-mini", million) == pytest.approx(0.15 + 0.60)
+    assert price("openai:gpt-4o-mini-2024-07-18", million) == pytest.approx(0.75)
+    cached = Usage(
+        input_tokens=100_000,
+        cache_read_tokens=60_000,
+        cache_write_tokens=20_000,
+        output_tokens=10_000,
+    )
+    # Claude Sonnet 4.5: $3 fresh, $0.30 cache read, $3.75 cache write, $15 output per MTok.
+    expected = (20_000 * 3 + 60_000 * 0.30 + 20_000 * 3.75 + 10_000 * 15) / 1e6
+    assert price("anthropic:claude-sonnet-4-5", cached) == pytest.approx(expected)
+
+
+def test_models_no_one_bills_for() -> None:
+    usage = Usage(input_tokens=5000, output_tokens=500)
+    assert price("local:smollm2", usage) == 0.0
+    assert price("ollama:qwen2.5-coder", usage) == 0.0
+    # An endpoint of your own serving a model under a hosted model's name is not billed as it.
+    assert price("myserver:gpt-4o", usage) is None
+    assert price("openai:mystery-1", usage) is None
+
+
+@pytest.fixture
+def own_catalog() -> Iterator[None]:
+    """Entries a test registers go away after it, with the lookups made."""
+    kept = dict(CATALOG)
+    yield
+    CATALOG.clear()
+    CATALOG.update(kept)
+    _found.clear()
+
+
+@pytest.mark.usefixtures("own_catalog")
+def test_own_prices_win_and_price_the_cache_apart() -> None:
+    info = ModelInfo(context_window=1000, input_price=2.0, output_price=10.0, cache_read_price=0.5)
+    usage = Usage(
+        input_tokens=2000, cache_read_tokens=1000, cache_write_tokens=500, output_tokens=100
+    )
+    assert info.cost(usage) == pytest.approx((500 * 2.0 + 1000 * 0.5 + 500 * 2.0 + 100 * 10) / 1e6)
+    assert UNKNOWN.cost(usage) is None
+    register("pricey", info)
+    assert price("acme:pricey-2", usage) == info.cost(usage)
 
 
 @pytest.mark.real_model
+@pytest.mark.usefixtures("own_catalog")
 async def test_a_run_accounts_cost_and_warns_of_unknown_models(workspace: Path) -> None:
     model = PretendRemote()  # named "remote:pretend": not in the catalog
     run = Agent(model=model, workspace=workspace).iter("go")
@@ -42,10 +99,7 @@ async def test_a_run_accounts_cost_and_warns_of_unknown_models(workspace: Path) 
         "pretend",
         ModelInfo(context_window=200_000, max_output=100, input_price=1.0, output_price=2.0),
     )
-    try:
-        priced = await Agent(model=model, workspace=workspace).run("go")
-    finally:
-        del CATALOG["pretend"]
+    priced = await Agent(model=model, workspace=workspace).run("go")
     assert priced.stop_reason is StopReason.END_TURN
     assert priced.cost == pytest.approx((1000 * 1.0 + 500 * 2.0) / 1e6)
 
@@ -72,4 +126,8 @@ async def test_calls_are_capped_by_the_catalog_unless_the_settings_say(workspace
     await Agent(model=known, workspace=workspace).run("go")
     await Agent(model=unknown, workspace=workspace).run("go")
     await Agent(model=capped, workspace=workspace, settings=ModelSettings(max_tokens=77)).run("go")
-    assert (known.seen, unknown.seen, capped.seen) == ([16_384], [2048], [77])
+    assert (known.seen, capped.seen) == ([16_384], [77])
+    # Not the old 2,048: as much as the assumed window leaves.
+    [cap] = unknown.seen
+    assert cap is not None
+    assert 2048 < cap < UNKNOWN.context_window

@@ -56,7 +56,7 @@ from ._state import STEERING, RunState, interrupted
 from ._stop import StopReason
 from ._unicode import NOTE, escape_text, escaped_reply, escaped_result
 from .context import ContextBuilder
-from .models._catalog import lookup
+from .models._catalog import lookup, price
 from .permissions import ApprovalRequest, Approver, Ruling, denial
 from .policies import (
     CAP_REASONS,
@@ -396,8 +396,7 @@ class RunLoop:
 
     # 4: after the response; an accepted one goes on to its tools or its final answer
     def _price(self, response: ModelResponse) -> float | None:
-        usage = response.usage
-        return lookup(response.model_name).cost(usage.input_tokens, usage.output_tokens)
+        return price(response.model_name, response.usage)
 
     async def _review(self) -> Event | None:
         state = self.state

@@ -27,14 +27,21 @@ class Usage(_Frozen):
     """Token counts of one model response, or a sum of them."""
 
     input_tokens: int = 0
+    """All the prompt's tokens, those read from or written to the provider's cache included."""
     output_tokens: int = 0
     requests: int = 0
+    cache_read_tokens: int = 0
+    """Of `input_tokens`, those read from the provider's prompt cache (priced lower)."""
+    cache_write_tokens: int = 0
+    """Of `input_tokens`, those written to the provider's prompt cache (priced higher)."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             requests=self.requests + other.requests,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
     @property

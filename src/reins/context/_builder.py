@@ -15,7 +15,7 @@ from .._errors import ContextTooLarge, StoreError
 from .._messages import AssistantMessage, Message, ToolResultMessage, ToolSpec, UserMessage
 from .._model import Model
 from .._state import RunState
-from ..models._catalog import lookup
+from ..models._catalog import price
 from ._compaction import (
     DIGEST_CHARS,
     REPLACES,
@@ -164,9 +164,7 @@ class ContextBuilder:
                 detail = f"the summarizer failed: {type(exc).__name__}: {exc}"
             else:
                 text, method, detail = summary.text, "summary", ""
-                cost = lookup(summary.model).cost(
-                    summary.usage.input_tokens, summary.usage.output_tokens
-                )
+                cost = price(summary.model, summary.usage)
                 usage = {"usage": summary.usage, "model": summary.model, "cost": cost}
         if method == "digest":
             text = digest(cut.dropped, min(DIGEST_CHARS, self.window * CHARS_PER_TOKEN // 8))

@@ -58,6 +58,9 @@ class AnthropicModel:
     """Defaults to ANTHROPIC_API_KEY."""
     provider: str = "anthropic"
     """Names it in logs: an endpoint of the config speaking the Messages API has its own."""
+    prompt_cache: bool = True
+    """Mark the tools, the system prompt and the latest turns as cacheable (`cache_control`),
+    so that each step of a run reads the prefix the step before wrote at a tenth of the price."""
     _client: Any = field(default=None, init=False, repr=False)
 
     @property
@@ -93,18 +96,19 @@ class AnthropicModel:
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
     ) -> AsyncGenerator[StreamItem | Alive]:
         blocks: dict[int, dict[str, Any]] = {}
-        usage = {"input": 0, "output": 0}
+        usage = Usage(requests=1)
         stop: str | None = None
         with sdk_errors(_anthropic()):
             stream = await self.client().messages.create(
-                stream=True, **_params(self.model, messages, tools, settings)
+                stream=True,
+                **_params(self.model, messages, tools, settings, cache=self.prompt_cache),
             )
             async with stream:
                 async for event in stream:
                     yield ALIVE
                     match event.type:
                         case "message_start":
-                            usage["input"] = _input_tokens(event.message.usage)
+                            usage = _usage(event.message.usage)
                         case "content_block_start":
                             block = event.content_block
                             blocks[event.index] = {
@@ -121,24 +125,29 @@ class AnthropicModel:
                                 yield chunk
                         case "message_delta":
                             stop = event.delta.stop_reason or stop
-                            usage["output"] = event.usage.output_tokens or usage["output"]
+                            output = event.usage.output_tokens or usage.output_tokens
+                            usage = usage.model_copy(update={"output_tokens": output})
         if stop is None:
             raise ModelConnectionError("the stream ended before the model finished")
         message = _message(blocks)
         yield ModelResponse(
             message=message,
-            usage=Usage(input_tokens=usage["input"], output_tokens=usage["output"], requests=1),
+            usage=usage,
             finish=FINISH.get(stop, "end_turn"),
             model_name=self.name,
         )
 
 
-def _input_tokens(usage: Any) -> int:
-    """All the prompt's tokens: the API counts those read from or written to its prompt cache
-    apart from `input_tokens`."""
-    return sum(
-        getattr(usage, key, None) or 0
-        for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+def _usage(usage: Any) -> Usage:
+    """The API counts the prompt's tokens read from or written to its cache apart from
+    `input_tokens`; reins counts all the prompt's tokens as input, the cached ones among them."""
+    read = getattr(usage, "cache_read_input_tokens", None) or 0
+    written = getattr(usage, "cache_creation_input_tokens", None) or 0
+    return Usage(
+        input_tokens=(getattr(usage, "input_tokens", None) or 0) + read + written,
+        requests=1,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
     )
 
 
@@ -190,7 +199,12 @@ def _call(block: dict[str, Any]) -> ToolCall:
 
 
 def _params(
-    model: str, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    model: str,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    settings: ModelSettings,
+    *,
+    cache: bool = False,
 ) -> dict[str, Any]:
     system = "\n\n".join(m.content for m in messages if isinstance(m, SystemMessage))
     params: dict[str, Any] = {
@@ -222,7 +236,24 @@ def _params(
         forced = settings.tool_choice == "required" and thinking is None
         choice = "none" if settings.tool_choice == "none" else "any" if forced else "auto"
         params["tool_choice"] = {"type": choice}
+    if cache:
+        _mark_cacheable(params)
     return params
+
+
+def _mark_cacheable(params: dict[str, Any]) -> None:
+    """Cache breakpoints (four at most, the API's limit) after the tools, the system prompt
+    and the two latest user turns: the latest writes this request's prefix to the cache, the
+    one before reads what the previous step wrote, since its prompt ended there."""
+    if "tools" in params:
+        params["tools"][-1]["cache_control"] = {"type": "ephemeral"}
+    if "system" in params:
+        params["system"] = [
+            {"type": "text", "text": params["system"], "cache_control": {"type": "ephemeral"}}
+        ]
+    users = [turn for turn in params["messages"] if turn["role"] == "user"]
+    for turn in users[-2:]:
+        turn["content"][-1]["cache_control"] = {"type": "ephemeral"}
 
 
 def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:

@@ -1,99 +1,85 @@
-"""What reins knows about common models: limits, prices, capabilities.
+"""What reins knows about models: limits, capabilities and prices.
 
-Prices are US dollars per million tokens as the providers published them in 2025; pass your own
-`ModelInfo` to `register` where they differ. A model not listed runs with conservative limits,
-no price, and a notice in the run's log.
+Prices come from `genai-prices`, the maintained table pydantic-ai uses (imported on first need:
+it takes a quarter of a second). This catalog keeps what that table lacks: output caps, the
+open models you run yourself (free) and your own entries (`register`: your negotiated prices
+win). A model neither knows runs with conservative limits, no price, and a notice in the log.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from .._messages import Usage
+
+GENEROUS_OUTPUT = 32_000
+"""The output cap of a model whose own is not known: the context window still bounds it."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class ModelInfo:
     context_window: int
-    max_output: int
+    max_output: int = GENEROUS_OUTPUT
     input_price: float | None = None
-    """USD per million input tokens; None: unknown (no cost is accounted)."""
+    """USD per million input tokens; None: genai-prices' figures are used."""
     output_price: float | None = None
+    cache_read_price: float | None = None
+    """USD per million prompt tokens read from the provider's cache; None: the input price."""
+    cache_write_price: float | None = None
+    """USD per million prompt tokens written to the provider's cache; None: the input price."""
     tools: bool = True
     thinking: bool = False
     vision: bool = False
     known: bool = True
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float | None:
+    def cost(self, usage: Usage) -> float | None:
+        """The price of `usage` at this entry's own prices; None if it has none."""
         if self.input_price is None or self.output_price is None:
             return None
-        return (input_tokens * self.input_price + output_tokens * self.output_price) / 1e6
+        read, written = usage.cache_read_tokens, usage.cache_write_tokens
+        fresh = usage.input_tokens - read - written
+        read_price = _either(self.cache_read_price, self.input_price)
+        write_price = _either(self.cache_write_price, self.input_price)
+        return (
+            fresh * self.input_price
+            + read * read_price
+            + written * write_price
+            + usage.output_tokens * self.output_price
+        ) / 1e6
 
 
-UNKNOWN = ModelInfo(context_window=8192, max_output=2048, known=False)
+def _either(price: float | None, default: float) -> float:
+    return default if price is None else price
+
+
+UNKNOWN = ModelInfo(context_window=8192, known=False)
 """Conservative limits for a model reins has no facts about."""
 
 FREE_LOCAL = ModelInfo(context_window=8192, max_output=2048, input_price=0.0, output_price=0.0)
 
 CATALOG: dict[str, ModelInfo] = {
-    # OpenAI
-    "gpt-4o": ModelInfo(
-        context_window=128_000, max_output=16_384, input_price=2.5, output_price=10.0, vision=True
-    ),
-    "gpt-4o-mini": ModelInfo(
-        context_window=128_000, max_output=16_384, input_price=0.15, output_price=0.6, vision=True
-    ),
-    "gpt-4.1": ModelInfo(
-        context_window=1_047_576, max_output=32_768, input_price=2.0, output_price=8.0, vision=True
-    ),
-    "gpt-4.1-mini": ModelInfo(
-        context_window=1_047_576, max_output=32_768, input_price=0.4, output_price=1.6, vision=True
-    ),
-    "gpt-4.1-nano": ModelInfo(
-        context_window=1_047_576, max_output=32_768, input_price=0.1, output_price=0.4, vision=True
-    ),
-    "o3": ModelInfo(
-        context_window=200_000,
-        max_output=100_000,
-        input_price=2.0,
-        output_price=8.0,
-        thinking=True,
-        vision=True,
-    ),
-    "o4-mini": ModelInfo(
-        context_window=200_000,
-        max_output=100_000,
-        input_price=1.1,
-        output_price=4.4,
-        thinking=True,
-        vision=True,
-    ),
+    # OpenAI (prices: genai-prices)
+    "gpt-4o": ModelInfo(context_window=128_000, max_output=16_384, vision=True),
+    "gpt-4o-mini": ModelInfo(context_window=128_000, max_output=16_384, vision=True),
+    "gpt-4.1": ModelInfo(context_window=1_047_576, max_output=32_768, vision=True),
+    "gpt-5": ModelInfo(context_window=400_000, max_output=128_000, thinking=True, vision=True),
+    "o3": ModelInfo(context_window=200_000, max_output=100_000, thinking=True, vision=True),
+    "o4-mini": ModelInfo(context_window=200_000, max_output=100_000, thinking=True, vision=True),
     # Anthropic
     "claude-opus-4": ModelInfo(
-        context_window=200_000,
-        max_output=32_000,
-        input_price=15.0,
-        output_price=75.0,
-        thinking=True,
-        vision=True,
+        context_window=200_000, max_output=32_000, thinking=True, vision=True
     ),
     "claude-sonnet-4": ModelInfo(
-        context_window=200_000,
-        max_output=64_000,
-        input_price=3.0,
-        output_price=15.0,
-        thinking=True,
-        vision=True,
+        context_window=200_000, max_output=64_000, thinking=True, vision=True
+    ),
+    "claude-haiku-4": ModelInfo(
+        context_window=200_000, max_output=64_000, thinking=True, vision=True
     ),
     "claude-3-7-sonnet": ModelInfo(
-        context_window=200_000,
-        max_output=64_000,
-        input_price=3.0,
-        output_price=15.0,
-        thinking=True,
-        vision=True,
+        context_window=200_000, max_output=64_000, thinking=True, vision=True
     ),
-    "claude-3-5-haiku": ModelInfo(
-        context_window=200_000, max_output=8_192, input_price=0.8, output_price=4.0, vision=True
-    ),
+    "claude-3-5-haiku": ModelInfo(context_window=200_000, max_output=8_192, vision=True),
     # Open models, run locally or on a server of your own: no price.
     "llama3.2": FREE_LOCAL,
     "llama3.1": ModelInfo(
@@ -124,7 +110,54 @@ def _search(model_name: str) -> ModelInfo:
         return CATALOG["local"]
     name = name.lower()
     best = max((key for key in CATALOG if name.startswith(key)), key=len, default=None)
-    return UNKNOWN if best is None else CATALOG[best]
+    if best is not None:
+        return CATALOG[best]
+    priced = _priced_model(provider, name)
+    if priced is None:
+        return UNKNOWN
+    return ModelInfo(context_window=priced.context_window or UNKNOWN.context_window)
+
+
+def price(model_name: str, usage: Usage) -> float | None:
+    """What `usage` of a model cost in USD: the catalog's own prices, else genai-prices'
+    (cache reads and writes priced apart); None when neither knows the model."""
+    own = lookup(model_name).cost(usage)
+    if own is not None:
+        return own
+    provider, _, name = model_name.rpartition(":")
+    if _priced_model(provider, name.lower()) is None:
+        return None
+    from genai_prices import Usage as PricedUsage
+    from genai_prices import calc_price
+
+    counted = PricedUsage(
+        input_tokens=usage.input_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        output_tokens=usage.output_tokens,
+    )
+    return float(calc_price(counted, name.lower(), provider_id=provider or None).total_price)
+
+
+_priced: dict[tuple[str, str], Any] = {}
+
+
+def _priced_model(provider: str, name: str) -> Any:
+    """genai-prices' entry for a model of a provider it knows (`openai`, `anthropic`, `groq`,
+    …) or, for a bare name, of the provider it guesses; None otherwise: a model served by an
+    endpoint of yours is not priced as someone else's."""
+    key = (provider, name)
+    if key not in _priced:
+        from genai_prices import data_snapshot
+
+        try:
+            _, found = data_snapshot.get_snapshot().find_provider_model(
+                name, None, provider or None, None
+            )
+        except LookupError:
+            found = None
+        _priced[key] = found
+    return _priced[key]
 
 
 def register(name: str, info: ModelInfo) -> None:

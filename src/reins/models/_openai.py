@@ -325,10 +325,12 @@ def _call(call_id: str | None, name: str, arguments: str) -> ToolCall:
 def _usage(usage: Any) -> Usage:
     if usage is None:
         return Usage(requests=1)
+    details = getattr(usage, "prompt_tokens_details", None)
     return Usage(
         input_tokens=usage.prompt_tokens or 0,
         output_tokens=usage.completion_tokens or 0,
         requests=1,
+        cache_read_tokens=getattr(details, "cached_tokens", None) or 0,
     )
 
 

@@ -18,7 +18,7 @@ from .._messages import Message, SystemMessage, UserMessage
 from .._model import Model, ModelSettings
 from .._scope import CallScope
 from ..context._compaction import digest
-from ..models._catalog import lookup
+from ..models._catalog import price
 from ..tools import Tool, ToolContext, tool
 from ._todo import TodoInput, numbered, render
 
@@ -150,7 +150,7 @@ class _Planner:
         for _ in range(2):
             response = await self.model.request(messages, [], SETTINGS)
             usage = response.usage
-            cost = lookup(response.model_name).cost(usage.input_tokens, usage.output_tokens)
+            cost = price(response.model_name, usage)
             self.scope.spend(usage, cost or 0.0)
             text = response.message.text
             try:
