@@ -78,6 +78,7 @@ from .skills import LOAD_SKILL, Skill, SkillsSection, discover, load_skill_tool
 from .store import EventLog, MemoryLog
 from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
 from .tools._builtin import sandboxed
+from .tracing import RunSpans, tracer_for
 
 if TYPE_CHECKING:
     from .mcp import MCPServer, MCPServerConfig
@@ -404,6 +405,11 @@ class Agent:
     them when it ends. One that fails is a notice, and the run goes on without it. A tool
     the server does not mark read-only asks before each call, as `run_command` does (a
     permission rule such as `"time__*" = "allow"` says otherwise)."""
+    instrument: Any = None
+    """OpenTelemetry traces of each run (GenAI conventions; `pip install 'reins[otel]'`):
+    True (through the global tracer provider), a `TracerProvider`, False (off), or None: on
+    exactly when OTEL_EXPORTER_OTLP_ENDPOINT is set (reins then exports over OTLP/HTTP itself
+    if no provider is set up). Off, it costs nothing."""
     _resolved: tuple[tuple[object, ...], Workspace] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -920,6 +926,7 @@ class Agent:
             if config.reflect
             else []
         )
+        tracer = tracer_for(self.instrument)
         return RunLoop(
             state=state,
             log=self.log,
@@ -948,6 +955,7 @@ class Agent:
             on_end=partial(stop_all, owned) if owned else None,
             asker=self.ask,
             ask_timeout=self.ask_timeout,
+            spans=RunSpans(tracer, state, self.profile or "reins") if tracer else None,
         )
 
     def _final_policies(self, workspace: Workspace, checks: Sequence[str]) -> list[Policy]:

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from ._cancel import Cancel
 from ._errors import ContextTooLarge, ReinsError, StoreError, ToolError
@@ -81,6 +81,9 @@ from .policies._budgets import (
 from .store import EventLog
 from .tools import ToolExecutor
 
+if TYPE_CHECKING:
+    from .tracing import RunSpans
+
 
 class RunLoop:
     """Drives one run from its current state until it finishes."""
@@ -101,6 +104,7 @@ class RunLoop:
         on_end: Callable[[], Awaitable[object]] | None = None,
         asker: Asker | AskMode | None = None,
         ask_timeout: float | None = None,
+        spans: RunSpans | None = None,
     ) -> None:
         self.state = state
         self.log = log
@@ -122,6 +126,8 @@ class RunLoop:
         self.asker = asker
         """Who answers `ask_user`: a handler, "pause" (the run waits), or None (no one)."""
         self.ask_timeout = ask_timeout
+        self.spans = spans
+        """The run's OpenTelemetry spans, when traced: every event recorded goes to them."""
         self._uncommitted = False
         self.steering: deque[str] = deque()
         """Instructions sent while the run runs (from any thread): told before the next round."""
@@ -148,6 +154,8 @@ class RunLoop:
                     yield item
         finally:
             self.executor.close()
+            if self.spans is not None:
+                self.spans.close()
             if self.on_end is not None:
                 await self.on_end()
 
@@ -746,6 +754,8 @@ class RunLoop:
         state.apply(event)
         self._uncommitted = not commit
         await self.log.append(event, commit=commit)
+        if self.spans is not None:
+            self.spans.on(event)
         return event
 
 
