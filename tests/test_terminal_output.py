@@ -1,11 +1,12 @@
 """What the person at the terminal (or a pipe) gets: streamed text exactly as sent, --version,
 --session last, --tools listing the built-ins, `--json | head` ending quietly as cancelled, and
-run_sync in a running loop saying what to do."""
+run_sync in a running loop saying what to do, a spinner while the model or a tool works."""
 
 from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from reins.cli._render import EventRenderer
 from reins.testing import ScriptedModel
 from reins.tools import BUILTIN_TOOLS
 
+from .terminal import run_in_terminal
 from .test_cli import REINS, _env, only_run_id, reins, script
 
 
@@ -215,3 +217,25 @@ def test_completion_and_verbose(tmp_path: Path) -> None:
     loud = reins("-v", "run", "go", "-m", model, "-w", "ws", cwd=tmp_path)
     assert "DEBUG" not in quiet.stderr
     assert "DEBUG" in loud.stderr
+
+
+def test_a_spinner_with_the_time_elapsed_shows_while_a_tool_runs(tmp_path: Path) -> None:
+    """On a terminal only; erased when the wait ends, so the transcript stays as it was."""
+    (tmp_path / "ws").mkdir()
+    slow = [
+        {
+            "text": "Waiting.",
+            "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 1.5"}}],
+        },
+        "FINAL_ANSWER: it slept",
+    ]
+    args = ["run", "sleep", "-m", script(tmp_path / "s.json", slow), "-w", "ws", "-y"]
+    code, screen = run_in_terminal(tmp_path, args, [], prompt=b"\x00never")
+    assert code == 0, screen
+    shown = re.findall(r"running run_command · (\d+\.\d) s", screen)
+    assert shown, screen
+    assert max(float(s) for s in shown) >= 1.0  # it counts up while the command sleeps
+    piped = reins(*args, cwd=tmp_path)
+    assert piped.returncode == 0, piped.stderr
+    assert "running run_command" not in piped.stdout
+    assert "← run_command exit code: 0" in piped.stdout

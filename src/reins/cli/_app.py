@@ -922,19 +922,25 @@ async def _drive(stream: AgentRun, json_lines: bool, cancel: Cancel) -> StopReas
     """Show the run's events; a reader that goes away (`--json | head`) cancels the run,
     which ends as cancelled, quietly."""
     from .._events import RunFinished
+    from ._render import EventRenderer
 
-    show_event: Callable[[Any], None] | None = _printer(json_lines)
+    printer = _printer(json_lines)
+    show_event: Callable[[Any], None] | None = printer
     reason = StopReason.ERROR
-    async for event in stream:
-        if show_event is not None:
-            try:
-                show_event(event)
-            except BrokenPipeError:
-                show_event = None
-                _silence_stdout()
-                cancel.cancel()
-        if isinstance(event, RunFinished):
-            reason = event.stop_reason
+    try:
+        async for event in stream:
+            if show_event is not None:
+                try:
+                    show_event(event)
+                except BrokenPipeError:
+                    show_event = None
+                    _silence_stdout()
+                    cancel.cancel()
+            if isinstance(event, RunFinished):
+                reason = event.stop_reason
+    finally:
+        if isinstance(printer, EventRenderer):
+            printer.close()
     return reason
 
 
@@ -962,7 +968,7 @@ def _printer(json_lines: bool) -> Callable[[Any], None]:
             sys.stdout.flush()
 
         return write
-    return EventRenderer(out)
+    return EventRenderer(out, spinner=True)
 
 
 def _execute(

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, assert_never, cast
 
 from rich.console import Console
+from rich.live import Live
 from rich.markup import escape
 from rich.panel import Panel
+from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
@@ -53,8 +56,13 @@ MAX_OBSERVATION_LINES = 12
 class EventRenderer:
     """Prints a run's events as they come: steps, thoughts, tool calls, observations, answer."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, *, spinner: bool = False) -> None:
         self.console = console
+        self._spinner = spinner and console.is_terminal
+        """Show a spinner with the time elapsed while the model or a tool works."""
+        self._live: Live | None = None
+        self._running: dict[str, str] = {}
+        """The tool calls under way, by call id: what the spinner names."""
         self._streamed = False  # text of the current step already printed from deltas
         self._open_line = False
         self._tokens = [0, 0]
@@ -69,6 +77,7 @@ class EventRenderer:
 
     def __call__(self, event: StreamEvent) -> None:
         if isinstance(event, SubagentEvent):
+            self._idle()  # a child's console writes past the spinner's
             self._end_line()
             self._child(event.path)(event.event)
             return
@@ -121,9 +130,12 @@ class EventRenderer:
                 self._streamed, self._held, self._said = False, "", ""
                 self._asked_at = event.ts
                 out.rule(f"[dim]step {event.step}[/]", style="dim", align="left")
+                self._busy("thinking")
             case ThinkingDelta():
+                self._idle()
                 self._write(Text(event.text, style="dim italic"))
             case TextDelta():
+                self._idle()
                 text = event.text
                 if not self._streamed:
                     text = self._held + text
@@ -135,6 +147,7 @@ class EventRenderer:
                 self._said += text
                 self._write(Text(text))  # as sent: a chunk is not markup to escape
             case ModelResponded():
+                self._idle()
                 self._end_line()
                 self._tokens[0] += event.usage.input_tokens
                 self._tokens[1] += event.usage.output_tokens
@@ -151,8 +164,15 @@ class EventRenderer:
                 self._step_line(event)
             case ToolCallStarted():
                 out.print(f"[cyan]→ {event.call.name}[/]({escape(_args(event.call.arguments))})")
+                self._running[event.call.id] = event.call.name
+                self._busy("running " + ", ".join(self._running.values()))
             case ToolCallFinished():
                 result = event.result
+                if self._running.pop(result.call_id, None) is not None:
+                    if self._running:
+                        self._busy("running " + ", ".join(self._running.values()))
+                    else:
+                        self._idle()
                 style = "red" if result.is_error else "green"
                 shown = _clip(result.content.rstrip()).replace("\n", "\n  ")  # under its call
                 out.print(f"[{style}]← {result.name}[/] {escape(shown)}")
@@ -161,6 +181,7 @@ class EventRenderer:
                     self._tokens[1] += event.usage.output_tokens
                     self._cost += event.cost or 0.0
             case ApprovalRequested():
+                self._idle()  # a prompt may follow
                 rule = escape(event.rule)
                 out.print(f"[yellow]? {event.call.name} asks for approval[/] [dim]({rule})[/]")
             case PermissionDecided():
@@ -209,6 +230,7 @@ class EventRenderer:
                 self._end_line()  # it may come while a reply streams
                 out.print(f"[yellow]! {escape(event.text)}[/] [dim]({event.source})[/]")
             case QuestionAsked():
+                self._idle()
                 self._end_line()
                 offered = f" ({' / '.join(event.choices)})" if event.choices else ""
                 out.print(
@@ -229,6 +251,8 @@ class EventRenderer:
                 parts = [f"{sign} {', '.join(names)}" for sign, names in signed if names]
                 out.print(f"[cyan]⚙ tools changed:[/] [dim]{escape('; '.join(parts))}[/]")
             case RunFinished():
+                self._idle()
+                self._running.clear()
                 self._end_line()
                 answer = event.final_answer
                 if (
@@ -262,6 +286,26 @@ class EventRenderer:
             parts.append(f"context {min(100, round(100 * usage.input_tokens / self._window))}%")
         self.console.print(f"[dim]  {' · '.join(parts)}[/]")
 
+    def close(self) -> None:
+        """Stop the spinner, if it spins: the run's events ended."""
+        self._idle()
+
+    def _busy(self, label: str) -> None:
+        if not self._spinner:
+            return
+        if self._live is not None:
+            self._live.update(_Working(label, self._live.renderable))
+            return
+        self._live = Live(
+            _Working(label), console=self.console, transient=True, refresh_per_second=8
+        )
+        self._live.start()
+
+    def _idle(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
     def _write(self, text: Text) -> None:
         self.console.print(text, end="")
         self._open_line = True
@@ -270,6 +314,21 @@ class EventRenderer:
         if self._open_line:
             self.console.print()
             self._open_line = False
+
+
+class _Working:
+    """The spinner's line: what is being waited for, and for how long (from when the wait
+    began, through a change of what is waited for)."""
+
+    def __init__(self, label: str, before: object = None) -> None:
+        self.label = label
+        self.since: float = before.since if isinstance(before, _Working) else time.monotonic()
+        self.spinner = Spinner("dots", style="cyan")
+
+    def __rich__(self) -> Spinner:
+        elapsed = time.monotonic() - self.since
+        self.spinner.update(text=Text(f"{self.label} · {elapsed:.1f} s", style="dim"))
+        return self.spinner
 
 
 class _Indented:
