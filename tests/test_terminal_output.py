@@ -239,3 +239,34 @@ def test_a_spinner_with_the_time_elapsed_shows_while_a_tool_runs(tmp_path: Path)
     assert piped.returncode == 0, piped.stderr
     assert "running run_command" not in piped.stdout
     assert "← run_command exit code: 0" in piped.stdout
+
+
+@pytest.mark.parametrize("width", [200, 100, 70, 50, 30])
+def test_sessions_never_cut_ids_however_narrow_the_terminal(width: int) -> None:
+    from datetime import UTC, datetime
+
+    from reins.cli._render import render_runs
+    from reins.store import RunInfo
+
+    runs = [
+        RunInfo(
+            run_id=f"1a2345678901234567{n:03d}",
+            session_id=f"1b2345678901234567{n:03d}",
+            goal="a goal long enough to need cutting " * 3,
+            model="openai:gpt-4o-mini-2024-07-18",
+            started_at=datetime(2026, 12, 1, 10, n, tzinfo=UTC),
+            stop_reason=StopReason.END_TURN if n else None,
+        )
+        for n in range(3)
+    ]
+    screen = io.StringIO()
+    render_runs(Console(file=screen, width=width, highlight=False, emoji=False), runs)
+    lines = screen.getvalue().splitlines()
+    for run in runs:
+        assert any(run.run_id in line for line in lines), screen.getvalue()
+        assert any(run.session_id in line for line in lines), screen.getvalue()
+    assert max(len(line) for line in lines) <= max(width, len("session ") + 21)
+    if width >= 100:
+        assert "goal" in lines[0]
+        assert "a goal long" in screen.getvalue()
+    assert "unfinished" in screen.getvalue()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -21,7 +22,7 @@ from rich.markup import escape
 
 from .._errors import ReinsError, UsageError
 from .._stop import StopReason
-from ._stdin import TerminalLines
+from ._stdin import LineSource, TerminalLines
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from .._agent import Agent, AgentRun
@@ -341,64 +342,39 @@ def run(
     ] = None,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
-    from .._agent import Agent
-    from .._config import ProfileConfig
-    from .._model import ModelSettings
-    from .._resolve import resolve_model
-    from ..tools import builtin_tools
-
     config = _config(trust_project)  # asked and settled before the log is opened
     flags = _guard_flags(no_guard, guard, loop_threshold, stall_threshold, goal_anchor)
-
     with _one_line_errors():
         chosen, inferred = _profile(config, goal, profile)
-    preset = config.profiles.get(chosen or "") or ProfileConfig()
-    spec = model or preset.model or config.model or "local"
-    context = preset.context_over(config.context)
-    window = (
-        context_window or context.window or config.endpoint(spec.partition(":")[0]).context_window
+    choices = AgentChoices(
+        model=model,
+        workspace=workspace,
+        profile=chosen,
+        profile_inferred=inferred,
+        yes=yes,
+        sandbox=sandbox,
+        network=network,
+        mcp_servers=_mcp_servers(config, mcp_config),  # a bad file: said before the log opens
+        tools=tools.split(",") if tools else None,
+        max_steps=max_steps,
+        token_budget=token_budget,
+        time_budget=time_budget,
+        cost_budget=cost_budget,
+        at_cap=at_cap,
+        budget_notices=budget_notices,
+        guard_flags=flags,
+        checks=check or [],
+        reflect=reflect,
+        reflect_max_retries=reflect_max_retries,
+        mode=mode,
+        context_window=context_window,
+        planning=planning,
+        subagents=subagents,
     )
-    listed = tools.split(",") if tools else preset.tools
-    servers = _mcp_servers(config, mcp_config)
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         lines = TerminalLines()  # a line answers a prompt waiting for one, or steers
-        agent = Agent(
-            model=resolve_model(spec, config),
-            tools=builtin_tools(listed),
-            workspace=workspace,
-            max_steps=max_steps or preset.max_steps or config.max_steps or 30,
-            token_budget=token_budget or config.token_budget,
-            time_budget=time_budget or config.time_budget,
-            cost_budget=cost_budget or config.cost_budget,
-            at_cap=_at_cap(at_cap or config.at_cap),
-            budget_notices=config.budget_notices if budget_notices is None else budget_notices,
-            log=log,
-            permissions=_permissions(config),
-            approval=_approval(config, yes, lines),
-            on_cap=_on_cap(lines),
-            sandbox=config.sandbox.policy(mode=sandbox, network=network),
-            guards=config.guards.guards(**flags),
-            checks=[*config.checks, *(check or [])],
-            stop_hooks=_stop_hooks(config),
-            stop_max_rejections=config.stop_max_rejections,
-            reflect=config.reflect if reflect is None else reflect,
-            reflect_max_retries=reflect_max_retries or config.reflect_max_retries,
-            context=context.settings(window=window),
-            instruction_files=config.instruction_files,
-            mode=mode or preset.mode,
-            system_prompt=preset.system_prompt,
-            instructions=preset.instructions or "",
-            settings=ModelSettings(thinking_budget=preset.thinking_budget),
-            profile=chosen,
-            profile_inferred=inferred,
-            mcp_servers=servers,
-            skills=config.skill_folders,
-            ask=_asker(config, lines),
-            planning=config.planning if planning is None else planning,
-        )
-        if config.subagents if subagents is None else subagents:
-            agent.subagents = _profiles(agent, config)
+        agent = choices.agent(config, log, lines)
         if session is not None:  # `last`, or a unique prefix, as for every other id
             from ..store import find_session
 
@@ -714,6 +690,97 @@ def replay(
     _execute(store, go, create=False)
 
 
+@dataclasses.dataclass(kw_only=True)
+class AgentChoices:
+    """What the command line chose for an agent (None: the profile's, else the config's,
+    else reins' default); `run` and `chat` make their agents from it."""
+
+    model: str | None = None
+    workspace: Path = Path(".")
+    profile: str | None = None
+    profile_inferred: bool = False
+    yes: bool = False
+    sandbox: str | None = None
+    network: bool | None = None
+    mcp_servers: list[MCPServerConfig] = dataclasses.field(default_factory=list)
+    tools: list[str] | None = None
+    max_steps: int | None = None
+    token_budget: int | None = None
+    time_budget: float | None = None
+    cost_budget: float | None = None
+    at_cap: str | None = None
+    budget_notices: bool | None = None
+    guard_flags: dict[str, Any] = dataclasses.field(default_factory=dict)
+    checks: list[str] = dataclasses.field(default_factory=list)
+    reflect: bool | None = None
+    reflect_max_retries: int | None = None
+    mode: str | None = None
+    context_window: int | None = None
+    planning: bool | None = None
+    subagents: bool | None = None
+
+    def model_spec(self, config: Config) -> str:
+        preset = config.profiles.get(self.profile or "")
+        return self.model or (preset.model if preset else None) or config.model or "local"
+
+    def agent(self, config: Config, log: SQLiteLog, lines: LineSource) -> Agent:
+        from .._agent import Agent
+        from .._config import ProfileConfig
+        from .._model import ModelSettings
+        from .._resolve import resolve_model
+        from ..tools import builtin_tools
+
+        preset = config.profiles.get(self.profile or "") or ProfileConfig()
+        spec = self.model_spec(config)
+        context = preset.context_over(config.context)
+        window = (
+            self.context_window
+            or context.window
+            or config.endpoint(spec.partition(":")[0]).context_window
+        )
+        agent = Agent(
+            model=resolve_model(spec, config),
+            tools=builtin_tools(self.tools or preset.tools),
+            workspace=self.workspace,
+            max_steps=self.max_steps or preset.max_steps or config.max_steps or 30,
+            token_budget=self.token_budget or config.token_budget,
+            time_budget=self.time_budget or config.time_budget,
+            cost_budget=self.cost_budget or config.cost_budget,
+            at_cap=_at_cap(self.at_cap or config.at_cap),
+            budget_notices=_either(self.budget_notices, config.budget_notices),
+            log=log,
+            permissions=_permissions(config),
+            approval=_approval(config, self.yes, lines),
+            on_cap=_on_cap(lines),
+            sandbox=config.sandbox.policy(mode=self.sandbox, network=self.network),
+            guards=config.guards.guards(**self.guard_flags),
+            checks=[*config.checks, *self.checks],
+            stop_hooks=_stop_hooks(config),
+            stop_max_rejections=config.stop_max_rejections,
+            reflect=_either(self.reflect, config.reflect),
+            reflect_max_retries=self.reflect_max_retries or config.reflect_max_retries,
+            context=context.settings(window=window),
+            instruction_files=config.instruction_files,
+            mode=self.mode or preset.mode,
+            system_prompt=preset.system_prompt,
+            instructions=preset.instructions or "",
+            settings=ModelSettings(thinking_budget=preset.thinking_budget),
+            profile=self.profile,
+            profile_inferred=self.profile_inferred,
+            mcp_servers=self.mcp_servers,
+            skills=config.skill_folders,
+            ask=_asker(config, lines),
+            planning=_either(self.planning, config.planning),
+        )
+        if _either(self.subagents, config.subagents):
+            agent.subagents = _profiles(agent, config)
+        return agent
+
+
+def _either(chosen: bool | None, configured: bool) -> bool:
+    return configured if chosen is None else chosen
+
+
 def _profile(config: Config, goal: str, name: str | None) -> tuple[str | None, bool]:
     """The profile a run uses, and whether it was inferred: the one named, else the one for
     the kind of work the goal asks for (if the config has it), else none."""
@@ -754,7 +821,7 @@ def _profiles(agent: Agent, config: Config) -> dict[str, Agent]:
     }
 
 
-def _on_cap(lines: TerminalLines) -> CapHandler | None:
+def _on_cap(lines: LineSource) -> CapHandler | None:
     """At a cap, the person at the terminal is offered to go on; headless, the run stops."""
     if sys.stdin.isatty():
         from ._offer import TerminalCapOffer
@@ -841,7 +908,7 @@ def _permissions(config: Config) -> Permissions:
     return Permissions(user=config.permissions, project=config.project_permissions)
 
 
-def _asker(config: Config, lines: TerminalLines) -> Asker | AskMode | None:
+def _asker(config: Config, lines: LineSource) -> Asker | AskMode | None:
     """Who answers the model's question: the person at the terminal; with no terminal, a
     later `reins resume --answer` if approval = "pause"; else nobody (no ask_user)."""
     if sys.stdin.isatty():
@@ -851,7 +918,7 @@ def _asker(config: Config, lines: TerminalLines) -> Asker | AskMode | None:
     return "pause" if config.approval == "pause" else None
 
 
-def _approval(config: Config, yes: bool, lines: TerminalLines) -> ApprovalHandler | ApprovalMode:
+def _approval(config: Config, yes: bool, lines: LineSource) -> ApprovalHandler | ApprovalMode:
     """Who answers a permission ask: nobody with --yes, the person at the terminal if there
     is one, else nobody (denied), or a later `reins resume` with approval = "pause"."""
     if yes or config.approval == "never-ask":

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from .._questions import QuestionRequest
 from ..permissions import Approval, ApprovalRequest
-from ._stdin import TerminalLines
+from ._stdin import LineSource
 
 ANSWERS = {
     "y": Approval(True),
@@ -24,7 +24,7 @@ ANSWERS = {
 class TerminalApprover:
     """Shows the exact call and asks on the terminal (stderr, so `--json` output stays clean)."""
 
-    def __init__(self, console: Console, lines: TerminalLines) -> None:
+    def __init__(self, console: Console, lines: LineSource) -> None:
         self.console = console
         self.lines = lines
 
@@ -48,7 +48,7 @@ class TerminalAsker:
     """Puts the model's question (`ask_user`) to the person at the terminal: a choice by its
     number or its words, any other answer, or an empty line for the model's default."""
 
-    def __init__(self, console: Console, lines: TerminalLines) -> None:
+    def __init__(self, console: Console, lines: LineSource) -> None:
         self.console = console
         self.lines = lines
 

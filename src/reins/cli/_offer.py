@@ -6,13 +6,13 @@ from rich.console import Console
 from rich.text import Text
 
 from ..policies import CapOffer
-from ._stdin import TerminalLines
+from ._stdin import LineSource
 
 
 class TerminalCapOffer:
     """Asks on the terminal (stderr, so `--json` output stays clean); the default is stop."""
 
-    def __init__(self, console: Console, lines: TerminalLines) -> None:
+    def __init__(self, console: Console, lines: LineSource) -> None:
         self.console = console
         self.lines = lines
 

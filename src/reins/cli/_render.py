@@ -395,26 +395,54 @@ def render_transcript(out: Console, messages: list[Message]) -> None:
 
 
 def render_runs(out: Console, runs: list[RunInfo]) -> None:
+    """One line a run. Ids are never cut: in a narrow terminal the goal, the model and the
+    start go first, and narrower still each run takes three lines."""
     if not runs:
         out.print("no runs yet; start one with `reins run GOAL`")
         return
-    table = Table(box=None)
-    table.add_column("session", no_wrap=True)
-    table.add_column("run", no_wrap=True)
-    table.add_column("started (UTC)", no_wrap=True)
-    table.add_column("model", overflow="ellipsis", max_width=28)
-    table.add_column("stop", no_wrap=True)
-    table.add_column("goal", overflow="ellipsis", no_wrap=True)
-    for run in runs:
-        table.add_row(
-            run.session_id,
-            run.run_id,
-            f"{run.started_at:%m-%d %H:%M:%S}",
-            escape(run.model),
-            run.stop_reason.value if run.stop_reason else "[yellow]unfinished[/]",
-            escape(run.goal.splitlines()[0] if run.goal else ""),
+    rows = [
+        {
+            "session": run.session_id,
+            "run": run.run_id,
+            "stop": run.stop_reason.value if run.stop_reason else "unfinished",
+            "started (UTC)": f"{run.started_at:%m-%d %H:%M:%S}",
+            "model": run.model,
+            "goal": run.goal.splitlines()[0] if run.goal else "",
+        }
+        for run in runs
+    ]
+    natural = {name: max(len(name), *(len(row[name]) for row in rows)) for name in rows[0]}
+    natural["model"] = min(natural["model"], 28)
+    for dropped in ((), ("goal",), ("goal", "model"), ("goal", "model", "started (UTC)")):
+        names = [name for name in rows[0] if name not in dropped]
+        widths = {name: natural[name] for name in names}
+        shrinking = [name for name in ("model", "goal") if name in names]
+        room = (
+            out.width
+            - sum(width for name, width in widths.items() if name not in shrinking)
+            - 2 * (len(names) - 1)
         )
-    out.print(table, width=max(out.width, 160))  # ids are not to be cut
+        if room >= 12 * len(shrinking):  # each keeps 12 columns, cut with an ellipsis
+            if "model" in widths:
+                widths["model"] = min(natural["model"], room - 12 * ("goal" in widths))
+            if "goal" in widths:
+                widths["goal"] = min(natural["goal"], room - widths.get("model", 0))
+            break
+    else:
+        for row in rows:
+            out.print(f"session {row['session']}", soft_wrap=True)
+            out.print(f"  run {row['run']}", soft_wrap=True)
+            out.print(f"  {row['stop']}", soft_wrap=True)
+        return
+    table = Table(box=None, pad_edge=False)
+    for name in names:
+        table.add_column(name, overflow="ellipsis", no_wrap=True, width=widths[name])
+    for row in rows:
+        cells = [escape(row[name]) for name in names]
+        if "stop" in names and row["stop"] == "unfinished":
+            cells[names.index("stop")] = "[yellow]unfinished[/]"
+        table.add_row(*cells)
+    out.print(table)
 
 
 def render_findings(out: Console, findings: list[Finding]) -> None:

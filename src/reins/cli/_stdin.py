@@ -7,6 +7,15 @@ import asyncio
 import sys
 import threading
 from collections.abc import Callable
+from typing import Protocol
+
+
+class LineSource(Protocol):
+    """Where a prompt's answer comes from: the next line the person types."""
+
+    async def line(self) -> str:
+        """The next line; "" at the end of input (nobody is there)."""
+        ...
 
 
 class TerminalLines:

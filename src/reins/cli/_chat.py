@@ -1,0 +1,321 @@
+"""`reins chat`: an interactive session. One input line stays at the bottom of the terminal,
+with history (arrow keys); above it the runs print as `reins run` prints them. A line typed
+while no run works is the session's next turn; while one works, it steers that run (or
+answers the prompt that waits for an answer). Lines starting with / manage the session."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import signal
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from .._errors import ReinsError, UsageError
+from .._stop import StopReason
+from ._app import (
+    DEFAULT_STORE,
+    AgentChoices,
+    McpConfigOpt,
+    NetworkOpt,
+    SandboxOpt,
+    StoreOpt,
+    TrustProjectOpt,
+    YesOpt,
+    _config,
+    _execute,
+    _mcp_servers,
+    _one_line_errors,
+    _profile,
+    err,
+    out,
+)
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+
+    from .._agent import Agent, AgentRun
+    from .._cancel import Cancel
+    from .._config import Config
+    from ..store import SQLiteLog
+
+COMMANDS = {
+    "/help": "what the commands do",
+    "/model [NAME]": "the model; with NAME, the model of the turns from here on",
+    "/compact": "compact the session's context now (its log keeps everything)",
+    "/stop": "stop the run that works, as Ctrl-C does",
+    "/new": "start a new session",
+    "/sessions [ID]": "the latest runs; with ID (a unique prefix, or last), continue that session",
+    "/exit": "leave, as Ctrl-D does",
+}
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def chat(
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", "-m", envvar="REINS_MODEL", help="e.g. openai:gpt-4o-mini (default: local)."
+        ),
+    ] = None,
+    workspace: Annotated[
+        Path, typer.Option("--workspace", "-w", help="Folder the tools work in.")
+    ] = Path("."),
+    session: Annotated[
+        str | None,
+        typer.Option("--session", "-s", help="Continue this session (a unique prefix, or last)."),
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile", "-p", metavar="NAME", help="A [profiles.NAME] table of the config."
+        ),
+    ] = None,
+    yes: YesOpt = False,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+    trust_project: TrustProjectOpt = False,
+    mcp_config: McpConfigOpt = None,
+) -> None:
+    """Talk with an agent, turn after turn, in one session: type a goal, and while the run
+    works, type to steer it. /help lists the commands."""
+    config = _config(trust_project)
+    with _one_line_errors():
+        chosen, _ = _profile(config, "", profile)
+    choices = AgentChoices(
+        model=model,
+        workspace=workspace,
+        profile=chosen,
+        yes=yes,
+        sandbox=sandbox,
+        network=network,
+        mcp_servers=_mcp_servers(config, mcp_config),
+    )
+
+    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        session_id = None
+        if session is not None:
+            from ..store import find_session
+
+            session_id = find_session(await log.runs(), session)
+        prompt: PromptSession[str] = PromptSession(history=FileHistory(store / "chat_history"))
+        talk = Chat(choices, config, log, prompt, session_id)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, talk.quit)
+        with patch_stdout(raw=True):
+            out.print(
+                f"[bold]reins chat[/] [dim]· model {escape(talk.spec)} · {escape(str(workspace))} "
+                "· Enter a goal; while it runs, a line steers it · /help[/]"
+            )
+            await talk.converse()
+        return StopReason.END_TURN
+
+    _execute(store, go)
+
+
+class ChatLines:
+    """The chat's lines, for a prompt that waits for one (an approval, the offer at a cap)."""
+
+    def __init__(self) -> None:
+        self._waiting: asyncio.Future[str] | None = None
+
+    async def line(self) -> str:
+        waiting: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._waiting = waiting
+        return await waiting
+
+    def deliver(self, text: str) -> bool:
+        """Give `text` to the prompt that waits, if one does."""
+        waiting, self._waiting = self._waiting, None
+        if waiting is None or waiting.done():
+            return False
+        waiting.set_result(text)
+        return True
+
+
+class Chat:
+    """The session, its turns, and the one run that may be working."""
+
+    def __init__(
+        self,
+        choices: AgentChoices,
+        config: Config,
+        log: SQLiteLog,
+        prompt: PromptSession[str],
+        session_id: str | None,
+    ) -> None:
+        self.config, self.log, self.prompt = config, log, prompt
+        self.lines = ChatLines()
+        self.spec = choices.model_spec(config)
+        with _one_line_errors():
+            self.agent: Agent = choices.agent(config, log, self.lines)
+        self.session_id = session_id
+        self.run: AgentRun | None = None
+        self.cancel: Cancel | None = None
+        self.working: asyncio.Task[None] | None = None
+        self.since = 0.0
+        self.step = 0
+        self.leaving = False
+
+    async def converse(self) -> None:
+        while not self.leaving:
+            try:
+                text = await self.prompt.prompt_async(
+                    "› ", bottom_toolbar=self.toolbar, refresh_interval=0.25
+                )
+            except KeyboardInterrupt:  # Ctrl-C: stops the run, or leaves
+                if self.working is not None:
+                    self.stop()
+                    continue
+                break
+            except EOFError:  # Ctrl-D
+                break
+            await self.take(text)
+        await self.quit_and_wait()
+
+    def toolbar(self) -> str:
+        if self.working is not None:
+            elapsed = time.monotonic() - self.since
+            frame = SPINNER[int(elapsed * 8) % len(SPINNER)]
+            return (
+                f" {frame} working · step {self.step} · {elapsed:.1f} s — a line steers the "
+                "run, /stop stops it"
+            )
+        where = f"session {self.session_id}" if self.session_id else "new session"
+        return f" {where} · model {self.spec} — /help"
+
+    async def take(self, text: str) -> None:
+        """One line typed: an answer, a command, a steer, or the next turn's goal."""
+        if self.lines.deliver(text):
+            return
+        text = text.strip()
+        if not text:
+            return
+        if text.startswith("/"):
+            await self.command(*text.split(maxsplit=1))
+        elif self.run is not None and self.working is not None:
+            self.run.steer(text)
+            out.print(f"[magenta]» steering:[/] {escape(text)} [dim](told before its next step)[/]")
+        else:
+            self.working = asyncio.create_task(self.turn(text))
+
+    async def turn(self, goal: str) -> None:
+        from .._cancel import Cancel
+        from .._events import ModelRequested, RunStarted
+        from ._render import EventRenderer
+
+        show = EventRenderer(out)
+        self.cancel = Cancel()
+        self.since, self.step = time.monotonic(), 0
+        try:
+            self.run = self.agent.iter(goal, session_id=self.session_id, cancel=self.cancel)
+            async for event in self.run:
+                if isinstance(event, RunStarted):
+                    self.session_id = event.session_id
+                elif isinstance(event, ModelRequested):
+                    self.step = event.step
+                show(event)
+        except ReinsError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+        except Exception as exc:  # the chat goes on; the log ends at its last event
+            err.print(f"[red]internal error:[/] {type(exc).__name__}: {escape(str(exc))}")
+        finally:
+            show.close()
+            self.run, self.cancel, self.working = None, None, None
+
+    async def command(self, name: str, argument: str = "") -> None:
+        busy = self.working is not None
+        match name:
+            case "/help":
+                for usage, what in COMMANDS.items():
+                    out.print(f"  [bold]{escape(usage)}[/]  {what}")
+            case "/stop":
+                if busy:
+                    self.stop()
+                else:
+                    out.print("no run is working")
+            case "/exit" | "/quit":
+                self.leaving = True
+            case "/new" | "/model" | "/compact" | "/sessions" if busy and (
+                name != "/model" or argument
+            ):
+                out.print(f"a run is working: {name} waits until it ends (or /stop it)")
+            case "/new":
+                self.session_id = None
+                out.print("a new session starts with the next goal")
+            case "/model":
+                self.use_model(argument)
+            case "/compact":
+                await self.compact()
+            case "/sessions":
+                await self.sessions(argument)
+            case _:
+                out.print(f"no command {escape(name)}; /help lists them")
+
+    def use_model(self, spec: str) -> None:
+        if not spec:
+            out.print(f"model {escape(self.spec)}")
+            return
+        from .._resolve import resolve_model
+
+        try:
+            model = resolve_model(spec, self.config)
+        except ReinsError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            return
+        self.agent = dataclasses.replace(self.agent, model=model)
+        self.spec = spec
+        out.print(f"model {escape(spec)} from the next turn on")
+
+    async def compact(self) -> None:
+        from ._render import EventRenderer
+
+        if self.session_id is None:
+            out.print("nothing to compact: the session has not started")
+            return
+        try:
+            EventRenderer(out)(await self.agent.compact(self.session_id))
+        except ReinsError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+
+    async def sessions(self, chosen: str) -> None:
+        from ..store import find_session
+        from ._render import render_runs
+
+        runs = await self.log.runs()
+        if not chosen:
+            render_runs(out, sorted(runs, key=lambda r: r.started_at)[-10:])
+            return
+        try:
+            self.session_id = find_session(runs, chosen)
+        except UsageError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            return
+        out.print(f"session {self.session_id} goes on with the next goal")
+
+    def stop(self) -> None:
+        if self.cancel is not None:
+            out.print("[yellow]stopping…[/]")
+            self.cancel.cancel()
+
+    def quit(self) -> None:
+        """A signal: stop the run and leave."""
+        self.leaving = True
+        self.stop()
+        if self.prompt.app.is_running:
+            self.prompt.app.exit(exception=EOFError())
+
+    async def quit_and_wait(self) -> None:
+        self.stop()
+        if self.working is not None:
+            await self.working

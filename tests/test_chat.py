@@ -1,0 +1,161 @@
+"""`reins chat` in a real terminal (tmux): turns in one session, a line that steers the run
+at work, history on the arrow keys, and the slash commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .test_cli import _env, reins
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+
+
+class Terminal:
+    """A tmux server of the test's own, running one command in an 120x50 window."""
+
+    def __init__(self, cwd: Path, command: list[str]) -> None:
+        self.socket = f"reins-test-{os.getpid()}-{time.monotonic_ns()}"
+        shell = " ".join(_quote(part) for part in command)
+        self._tmux(
+            "new-session", "-d", "-s", "t", "-x", "120", "-y", "50", "-c", str(cwd),
+            f"{shell}; echo EXITED $?; sleep 60",
+        )  # fmt: skip
+
+    def _tmux(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, *args],
+            capture_output=True,
+            text=True,
+            env=_env(),
+            check=True,
+            timeout=10,
+        )
+        return done.stdout
+
+    def type(self, *keys: str) -> None:
+        self._tmux("send-keys", "-t", "t", *keys)
+
+    def line(self, text: str) -> None:
+        self.type("-l", text)
+        self.type("Enter")
+
+    def screen(self, history: bool = True) -> str:
+        return self._tmux("capture-pane", "-p", "-t", "t", *(["-S", "-500"] if history else []))
+
+    def wait_for(self, text: str, count: int = 1, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if screen.count(text) >= count:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} (x{count}) never showed:\n{self.screen()}")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+
+
+def _quote(part: str) -> str:
+    return "'" + part.replace("'", "'\\''") + "'"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "ws").mkdir()
+    return tmp_path
+
+
+def chat_in(project: Path, *replies: object, flags: tuple[str, ...] = ()) -> Terminal:
+    script = project / "s.json"
+    script.write_text(json.dumps(list(replies)))
+    command = [sys.executable, "-m", "reins", "chat", "-m", f"script:{script}", "-w", "ws", "-y"]
+    return Terminal(project, [*command, *flags])
+
+
+@pytest.fixture
+def terminals() -> Iterator[list[Terminal]]:
+    opened: list[Terminal] = []
+    yield opened
+    for terminal in opened:
+        terminal.close()
+
+
+SLEEP = {
+    "text": "Waiting.",
+    "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 2"}}],
+}
+
+
+def test_turns_share_a_session_and_a_typed_line_steers_the_working_run(
+    project: Path, terminals: list[Terminal]
+) -> None:
+    chat = chat_in(project, SLEEP, "FINAL_ANSWER: counted", "FINAL_ANSWER: again")
+    terminals.append(chat)
+    chat.wait_for("new session ·")
+    chat.line("count to three")
+    chat.wait_for("→ run_command")
+    assert "working · step 1" in chat.screen(history=False)  # the toolbar, while it works
+    chat.line("also say blue")
+    chat.wait_for("» steered: also say blue")
+    chat.wait_for("tokens ")
+    chat.line("and again")
+    chat.wait_for("tokens ", count=2)
+
+    chat.type("Up")
+    chat.type("Up")  # the history: the steer, before the second goal
+    time.sleep(0.3)
+    prompt = [line for line in chat.screen(history=False).splitlines() if line.startswith("›")]
+    assert prompt[-1] == "› also say blue"
+    chat.type("C-u")
+
+    chat.line("/sessions")
+    chat.wait_for("started (UTC)")
+    chat.line("/exit")
+    screen = chat.wait_for("EXITED 0")
+    runs = sqlite3.connect(project / ".reins" / "reins.db").execute(
+        "SELECT session_id, run_id FROM runs ORDER BY started_at"
+    )
+    (session, first), (same, second) = runs.fetchall()
+    assert session == same
+    listed = screen[screen.index("started (UTC)") :]
+    assert first in listed
+    assert second in listed
+
+    shown = reins("show", first, cwd=project)
+    assert "also say blue" in shown.stdout  # told to the model, in the run's log
+    assert "counted" in reins("show", first, cwd=project).stdout
+    assert "again" in reins("show", second, cwd=project).stdout
+
+
+def test_stop_ends_the_run_and_the_chat_goes_on(project: Path, terminals: list[Terminal]) -> None:
+    long_sleep = {
+        "text": "Waiting long.",
+        "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 30"}}],
+    }
+    chat = chat_in(project, long_sleep, "FINAL_ANSWER: later")
+    terminals.append(chat)
+    chat.wait_for("new session ·")
+    started = time.monotonic()
+    chat.line("wait for a while")
+    chat.wait_for("→ run_command")
+    chat.line("/new")  # refused while it works
+    chat.wait_for("a run is working: /new waits")
+    chat.line("/stop")
+    chat.wait_for("stopped: cancelled")
+    assert time.monotonic() - started < 20
+    chat.line("/model script:/nowhere.json")
+    chat.wait_for("error:")
+    chat.line("/bogus")
+    chat.wait_for("no command /bogus")
+    chat.type("C-d")
+    chat.wait_for("EXITED 0")
