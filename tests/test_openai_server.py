@@ -142,3 +142,37 @@ async def test_an_endpoint_named_in_the_config_reaches_the_server(
         await model.aclose()
     assert response.model_name == "box:smollm2"
     assert response.message.text.strip()
+
+
+def test_without_the_embedded_model_a_hosted_key_picks_the_model(
+    llama_server: str, tmp_path: Path
+) -> None:
+    """`pip install reins` with no `[local]`: `reins run` runs the hosted model whose key is
+    set (this server stands in for OpenAI's), and says so; with no key, it says what to do."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "ws").mkdir()
+    no_llama = (
+        "import sys; sys.modules['llama_cpp'] = None; from reins.cli import main; "
+        "sys.argv = ['reins', *sys.argv[1:]]; main()"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REINS_", "OPENAI_"))}
+    env.pop("ANTHROPIC_API_KEY", None)
+    env["REINS_CONFIG"] = str(tmp_path / "none.toml")
+    command = [sys.executable, "-c", no_llama, "run", "Say hi.", "-w", "ws", "--max-steps", "1"]
+    keyless = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert keyless.returncode == 2
+    assert "pip install 'reins[local]'" in keyless.stderr
+    assert "OPENAI_API_KEY" in keyless.stderr
+
+    env |= {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llama_server}
+    done = subprocess.run(
+        [*command, "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "running openai:gpt-4o-mini, as OPENAI_API_KEY is set" in done.stderr
+    started = json.loads(done.stdout.splitlines()[0])
+    assert started["config"]["model"] == "openai:gpt-4o-mini"
+    responded = [json.loads(line) for line in done.stdout.splitlines()]
+    assert any(e["kind"] == "model_response" for e in responded), done.stdout + done.stderr

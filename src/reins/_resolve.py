@@ -17,6 +17,25 @@ KNOWN = (
     "REINS_MODEL_NAME), script:FILE.json"
 )
 OLLAMA_URL = "http://localhost:11434/v1"
+HOSTED_DEFAULTS = (
+    ("OPENAI_API_KEY", "openai:gpt-4o-mini"),
+    ("ANTHROPIC_API_KEY", "anthropic:claude-haiku-4-5"),
+)
+"""The models run when none is named and the embedded one is not installed, by key set."""
+
+
+def default_model() -> tuple[str, str]:
+    """The model to run when none is named, and why, if it is not the embedded one: a
+    machine without llama.cpp whose environment holds a hosted provider's key runs that
+    provider's small model instead of failing."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        for variable, spec in HOSTED_DEFAULTS:
+            if os.environ.get(variable):
+                return spec, (
+                    f"the embedded model is not installed (pip install 'reins[local]'): "
+                    f"running {spec}, as {variable} is set"
+                )
+    return "local", ""
 
 
 def resolve_model(spec: str, config: Config | None = None) -> Model:

@@ -720,8 +720,18 @@ class AgentChoices:
     subagents: bool | None = None
 
     def model_spec(self, config: Config) -> str:
+        """The model named, else the default (said once, if it is not the embedded one)."""
         preset = config.profiles.get(self.profile or "")
-        return self.model or (preset.model if preset else None) or config.model or "local"
+        named = self.model or (preset.model if preset else None) or config.model
+        if named:
+            return named
+        from .._resolve import default_model
+
+        spec, why = default_model()
+        if why and self.model is None:
+            err.print(f"[dim]{escape(why)}[/]")
+        self.model = spec
+        return spec
 
     def agent(self, config: Config, log: SQLiteLog, lines: LineSource) -> Agent:
         from .._agent import Agent
