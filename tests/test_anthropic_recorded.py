@@ -136,9 +136,10 @@ REFUSAL = sse(
 
 
 class Recorded:
-    """Serves recorded answers to POST /v1/messages, in order, and keeps the requests."""
+    """Serves recorded answers to POST `path`, in order, and keeps the requests."""
 
-    def __init__(self, answers: list[bytes]) -> None:
+    def __init__(self, answers: list[bytes], path: str = "/v1/messages") -> None:
+        self.path = path
         self.answers = list(answers)
         self.requests: list[dict[str, Any]] = []
         self.unexpected: list[str] = []
@@ -152,7 +153,7 @@ class Recorded:
             if line.lower().startswith("content-length")
         )
         body = json.loads(await reader.readexactly(length))
-        if not lines[0].startswith("POST /v1/messages ") or not self.answers:
+        if not lines[0].startswith(f"POST {self.path} ") or not self.answers:
             self.unexpected.append(lines[0])
             writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n")
         else:

@@ -65,8 +65,11 @@ class ThinkingBlock(_Frozen):
 
     text: str = ""
     signature: str = ""
+    """Anthropic's signature; the encrypted content of a Responses API reasoning item."""
     redacted: str = ""
     """The encrypted content of a redacted block (its text is empty)."""
+    item_id: str = ""
+    """The Responses API's id of the reasoning item it came as."""
 
 
 class AssistantMessage(_Frozen):

@@ -12,7 +12,8 @@ from .models._embedded import DEFAULT_EMBEDDED, EMBEDDED, check_installed, embed
 
 KNOWN = (
     f"local, local:NAME (an embedded model: {', '.join(EMBEDDED)}), local:PATH.gguf, "
-    "openai:NAME, anthropic:NAME, ollama:NAME, ENDPOINT:NAME (an endpoint "
+    "openai:NAME, openai-responses:NAME (OpenAI's Responses API), anthropic:NAME, "
+    "ollama:NAME, ENDPOINT:NAME (an endpoint "
     "of the config), http(s)://HOST/v1 (an OpenAI-compatible server; model name from "
     "REINS_MODEL_NAME), script:FILE.json"
 )
@@ -64,6 +65,15 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
             f"{held.path} sets providers.{kind}, and this project is not trusted: add its "
             f"folder to trusted_projects in {user_config_path()}, or resolve with "
             "load_config().trusting_project() (or distrusting_project(): yours alone)"
+        )
+    if kind == "openai-responses":  # OpenAI's other API: the same provider, key and URL
+        from .models import OpenAIResponsesModel
+
+        openai = resolve_model(f"openai:{rest}", config)
+        return OpenAIResponsesModel(
+            model=rest,
+            base_url=openai.base_url,  # type: ignore[attr-defined]
+            api_key=openai.api_key,  # type: ignore[attr-defined]
         )
     endpoint = config.endpoint(kind)
     base_url = _from_env(kind, "base_url") or endpoint.base_url

@@ -1,4 +1,5 @@
-"""Model providers: OpenAI-compatible servers, Anthropic, the embedded llama.cpp model.
+"""Model providers: OpenAI-compatible servers (chat completions, or the Responses API),
+Anthropic, the embedded llama.cpp model.
 
 Names load on first use (PEP 562): the loop needs only the catalog, and the providers bring
 their SDKs and the JSON action contract (jsonschema), a tenth of a second to import."""
@@ -12,12 +13,14 @@ if TYPE_CHECKING:
     from ._anthropic import AnthropicModel
     from ._local import LocalModel
     from ._openai import OpenAIModel
+    from ._responses import OpenAIResponsesModel
     from ._resilience import backoff, resilient
 
 _LAZY = {
     "AnthropicModel": "._anthropic",
     "LocalModel": "._local",
     "OpenAIModel": "._openai",
+    "OpenAIResponsesModel": "._responses",
     "backoff": "._resilience",
     "resilient": "._resilience",
 }
@@ -32,4 +35,11 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["AnthropicModel", "LocalModel", "OpenAIModel", "backoff", "resilient"]
+__all__ = [
+    "AnthropicModel",
+    "LocalModel",
+    "OpenAIModel",
+    "OpenAIResponsesModel",
+    "backoff",
+    "resilient",
+]

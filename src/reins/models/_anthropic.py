@@ -281,7 +281,7 @@ def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     if b.redacted
                     else {"type": "thinking", "thinking": b.text, "signature": b.signature}
                     for b in message.thinking_blocks
-                    if b.signature or b.redacted
+                    if (b.signature or b.redacted) and not b.item_id  # not another API's
                 ]
                 if message.text:
                     blocks.append({"type": "text", "text": message.text})

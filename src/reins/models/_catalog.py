@@ -136,8 +136,12 @@ def price(model_name: str, usage: Usage) -> float | None:
         cache_write_tokens=usage.cache_write_tokens,
         output_tokens=usage.output_tokens,
     )
+    provider = SAME_PRICES.get(provider, provider)
     return float(calc_price(counted, name.lower(), provider_id=provider or None).total_price)
 
+
+SAME_PRICES = {"openai-responses": "openai"}
+"""Providers of reins' naming that bill as another of genai-prices'."""
 
 _priced: dict[tuple[str, str], Any] = {}
 
@@ -146,6 +150,7 @@ def _priced_model(provider: str, name: str) -> Any:
     """genai-prices' entry for a model of a provider it knows (`openai`, `anthropic`, `groq`,
     …) or, for a bare name, of the provider it guesses; None otherwise: a model served by an
     endpoint of yours is not priced as someone else's."""
+    provider = SAME_PRICES.get(provider, provider)
     key = (provider, name)
     if key not in _priced:
         from genai_prices import data_snapshot
