@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from ._anthropic import AnthropicModel
     from ._local import LocalModel
     from ._openai import OpenAIModel
-    from ._responses import OpenAIResponsesModel
     from ._resilience import backoff, resilient
+    from ._responses import OpenAIResponsesModel
 
 _LAZY = {
     "AnthropicModel": "._anthropic",
