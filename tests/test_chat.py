@@ -75,10 +75,10 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def chat_in(project: Path, *replies: object, flags: tuple[str, ...] = ()) -> Terminal:
+def chat_in(project: Path, *replies: object, flags: tuple[str, ...] = ("-y",)) -> Terminal:
     script = project / "s.json"
     script.write_text(json.dumps(list(replies)))
-    command = [sys.executable, "-m", "reins", "chat", "-m", f"script:{script}", "-w", "ws", "-y"]
+    command = [sys.executable, "-m", "reins", "chat", "-m", f"script:{script}", "-w", "ws"]
     return Terminal(project, [*command, *flags])
 
 
@@ -158,4 +158,22 @@ def test_stop_ends_the_run_and_the_chat_goes_on(project: Path, terminals: list[T
     chat.line("/bogus")
     chat.wait_for("no command /bogus")
     chat.type("C-d")
+    chat.wait_for("EXITED 0")
+
+
+def test_an_approval_is_answered_on_the_chat_line(project: Path, terminals: list[Terminal]) -> None:
+    echo = {
+        "text": "Running.",
+        "tool_calls": [{"name": "run_command", "arguments": {"command": "echo hi"}}],
+    }
+    chat = chat_in(project, echo, "FINAL_ANSWER: ran it", flags=())
+    terminals.append(chat)
+    chat.wait_for("new session ·")
+    chat.line("say hi with a command")
+    chat.wait_for("Allow? [y]es")
+    chat.wait_for("the run waits for your answer")  # the toolbar: a line answers, not steers
+    chat.line("y")
+    chat.wait_for("allowed run_command (by user")
+    chat.wait_for("tokens ")
+    chat.line("/exit")
     chat.wait_for("EXITED 0")

@@ -129,6 +129,10 @@ class ChatLines:
     def __init__(self) -> None:
         self._waiting: asyncio.Future[str] | None = None
 
+    @property
+    def waiting(self) -> bool:
+        return self._waiting is not None and not self._waiting.done()
+
     async def line(self) -> str:
         waiting: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting = waiting
@@ -184,6 +188,8 @@ class Chat:
         await self.quit_and_wait()
 
     def toolbar(self) -> str:
+        if self.lines.waiting:
+            return " ? the run waits for your answer (above)"
         if self.working is not None:
             elapsed = time.monotonic() - self.since
             frame = SPINNER[int(elapsed * 8) % len(SPINNER)]
