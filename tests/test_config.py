@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from reins import UnknownModel, UsageError, resolve_model
 from reins._config import Config
 from reins.cli import app
-from reins.models import AnthropicModel, OpenAIModel
+from reins.models import AnthropicModel, OpenAIModel, OpenAIResponsesModel
 
 USER = """
 model = "openai:gpt-4o-mini"
@@ -28,6 +28,11 @@ api_key_env = "VLLM_KEY"
 base_url = "http://lab:9000"
 api = "anthropic"
 api_key = "lab-key"
+
+[providers.gateway]
+base_url = "http://gateway:8080/v1"
+api = "openai-responses"
+api_key = "gw-key"
 """
 
 
@@ -75,6 +80,20 @@ def test_a_named_endpoint_is_a_model_prefix(
         "lab:claude-haiku-4-5",
         "http://lab:9000",
         "lab-key",
+    )
+    gateway = resolve_model("gateway:gpt-5-mini")
+    assert isinstance(gateway, OpenAIResponsesModel)
+    assert (gateway.name, gateway.base_url, gateway.api_key) == (
+        "gateway:gpt-5-mini",
+        "http://gateway:8080/v1",
+        "gw-key",
+    )
+    responses = resolve_model("openai-responses:o4-mini")
+    assert isinstance(responses, OpenAIResponsesModel)
+    assert (responses.name, responses.base_url, responses.api_key) == (
+        "openai-responses:o4-mini",
+        "https://proxy.example/v1",  # the openai provider's, as configured
+        "sk-user",
     )
     with pytest.raises(UnknownModel, match="unknown model 'nope:x'"):
         resolve_model("nope:x")

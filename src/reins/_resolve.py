@@ -95,6 +95,10 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
         from .models import AnthropicModel
 
         return AnthropicModel(model=rest, base_url=base_url, api_key=api_key, provider=kind)
+    if endpoint.api == "openai-responses" and kind not in ("openai", "ollama"):
+        from .models import OpenAIResponsesModel
+
+        return OpenAIResponsesModel(model=rest, base_url=base_url, api_key=api_key, provider=kind)
     from .models import OpenAIModel
 
     return OpenAIModel(model=rest, base_url=base_url, api_key=api_key, provider=kind)
