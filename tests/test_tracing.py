@@ -122,6 +122,54 @@ async def test_a_run_is_a_span_with_its_model_and_tool_calls_under_it(
     assert missing.attributes["error.type"] == "tool_error"  # type: ignore[index]
 
 
+async def test_a_subagents_run_is_traced_under_the_call_that_started_it(
+    exported: tuple[TracerProvider, InMemorySpanExporter], workspace: Path
+) -> None:
+    provider, exporter = exported
+    child = Agent(
+        model=ScriptedModel(["FINAL_ANSWER: did it"], name="openai:gpt-4o-mini"),
+        tools=[],
+        instrument=provider,
+    )
+    parent = Agent(
+        model=ScriptedModel(
+            [
+                AssistantMessage(
+                    tool_calls=(
+                        ToolCall(
+                            id="s1",
+                            name="spawn_agent",
+                            arguments={"task": "do it", "profile": "worker"},
+                        ),
+                    )
+                ),
+                "FINAL_ANSWER: done",
+            ],
+            name="openai:gpt-4o",
+        ),
+        tools=[],
+        workspace=workspace,
+        subagents={"worker": child},
+        instrument=provider,
+    )
+    result = await parent.run("hand it over")
+    assert result.stop_reason is StopReason.END_TURN
+    spans = exporter.get_finished_spans()
+    runs = [s for s in spans if s.name == "invoke_agent reins"]
+    [spawn] = [s for s in spans if s.name == "execute_tool spawn_agent"]
+    top = next(s for s in runs if s.parent is None)
+    [nested] = [s for s in runs if s is not top]
+    assert spawn.parent is not None
+    assert spawn.parent.span_id == top.context.span_id
+    assert nested.parent is not None
+    assert nested.parent.span_id == spawn.context.span_id  # the child's run, under the call
+    assert nested.context.trace_id == top.context.trace_id
+    assert nested.attributes["reins.parent_run_id"] == result.run_id  # type: ignore[index]
+    [child_chat] = [s for s in spans if s.name == "chat gpt-4o-mini"]
+    assert child_chat.parent is not None
+    assert child_chat.parent.span_id == nested.context.span_id
+
+
 @pytest.mark.real_model  # a real connection, refused
 async def test_a_failed_model_call_ends_its_span_and_the_runs_as_errors(
     exported: tuple[TracerProvider, InMemorySpanExporter], workspace: Path

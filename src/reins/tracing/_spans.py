@@ -16,6 +16,10 @@ from .._events import (
 from .._state import RunState
 from .._stop import StopReason
 
+_open_calls: dict[tuple[str, str], Any] = {}
+"""The tool-call spans under way, by (run id, call id): a subagent's run, which its config
+links to the call that started it, is traced under that call's span."""
+
 
 class RunSpans:
     """`invoke_agent` for the run, `chat` for each model call and `execute_tool` for each tool
@@ -38,9 +42,14 @@ class RunSpans:
             "gen_ai.request.model": self.model,
             "reins.run_id": state.run_id,
         }
+        parent = None
         if config.parent_run_id:
             attributes["reins.parent_run_id"] = config.parent_run_id
-        self.run = tracer.start_span(f"invoke_agent {agent_name}", attributes=attributes)
+            call = _open_calls.get((config.parent_run_id, config.parent_call_id or ""))
+            parent = trace.set_span_in_context(call) if call is not None else None
+        self.run = tracer.start_span(
+            f"invoke_agent {agent_name}", context=parent, attributes=attributes
+        )
         self.context = trace.set_span_in_context(self.run)
         self.call: Any = None
         self.tools: dict[str, Any] = {}
@@ -76,7 +85,7 @@ class RunSpans:
                 self.call = None
             case ToolCallStarted():
                 call = event.call
-                self.tools[call.id] = self._child(
+                self.tools[call.id] = _open_calls[(event.run_id, call.id)] = self._child(
                     f"execute_tool {call.name}",
                     event.ts,
                     {
@@ -89,6 +98,7 @@ class RunSpans:
                 )
             case ToolCallFinished():
                 span = self.tools.pop(event.result.call_id, None)
+                _open_calls.pop((event.run_id, event.result.call_id), None)
                 if span is not None:
                     if event.result.is_error:
                         span.set_attribute("error.type", "tool_error")
@@ -118,6 +128,8 @@ class RunSpans:
 
     def _end_all(self, error: str | None, ts: datetime | None) -> None:
         end = None if ts is None else _ns(ts)
+        for call_id in self.tools:
+            _open_calls.pop((self.state.run_id, call_id), None)
         for span in [*([self.call] if self.call else []), *self.tools.values(), self.run]:
             if error is not None:
                 span.set_attribute("error.type", "reins_error")
