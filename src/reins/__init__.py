@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._agent import Agent, AgentRun, ReflectiveAgent, RunResult
+    from ._agent import Agent, ReflectiveAgent
     from ._cancel import Cancel
     from ._errors import (
         ContextTooLarge,
@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     )
     from ._questions import QuestionRequest
     from ._resolve import resolve_model
+    from ._run import AgentRun, RunResult
     from ._scope import CallScope
     from ._state import RunState
     from ._stop import StopReason
@@ -123,9 +124,9 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "Agent": "._agent",
-    "AgentRun": "._agent",
+    "AgentRun": "._run",
     "ReflectiveAgent": "._agent",
-    "RunResult": "._agent",
+    "RunResult": "._run",
     "Cancel": "._cancel",
     "LogCorrupted": "._errors",
     "ModelConnectionError": "._errors",

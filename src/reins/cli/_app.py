@@ -25,10 +25,11 @@ from .._stop import StopReason
 from ._stdin import LineSource, TerminalLines
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
-    from .._agent import Agent, AgentRun
+    from .._agent import Agent
     from .._cancel import Cancel
     from .._config import Config
     from .._questions import Asker, AskMode
+    from .._run import AgentRun
     from ..mcp import MCPServerConfig
     from ..permissions import ApprovalHandler, ApprovalMode, Permissions
     from ..policies import CapHandler, CommandHook

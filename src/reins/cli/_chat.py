@@ -38,9 +38,10 @@ from ._app import (
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
 
-    from .._agent import Agent, AgentRun
+    from .._agent import Agent
     from .._cancel import Cancel
     from .._config import Config
+    from .._run import AgentRun
     from ..store import SQLiteLog
 
 COMMANDS = {
