@@ -23,6 +23,10 @@ class ToolCall(_Frozen):
     with an observation that quotes it)."""
 
 
+def _zero(value: int) -> bool:
+    return value == 0
+
+
 class Usage(_Frozen):
     """Token counts of one model response, or a sum of them."""
 
@@ -30,9 +34,10 @@ class Usage(_Frozen):
     """All the prompt's tokens, those read from or written to the provider's cache included."""
     output_tokens: int = 0
     requests: int = 0
-    cache_read_tokens: int = 0
+    # Left out of the log when 0 (most responses): every response records its usage.
+    cache_read_tokens: int = Field(default=0, exclude_if=_zero)
     """Of `input_tokens`, those read from the provider's prompt cache (priced lower)."""
-    cache_write_tokens: int = 0
+    cache_write_tokens: int = Field(default=0, exclude_if=_zero)
     """Of `input_tokens`, those written to the provider's prompt cache (priced higher)."""
 
     def __add__(self, other: Usage) -> Usage:
