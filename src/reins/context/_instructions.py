@@ -9,6 +9,7 @@ touches that folder, its file is attached to the tool's result, once (as Open SW
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -45,18 +46,22 @@ class Instructions:
 
 def project_root(workspace: Path) -> Path:
     """The git repository's root above (or at) the workspace, else the workspace."""
-    for folder in (workspace, *workspace.parents):
-        if (folder / ".git").exists():
-            return folder
-    return workspace
+    folder = str(workspace)  # os.path, not pathlib: every run asks, a folder at a time
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):
+            return Path(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return workspace
+        folder = parent
 
 
 def instruction_file(folder: Path, names: Sequence[str]) -> Path | None:
     """The folder's instruction file: the override, else the first of `names` it has."""
     for name in (OVERRIDE, *names):
-        candidate = folder / name
-        if candidate.is_file():
-            return candidate
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate):
+            return Path(candidate)
     return None
 
 
@@ -67,7 +72,7 @@ def discover(
     bytes in all (a file that crosses the cap is cut; later ones are left out, with a note)."""
     if not names:
         return Instructions(files=())
-    workspace = workspace.resolve()
+    workspace = Path(os.path.realpath(workspace))
     root = project_root(workspace)
     chain = [root]
     for part in workspace.relative_to(root).parts:

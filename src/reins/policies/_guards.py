@@ -19,6 +19,7 @@ said (a warning, a refusal) is part of the fold too.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 
@@ -620,6 +621,7 @@ def _plain(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
+@functools.lru_cache(maxsize=1024)  # every run of an agent asks again for the same tools
 def _echoes(name: str, description: str) -> tuple[str, ...]:
     """What a copied schema looks like for one parameter: its name, its description (or its
     first sentence), the description's first two or three words ("file path")."""
