@@ -245,6 +245,17 @@ def test_without_the_extra_it_says_what_to_install(monkeypatch: pytest.MonkeyPat
         tracer_for(None)
 
 
+async def test_a_run_that_cannot_be_traced_records_nothing(
+    monkeypatch: pytest.MonkeyPatch, workspace: Path
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)
+    agent = Agent(model=ScriptedModel(["FINAL_ANSWER: ok"]), workspace=workspace)
+    with pytest.raises(UsageError, match="reins\\[otel\\]"):
+        await agent.run("go")
+    assert await agent.log.runs() == []  # refused before anything was written
+
+
 class Collector(BaseHTTPRequestHandler):
     """An OTLP/HTTP trace receiver: decodes each export and keeps its spans."""
 

@@ -460,6 +460,7 @@ class Agent:
     ) -> tuple[list[Event], RunLoop]:
         if not goal.strip():
             raise UsageError("the goal is empty; say what the agent should do")
+        tracer = tracer_for(self.instrument)  # settled before anything is recorded
         goal = escape_text(goal)  # an argument that was not UTF-8 holds lone surrogates
         workspace = self._workspace()
         mode, unknown = resolve_mode(self.mode)
@@ -486,7 +487,7 @@ class Agent:
                 self.log.release(session_id)
                 raise
         state = RunState.fold([started])
-        loop = await self._started_loop(state, cancel, workspace, deps)
+        loop = await self._started_loop(state, cancel, workspace, deps, tracer)
         first: list[Event] = [started]
         told = [("prompt", text) for text in notes]
         if not getattr(self.model, "offline", False) and not lookup(started.config.model).known:
@@ -572,11 +573,14 @@ class Agent:
         answers: Mapping[str, str | None] | None = None,
         deps: Any = None,
     ) -> tuple[list[Event], RunLoop]:
+        tracer = tracer_for(self.instrument)  # settled before anything is recorded
         state = RunState.fold(await self.log.events(run_id))
         self.log.claim(state.session_id, run_id)
         try:
             state = RunState.fold(await self.log.events(run_id))  # as it stands, claimed
-            return await self._resumed(state, caps, approvals, cancel, guards, answers or {}, deps)
+            return await self._resumed(
+                state, caps, approvals, cancel, guards, answers or {}, deps, tracer
+            )
         except BaseException:
             self.log.release(state.session_id, run_id)
             raise
@@ -590,6 +594,7 @@ class Agent:
         guards: Guards | None = None,
         answers: Mapping[str, str | None] | None = None,
         deps: Any = None,
+        tracer: Any = None,
     ) -> tuple[list[Event], RunLoop]:
         run_id = state.run_id
         awaiting = {r.call.id: r for r in state.awaiting()}
@@ -667,7 +672,7 @@ class Agent:
             await self.log.append(replied)
             state.apply(replied)
             first.append(replied)
-        return first, await self._started_loop(state, cancel, deps=deps)
+        return first, await self._started_loop(state, cancel, deps=deps, tracer=tracer)
 
     async def state(self, run_id: str) -> RunState:
         """The run's state, folded from its log."""
@@ -679,11 +684,12 @@ class Agent:
         cancel: Cancel | None,
         workspace: Workspace | None = None,
         deps: Any = None,
+        tracer: Any = None,
     ) -> RunLoop:
-        """The run's loop, with its MCP servers running."""
+        """The run's loop, with its MCP servers running (and its spans, if `tracer`)."""
         owned = await self._servers_for_run()
         try:
-            return self._loop(state, cancel, workspace, owned, deps)
+            return self._loop(state, cancel, workspace, owned, deps, tracer)
         except BaseException:
             await stop_all(owned)
             raise
@@ -695,6 +701,7 @@ class Agent:
         workspace: Workspace | None = None,
         owned: Sequence[MCPServer] = (),
         deps: Any = None,
+        tracer: Any = None,
     ) -> RunLoop:
         """The loop that drives `state` on; it stops the servers in `owned` when it ends."""
         tools = self._tools()
@@ -738,7 +745,6 @@ class Agent:
             if config.reflect
             else []
         )
-        tracer = tracer_for(self.instrument)
         return RunLoop(
             state=state,
             log=self.log,
