@@ -177,3 +177,19 @@ def test_an_approval_is_answered_on_the_chat_line(project: Path, terminals: list
     chat.wait_for("tokens ")
     chat.line("/exit")
     chat.wait_for("EXITED 0")
+
+
+def test_without_a_terminal_it_says_to_use_run(project: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "reins", "chat"],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert "reins chat needs a terminal" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (project / ".reins").exists()  # nothing opened, nothing written

@@ -729,9 +729,9 @@ class AgentChoices:
         from .._resolve import default_model
 
         spec, why = default_model()
-        if why and self.model is None:
+        if why:
             err.print(f"[dim]{escape(why)}[/]")
-        self.model = spec
+        self.model = spec  # chosen once: asked again, the answer (and its note) stand
         return spec
 
     def agent(self, config: Config, log: SQLiteLog, lines: LineSource) -> Agent:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -85,6 +86,12 @@ def chat(
 ) -> None:
     """Talk with an agent, turn after turn, in one session: type a goal, and while the run
     works, type to steer it. /help lists the commands."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        with _one_line_errors():
+            raise UsageError(
+                "reins chat needs a terminal; from a script or a pipe, use reins run GOAL "
+                "(--session to continue a session)"
+            )
     config = _config(trust_project)
     with _one_line_errors():
         chosen, _ = _profile(config, "", profile)
@@ -162,8 +169,7 @@ class Chat:
         self.config, self.log, self.prompt = config, log, prompt
         self.lines = ChatLines()
         self.spec = choices.model_spec(config)
-        with _one_line_errors():
-            self.agent: Agent = choices.agent(config, log, self.lines)
+        self.agent: Agent = choices.agent(config, log, self.lines)
         self.session_id = session_id
         self.run: AgentRun | None = None
         self.cancel: Cancel | None = None
