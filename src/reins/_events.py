@@ -99,6 +99,8 @@ class _Event(BaseModel):
 
 
 class RunStarted(_Event):
+    """A run began: its goal, its configuration and the whole context it starts from."""
+
     kind: Literal["run_started"] = "run_started"
     goal: str
     config: RunConfig
@@ -109,6 +111,8 @@ class RunStarted(_Event):
 
 
 class RunResumed(_Event):
+    """A stopped run goes on (`Agent.resume`, `reins resume`), with the caps in force from here."""
+
     kind: Literal["run_resumed"] = "run_resumed"
     max_steps: int
     """The step cap in force from here on."""
@@ -135,23 +139,32 @@ class BudgetExtended(_Event):
 
 
 class ModelRequested(_Event):
+    """A model call of step `step` began."""
+
     kind: Literal["model_request"] = "model_request"
     step: int
 
 
 class TextDelta(_Event):
+    """A chunk of the reply's text as it streamed: given to the stream's readers, never
+    journaled (the `model_response` holds the whole text)."""
+
     kind: Literal["text_delta"] = "text_delta"
     step: int
     text: str
 
 
 class ThinkingDelta(_Event):
+    """A chunk of the model's reasoning as it streamed; as `TextDelta`, not journaled."""
+
     kind: Literal["thinking_delta"] = "thinking_delta"
     step: int
     text: str
 
 
 class ModelResponded(_Event):
+    """The model's whole reply of step `step`, what it used and, where known, what it cost."""
+
     kind: Literal["model_response"] = "model_response"
     step: int
     message: AssistantMessage
@@ -163,6 +176,8 @@ class ModelResponded(_Event):
 
 
 class ToolCallStarted(_Event):
+    """A tool call the policies and permissions let through began to run."""
+
     kind: Literal["tool_call_started"] = "tool_call_started"
     step: int
     call: ToolCall
@@ -184,6 +199,8 @@ class TodoItem(BaseModel):
 
 
 class ToolCallFinished(_Event):
+    """A tool call's result (its observation), and how long it took."""
+
     kind: Literal["tool_call_finished"] = "tool_call_finished"
     step: int
     result: ToolResultMessage
@@ -344,6 +361,8 @@ class ToolsChanged(_Event):
 
 
 class RunFinished(_Event):
+    """The run ended: why (`stop_reason`), its answer and what more there is to say."""
+
     kind: Literal["run_finished"] = "run_finished"
     stop_reason: StopReason
     final_answer: str | None = None

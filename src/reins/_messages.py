@@ -55,11 +55,15 @@ class Usage(_Frozen):
 
 
 class SystemMessage(_Frozen):
+    """The system prompt (reins' base prompt, your instructions, the project's files)."""
+
     role: Literal["system"] = "system"
     content: str
 
 
 class UserMessage(_Frozen):
+    """A goal, or what the harness tells the model between steps."""
+
     role: Literal["user"] = "user"
     content: str
 
@@ -78,6 +82,8 @@ class ThinkingBlock(_Frozen):
 
 
 class AssistantMessage(_Frozen):
+    """A model's reply: its text, its reasoning, and the tool calls it made."""
+
     role: Literal["assistant"] = "assistant"
     text: str = ""
     thinking: str = ""

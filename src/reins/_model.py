@@ -97,16 +97,26 @@ StreamItem = TextChunk | ThinkingChunk | Retrying | ModelResponse
 
 @runtime_checkable
 class Model(Protocol):
+    """What the loop calls: any object with a `name` and these two methods is a model
+    (`OpenAIModel`, `AnthropicModel`, `LocalModel`, the test doubles of `reins.testing`)."""
+
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """`provider:model`, as the log records it (and `reins resume` resolves it again)."""
+        ...
 
     async def request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse: ...
+    ) -> ModelResponse:
+        """One reply to `messages`, with `tools` offered, as a whole."""
+        ...
 
     def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
-    ) -> AsyncIterator[StreamItem]: ...
+    ) -> AsyncIterator[StreamItem]:
+        """The same reply as it comes: text and thinking chunks (and retry notices), then
+        exactly one `ModelResponse`."""
+        ...
 
 
 ALLOW_MODEL_REQUESTS = True

@@ -168,6 +168,7 @@ class AgentRun:
                 del self._running[session_id]
 
     async def aclose(self) -> None:
+        """Stop the run where it is (its loop is closed; the log keeps what was recorded)."""
         if self._events is not None:
             await self._events.aclose()
             self._ended()

@@ -35,6 +35,7 @@ class CallScope:
     """The run's todo list as the call leaves it (None: unchanged): recorded with its result."""
 
     def spend(self, usage: Usage, cost: float) -> None:
+        """Count what a call spent on model calls (a subagent's run, the planner) as the run's."""
         self.usage = self.usage + usage
         self.cost += cost
 

@@ -138,6 +138,7 @@ class RunState:
         return [*self.view_prefix, *self.messages[self.view_from :]]
 
     def view_size(self) -> int:
+        """How many messages the model is shown now (after compactions)."""
         if self.view_prefix is None:
             return len(self.messages)
         return len(self.view_prefix) + len(self.messages) - self.view_from
@@ -164,6 +165,7 @@ class RunState:
         return state
 
     def apply(self, event: Event) -> None:
+        """Fold one more event in: the one way the state changes."""
         kind = type(event)
         if kind is TextDelta or kind is ThinkingDelta:
             # On the stream only, with the seq of the event after them; a log written before

@@ -52,6 +52,7 @@ class PermissionRules(BaseModel):
         return cls.model_validate({"tools": tools, "commands": table.get("commands", {})})
 
     def prefixes(self) -> list[tuple[Argv, Decision, str]]:
+        """The command rules as argv prefixes, each with its decision and the rule as written."""
         return [(tuple(shlex.split(key)), d, key) for key, d in self.commands.items()]
 
 

@@ -105,18 +105,28 @@ class Policy:
         return type(self).__name__
 
     async def before_round(self, state: RunState) -> BeforeRound:
+        """Before each model call: go on, tell the model something first (`Inject`), or stop
+        the run (`Stop`)."""
         return CONTINUE
 
     async def after_response(self, state: RunState, response: AssistantMessage) -> AfterResponse:
+        """After each reply, before its tool calls run: accept it, send it back with an
+        observation (`Reject`), or stop."""
         return CONTINUE
 
     async def on_final(self, state: RunState, answer: str) -> OnFinal:
+        """Before a final answer ends the run: accept it (`Verified` with evidence), reject it
+        with what is missing, replace it (`Answer`), or stop."""
         return CONTINUE
 
     async def before_tool(self, state: RunState, call: ToolCall) -> BeforeTool:
+        """Before each tool call runs: run it, refuse it with an observation (`Reject`),
+        answer it without running it (`Answer`), or stop."""
         return CONTINUE
 
     async def after_tools(
         self, state: RunState, results: Sequence[ToolResultMessage]
     ) -> AfterTools:
+        """After a step's tool calls ran: go on, tell the model something with the results
+        (`Inject`), or stop."""
         return CONTINUE

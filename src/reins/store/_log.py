@@ -30,8 +30,14 @@ class EventLog(Protocol):
     with `commit=False` the event joins a batch that the next commit makes durable. Appends
     come in seq order per run, and a log that suspends inside `append` must keep that order."""
 
-    async def append(self, event: Event, *, commit: bool = True) -> None: ...
-    async def commit(self) -> None: ...
+    async def append(self, event: Event, *, commit: bool = True) -> None:
+        """Record `event`, the next of its run (its `seq` one past the last)."""
+        ...
+
+    async def commit(self) -> None:
+        """Make the batch of uncommitted events durable."""
+        ...
+
     def claim(self, session_id: str, run_id: str | None = None) -> None:
         """Reserve a session for one new turn, or for resuming its run `run_id`, before its
         history is read; raises SessionBusy while another run of it goes on. The reservation
@@ -41,9 +47,17 @@ class EventLog(Protocol):
         """Give up a reservation whose run did not start; with `run_id`, the run stopped here
         without finishing (its loop raised or was closed): the session is free again."""
 
-    async def events(self, run_id: str) -> list[Event]: ...
-    async def runs(self, session_id: str | None = None) -> list[RunInfo]: ...
-    async def close(self) -> None: ...
+    async def events(self, run_id: str) -> list[Event]:
+        """Every event of the run, in order; `RunState.fold` makes its state of them."""
+        ...
+
+    async def runs(self, session_id: str | None = None) -> list[RunInfo]:
+        """The runs recorded (of one session), oldest first."""
+        ...
+
+    async def close(self) -> None:
+        """Commit what is pending and let go of files and connections."""
+        ...
 
 
 def index_update(info: RunInfo | None, event: Event) -> RunInfo | None:

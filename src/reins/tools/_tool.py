@@ -108,6 +108,8 @@ class Tool:
         return kind(self.schema, format_checker=kind.FORMAT_CHECKER)
 
     def validate(self, arguments: dict[str, Any]) -> BaseModel:
+        """The call's arguments checked against the tool's schema; a `ToolError` saying what
+        is wrong, for the model to correct."""
         if (checker := self._checker) is not None:
             errors = sorted(checker.iter_errors(arguments), key=lambda e: [str(p) for p in e.path])
             found = [
@@ -127,6 +129,7 @@ class Tool:
             raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
 
     async def run(self, context: ToolContext, args: BaseModel) -> str:
+        """Call the function with the validated arguments; its result as the observation."""
         # The validated fields (extra ones are forbidden), or a schema's arguments.
         kwargs = (args.model_extra or {}) if self.schema is not None else args.__dict__
         positional = (context,) if self.takes_context else ()

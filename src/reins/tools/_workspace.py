@@ -76,6 +76,7 @@ class Workspace:
         raise ToolError(f"path {path!r} keeps changing while being resolved; try again")
 
     def relative(self, path: Path) -> str:
+        """`path` as the model is shown it: relative to the workspace, with slashes."""
         return path.relative_to(self.root).as_posix() or "."
 
     def shown(self, path: Path) -> str:
