@@ -118,6 +118,8 @@ def test_turns_share_a_session_and_a_typed_line_steers_the_working_run(
     assert prompt[-1] == "› also say blue"
     chat.type("C-u")
 
+    chat.line("/compact")  # the scripted model cannot summarize: a digest, recorded
+    chat.wait_for("context compacted (digested (no model))")
     chat.line("/sessions")
     chat.wait_for("started (UTC)")
     chat.line("/exit")
