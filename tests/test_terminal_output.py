@@ -270,3 +270,20 @@ def test_sessions_never_cut_ids_however_narrow_the_terminal(width: int) -> None:
         assert "goal" in lines[0]
         assert "a goal long" in screen.getvalue()
     assert "unfinished" in screen.getvalue()
+
+
+def test_the_spinner_shows_until_the_first_event() -> None:
+    """An embedded model loads for seconds before a run's first event: the wait spins."""
+    import time
+
+    screen = io.StringIO()
+    render = EventRenderer(Console(file=screen, width=80, force_terminal=True), spinner=True)
+    render.starting()
+    time.sleep(0.4)
+    render.close()
+    assert re.search(r"starting · 0\.\d s", screen.getvalue())
+    piped = io.StringIO()
+    quiet = EventRenderer(Console(file=piped, width=80), spinner=True)  # not a terminal
+    quiet.starting()
+    quiet.close()
+    assert piped.getvalue() == ""

@@ -1005,6 +1005,8 @@ async def _drive(stream: AgentRun, json_lines: bool, cancel: Cancel) -> StopReas
     printer = _printer(json_lines)
     show_event: Callable[[Any], None] | None = printer
     reason = StopReason.ERROR
+    if isinstance(printer, EventRenderer):
+        printer.starting()
     try:
         async for event in stream:
             if show_event is not None:

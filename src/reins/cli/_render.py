@@ -106,6 +106,7 @@ class EventRenderer:
         out = self.console
         match event:
             case RunStarted():
+                self._idle()
                 config = event.config
                 self._window = (config.context.window if config.context else None) or (
                     lookup(config.model).context_window if lookup(config.model).known else None
@@ -118,6 +119,7 @@ class EventRenderer:
                 if config.guards is not None and (changes := config.guards.changes()):
                     out.print(f"[dim]guards: {', '.join(changes)}[/]")
             case RunResumed():
+                self._idle()
                 more = ""
                 if event.guards is not None:  # the guards changed
                     more = f" · guards: {', '.join(event.guards.changes()) or 'the defaults'}"
@@ -285,6 +287,10 @@ class EventRenderer:
         if self._window and usage.input_tokens:
             parts.append(f"context {min(100, round(100 * usage.input_tokens / self._window))}%")
         self.console.print(f"[dim]  {' · '.join(parts)}[/]")
+
+    def starting(self) -> None:
+        """Spin until the run's first event: loading an embedded model takes seconds."""
+        self._busy("starting")
 
     def close(self) -> None:
         """Stop the spinner, if it spins: the run's events ended."""
