@@ -106,7 +106,6 @@ class EventRenderer:
         out = self.console
         match event:
             case RunStarted():
-                self._idle()
                 config = event.config
                 self._window = (config.context.window if config.context else None) or (
                     lookup(config.model).context_window if lookup(config.model).known else None
@@ -119,7 +118,6 @@ class EventRenderer:
                 if config.guards is not None and (changes := config.guards.changes()):
                     out.print(f"[dim]guards: {', '.join(changes)}[/]")
             case RunResumed():
-                self._idle()
                 more = ""
                 if event.guards is not None:  # the guards changed
                     more = f" · guards: {', '.join(event.guards.changes()) or 'the defaults'}"
@@ -131,6 +129,7 @@ class EventRenderer:
             case ModelRequested():
                 self._streamed, self._held, self._said = False, "", ""
                 self._asked_at = event.ts
+                self._idle()  # the wait before it (the start, a tool) is over
                 out.rule(f"[dim]step {event.step}[/]", style="dim", align="left")
                 self._busy("thinking")
             case ThinkingDelta():
@@ -289,7 +288,7 @@ class EventRenderer:
         self.console.print(f"[dim]  {' · '.join(parts)}[/]")
 
     def starting(self) -> None:
-        """Spin until the run's first event: loading an embedded model takes seconds."""
+        """Spin until the first model call: loading an embedded model takes seconds."""
         self._busy("starting")
 
     def close(self) -> None:
