@@ -42,6 +42,18 @@ def llama_server_binary() -> Path | None:
     return None
 
 
+def built_llama_server() -> Path:
+    """The cached binary; the test is skipped without it (failed on CI, which builds it)."""
+    import pytest
+
+    binary = llama_server_binary()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"llama-server is not built; .ci/run builds it with {BUILD_SCRIPT}")
+        pytest.skip(f"llama-server is not built; run {BUILD_SCRIPT}")
+    return binary
+
+
 def llama_server_template(name: str = TOOL_TEMPLATE) -> Path | None:
     """A chat template the build script installed next to the binary, or None."""
     try:

@@ -5,7 +5,6 @@ tool calls are tested against recorded exchanges in test_anthropic_recorded.py."
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -24,7 +23,7 @@ from reins.models import AnthropicModel
 from reins.models._embedded import embedded_gguf
 from reins.tools import write_file
 
-from .llama_server import BUILD_SCRIPT, llama_server_binary, run_llama_server
+from .llama_server import built_llama_server, run_llama_server
 
 pytestmark = pytest.mark.real_model
 WRITE = write_file.spec
@@ -32,11 +31,7 @@ WRITE = write_file.spec
 
 @pytest.fixture(scope="module")
 def messages_api() -> Iterator[str]:
-    binary = llama_server_binary()
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"llama-server is not built; .ci/run builds it with {BUILD_SCRIPT}")
-        pytest.skip(f"llama-server is not built; run {BUILD_SCRIPT}")
+    binary = built_llama_server()
     with run_llama_server(binary, embedded_gguf("smollm2")) as base_url:
         yield base_url
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from reins.models import OpenAIResponsesModel
 from reins.models._embedded import embedded_gguf
 from reins.tools import write_file
 
-from .llama_server import BUILD_SCRIPT, llama_server_binary, run_llama_server
+from .llama_server import built_llama_server, run_llama_server
 from .test_anthropic_recorded import Recorded
 
 pytestmark = pytest.mark.real_model
@@ -39,11 +38,7 @@ GREEDY = ModelSettings(temperature=0.0, max_tokens=24)
 
 @pytest.fixture(scope="module")
 def responses_api() -> Iterator[str]:
-    binary = llama_server_binary()
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"llama-server is not built; .ci/run builds it with {BUILD_SCRIPT}")
-        pytest.skip(f"llama-server is not built; run {BUILD_SCRIPT}")
+    binary = built_llama_server()
     with run_llama_server(binary, embedded_gguf("smollm2")) as base_url:
         yield f"{base_url}/v1"
 

@@ -9,7 +9,6 @@ it write Hermes `<tool_call>` markup, as a small model trained on that format do
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -37,7 +36,7 @@ from reins.policies import LeakedMarkup
 from reins.policies._guards import strip_markup
 from reins.tools import write_file
 
-from .llama_server import BUILD_SCRIPT, llama_server_binary, run_llama_server
+from .llama_server import built_llama_server, run_llama_server
 from .test_model_faults import Peer, answer, completion, streamed
 
 POKE = ToolSpec(
@@ -351,11 +350,7 @@ words ::= [a-z ]{1,24}
 
 @pytest.fixture(scope="module")
 def markup_server() -> Iterator[str]:
-    binary = llama_server_binary()
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"llama-server is not built; .ci/run builds it with {BUILD_SCRIPT}")
-        pytest.skip(f"llama-server is not built; run {BUILD_SCRIPT}")
+    binary = built_llama_server()
     grammar = ("--grammar", HERMES_GRAMMAR)
     with run_llama_server(
         binary, embedded_gguf("smollm2"), threads=2, extra_args=grammar

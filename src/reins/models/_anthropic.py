@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -31,9 +31,8 @@ from .._model import (
     StreamItem,
     TextChunk,
     ThinkingChunk,
-    final_response,
 )
-from ._resilience import resilient
+from ._resilience import Retried
 from ._sdk_errors import sdk_errors
 
 FINISH: dict[str, FinishReason] = {
@@ -50,7 +49,7 @@ DEFAULT_MAX_TOKENS = 8192
 
 
 @dataclass(kw_only=True)
-class AnthropicModel:
+class AnthropicModel(Retried):
     model: str
     base_url: str | None = None
     """Defaults to ANTHROPIC_BASE_URL, then Anthropic's own."""
@@ -82,17 +81,7 @@ class AnthropicModel:
             client, self._client = self._client, None
             await client.close()
 
-    async def request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse:
-        return await final_response(self.stream(messages, tools, settings))
-
-    def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
-    ) -> AsyncIterator[StreamItem]:
-        return resilient(lambda: self._stream_once(messages, tools, settings), settings)
-
-    async def _stream_once(
+    async def _attempt(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
     ) -> AsyncGenerator[StreamItem | Alive]:
         blocks: dict[int, dict[str, Any]] = {}

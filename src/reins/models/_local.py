@@ -11,7 +11,7 @@ import asyncio
 import json
 import os
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,10 +19,10 @@ from typing import Any, ClassVar
 from .._errors import ModelError, UsageError
 from .._events import FinishReason
 from .._messages import Message, ToolSpec, Usage
-from .._model import ModelResponse, ModelSettings, StreamItem, TextChunk, final_response
+from .._model import ModelResponse, ModelSettings, StreamItem, TextChunk
 from . import _json_actions
 from ._embedded import DEFAULT_EMBEDDED, embedded_gguf
-from ._resilience import resilient
+from ._resilience import Retried
 
 DEFAULT_MAX_TOKENS = 1024
 TEMPLATE_TOKENS = 5
@@ -30,7 +30,7 @@ TEMPLATE_TOKENS = 5
 
 
 @dataclass(kw_only=True)
-class LocalModel:
+class LocalModel(Retried):
     """A GGUF model run by llama-cpp-python; by default the default embedded model."""
 
     path: str | Path | None = None
@@ -103,17 +103,7 @@ class LocalModel:
             )
         return self._llm
 
-    async def request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse:
-        return await final_response(self.stream(messages, tools, settings))
-
-    def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
-    ) -> AsyncIterator[StreamItem]:
-        return resilient(lambda: self._generate(messages, tools, settings), settings)
-
-    async def _generate(
+    async def _attempt(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
     ) -> AsyncGenerator[StreamItem]:
         loop = asyncio.get_running_loop()

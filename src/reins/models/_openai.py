@@ -74,14 +74,7 @@ class OpenAIModel:
 
     def client(self) -> Any:
         if self._client is None:
-            import openai  # imported on first use: it costs a tenth of a second
-
-            self._client = openai.AsyncOpenAI(
-                base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
-                api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "none",
-                max_retries=0,
-                timeout=None,  # the stream guards time the call
-            )
+            self._client = openai_client(self.base_url, self.api_key)
         return self._client
 
     async def aclose(self) -> None:
@@ -340,6 +333,17 @@ def _finish(reason: str | None, refusal: str | None, calls: tuple[ToolCall, ...]
     finish = FINISH.get(reason or "stop", "end_turn")
     # Some servers say "stop" after tool calls; what was sent decides.
     return "tool_use" if finish == "end_turn" and calls else finish
+
+
+def openai_client(base_url: str | None, api_key: str | None) -> Any:
+    """The SDK's client, its own retries off (ours are `resilient`'s); the base URL and key
+    default to OPENAI_BASE_URL and OPENAI_API_KEY (local servers take any key)."""
+    return _openai().AsyncOpenAI(
+        base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
+        api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
+        max_retries=0,
+        timeout=None,  # the stream guards time the call
+    )
 
 
 def _openai() -> ModuleType:

@@ -9,11 +9,32 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 
 from .._errors import ModelError, ModelHTTPError, ModelTimeout
-from .._model import Alive, ModelResponse, ModelSettings, Retrying, StreamItem
+from .._messages import Message, ToolSpec
+from .._model import Alive, ModelResponse, ModelSettings, Retrying, StreamItem, final_response
+
+
+class Retried:
+    """A model made of one attempt at a reply (`_attempt`): `stream` guards and retries it,
+    `request` waits for its response."""
+
+    def _attempt(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> AsyncGenerator[StreamItem | Alive]:
+        raise NotImplementedError
+
+    async def request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> ModelResponse:
+        return await final_response(self.stream(messages, tools, settings))
+
+    def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    ) -> AsyncIterator[StreamItem]:
+        return resilient(lambda: self._attempt(messages, tools, settings), settings)
 
 
 async def resilient(

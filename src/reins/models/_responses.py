@@ -5,8 +5,7 @@ call. Servers that speak it (llama.cpp's `llama-server`) work too."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,15 +30,14 @@ from .._model import (
     StreamItem,
     TextChunk,
     ThinkingChunk,
-    final_response,
 )
-from ._openai import _arguments, _call, _openai, _reasons
-from ._resilience import resilient
+from ._openai import _arguments, _call, _openai, _reasons, openai_client
+from ._resilience import Retried
 from ._sdk_errors import sdk_errors
 
 
 @dataclass(kw_only=True)
-class OpenAIResponsesModel:
+class OpenAIResponsesModel(Retried):
     model: str
     base_url: str | None = None
     """Defaults to OPENAI_BASE_URL, then OpenAI's own."""
@@ -54,12 +52,7 @@ class OpenAIResponsesModel:
 
     def client(self) -> Any:
         if self._client is None:
-            self._client = _openai().AsyncOpenAI(
-                base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
-                api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "none",
-                max_retries=0,
-                timeout=None,  # the stream guards time the call
-            )
+            self._client = openai_client(self.base_url, self.api_key)
         return self._client
 
     async def aclose(self) -> None:
@@ -67,17 +60,7 @@ class OpenAIResponsesModel:
             client, self._client = self._client, None
             await client.close()
 
-    async def request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse:
-        return await final_response(self.stream(messages, tools, settings))
-
-    def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
-    ) -> AsyncIterator[StreamItem]:
-        return resilient(lambda: self._stream_once(messages, tools, settings), settings)
-
-    async def _stream_once(
+    async def _attempt(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
     ) -> AsyncGenerator[StreamItem | Alive]:
         final: Any = None
