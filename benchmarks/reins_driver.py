@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 
-from _report import report
+from _report import report, turn
 
 ROUNDS = 10
 
@@ -38,6 +38,7 @@ async def measure(runs: int, store: str, read_only: bool = False) -> list[float]
     agent = Agent(model=model, tools=[noop], workspace=store, log=log)
     samples: list[float] = []
     for index in range(runs + 5):  # 5 warm-up runs
+        turn(index)  # run.py interleaves the harnesses
         start = time.perf_counter()
         result = await agent.run("benchmark")
         elapsed = time.perf_counter() - start

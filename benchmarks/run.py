@@ -2,8 +2,10 @@
 
 Each harness runs in its own process (benchmarks/*_driver.py, benchmarks/peers/*_driver.py) on the
 same workload: a zero-latency scripted model, a no-op tool, 10 rounds a run (9 tool calls, then
-a final answer). Reported: median µs per round and its ratio to reins; import times and the wall
-time of `reins --help`. Medians throughout: these machines are noisy.
+a final answer). The drivers start together and take turns of a few runs each (`_report.turn`), so
+the machine's drift in speed meets every harness alike. Reported: median µs per round and its
+ratio to reins; import times and the wall time of `reins --help`. Medians throughout: these
+machines are noisy.
 """
 
 from __future__ import annotations
@@ -42,18 +44,52 @@ GOAL_RATIO = 0.25
 GOAL_STARTUP_S = 0.3
 
 
-def run_driver(name: str, argv: list[str | Path], runs: int) -> dict[str, object] | None:
-    done = subprocess.run(
-        [sys.executable, *map(str, argv), "--runs", str(runs)],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    if done.returncode != 0:
-        print(f"  {name}: failed ({done.stderr.strip().splitlines()[-1:]})", file=sys.stderr)
-        return None
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+class Driver:
+    """A driver process taking its turns: it waits on stdin, runs a turn, says `turn` on
+    stdout; at the end it prints its JSON record instead."""
+
+    def __init__(self, name: str, argv: list[str | Path], runs: int) -> None:
+        self.name = name
+        # Its stderr, read if it fails; closed with the process (the bench is one short run).
+        self.errors = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [sys.executable, *map(str, argv), "--runs", str(runs)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.errors,
+            text=True,
+            env={**os.environ, "REINS_BENCH_TURNS": "1"},
+        )
+        self.result: dict[str, object] | None = None
+        self.done = False
+
+    def take_turn(self) -> None:
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        try:
+            self.process.stdin.write("go\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            pass  # it has ended: its exit is read below
+        line = self.process.stdout.readline().strip()
+        if line == "turn":
+            return
+        self.done = True
+        if self.process.wait() == 0 and line:
+            self.result = json.loads(line)
+        else:
+            self.errors.seek(0)
+            last = self.errors.read().strip().splitlines()[-1:]
+            print(f"  {self.name}: failed ({last})", file=sys.stderr)
+
+
+def run_drivers(drivers: list[tuple[str, list[str | Path]]], runs: int) -> list[Driver]:
+    """All drivers at once, taking turns until each has made its runs."""
+    started = [Driver(name, argv, runs) for name, argv in drivers]
+    while going := [d for d in started if not d.done]:
+        for driver in going:
+            driver.take_turn()
+    return started
 
 
 def wall_times(argv: list[str], repeat: int) -> float:
@@ -91,16 +127,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7, help="samples for start-up times")
     args = parser.parse_args()
 
+    drivers = [(n, a) for n, a in DRIVERS if "/dev/shm" not in a or Path("/dev/shm").is_dir()]
+    print(f"running {len(drivers)} harnesses in turns ...", file=sys.stderr)
     rows = []
-    for name, argv in DRIVERS:
-        if "/dev/shm" in argv and not Path("/dev/shm").is_dir():
-            continue
-        print(f"running {name} ...", file=sys.stderr)
-        result = run_driver(name, argv, args.runs)
-        if result is not None:
+    for driver in run_drivers(drivers, args.runs):
+        if driver.result is not None:
+            result = driver.result
             samples = sorted(result["us_per_round"])  # type: ignore[call-overload]
             q1, median, q3 = statistics.quantiles(samples, n=4)
-            rows.append((name, str(result["version"]), median, q1, q3, str(result["note"])))
+            rows.append((driver.name, str(result["version"]), median, q1, q3, str(result["note"])))
 
     reins_median = next(r[2] for r in rows if r[0] == "reins")
     print(f"\nPer-round overhead, {args.runs} runs x 10 rounds, median (interquartile range)\n")

@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pathlib import Path
 
-from _report import report
+from _report import report, turn
 
 ROUNDS = 10
 WARMUP = 5
@@ -59,6 +59,7 @@ def measure(runs: int, env_kind: str, workdir: str) -> list[float]:
     observation_template = config["model"]["observation_template"]
     samples: list[float] = []
     for index in range(runs + WARMUP):
+        turn(index)  # run.py interleaves the harnesses
         model = DeterministicModel(outputs=outputs, observation_template=observation_template)
         agent = DefaultAgent(model, env, **config["agent"])
         start = time.perf_counter()

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _report import report
+from _report import report, turn
 
 ROUNDS = 10
 WARMUP = 5
@@ -61,6 +61,7 @@ async def measure(runs: int, minimal: bool) -> list[float]:
     agent = Agent(name="bench", instructions="benchmark", model=model, tools=[noop])
     samples: list[float] = []
     for index in range(runs + WARMUP):
+        turn(index)  # run.py interleaves the harnesses
         model.extend([[item] for item in script] if not minimal else script)
         tool_calls = 0
         start = time.perf_counter()

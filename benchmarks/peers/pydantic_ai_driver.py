@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _report import report
+from _report import report, turn
 
 ROUNDS = 10
 WARMUP = 5
@@ -47,6 +47,7 @@ async def measure(runs: int) -> list[float]:
     agent = Agent(FunctionModel(scripted), tools=[noop])
     samples: list[float] = []
     for index in range(runs + WARMUP):
+        turn(index)  # run.py interleaves the harnesses
         calls = 0
         start = time.perf_counter()
         result = await agent.run("benchmark")

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _report import report
+from _report import report, turn
 
 ROUNDS = 10
 WARMUP = 5
@@ -63,6 +63,7 @@ def measure(runs: int) -> list[float]:
     agent = ToolCallingAgent(tools=[noop], model=model, verbosity_level=LogLevel.OFF, max_steps=20)
     samples: list[float] = []
     for index in range(runs + WARMUP):
+        turn(index)  # run.py interleaves the harnesses
         model.calls = 0
         start = time.perf_counter()
         output = agent.run("benchmark")

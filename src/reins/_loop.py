@@ -323,7 +323,9 @@ class RunLoop:
         messages, tokens = self.context.measure(self.state)
         self.context.check(tokens, settings.max_tokens)
         cap = self.context.output_cap(tokens, settings.max_tokens)
-        return messages, replace(settings, max_tokens=cap)
+        if cap is None or cap == settings.max_tokens:
+            return messages, settings
+        return messages, _capped(settings, cap)
 
     async def _steered(self) -> AsyncIterator[Event]:
         while self.steering:  # appended to from any thread; popped only here

@@ -41,13 +41,17 @@ class Usage(_Frozen):
     """Of `input_tokens`, those written to the provider's prompt cache (priced higher)."""
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            requests=self.requests + other.requests,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        # Straight to the validator (no `__init__` frame): the run's usage is summed each round.
+        total: Usage = self.__pydantic_validator__.validate_python(
+            {
+                "input_tokens": self.input_tokens + other.input_tokens,
+                "output_tokens": self.output_tokens + other.output_tokens,
+                "requests": self.requests + other.requests,
+                "cache_read_tokens": self.cache_read_tokens + other.cache_read_tokens,
+                "cache_write_tokens": self.cache_write_tokens + other.cache_write_tokens,
+            }
         )
+        return total
 
     @property
     def total_tokens(self) -> int:

@@ -46,22 +46,32 @@ class Instructions:
 
 def project_root(workspace: Path) -> Path:
     """The git repository's root above (or at) the workspace, else the workspace."""
-    folder = str(workspace)  # os.path, not pathlib: every run asks, a folder at a time
+    return Path(_root_of(str(workspace)))
+
+
+def _root_of(folder: str) -> str:
+    # os.path, not pathlib: every run asks, a folder at a time.
+    start = folder
     while True:
         if os.path.exists(os.path.join(folder, ".git")):
-            return Path(folder)
+            return folder
         parent = os.path.dirname(folder)
         if parent == folder:
-            return workspace
+            return start
         folder = parent
 
 
 def instruction_file(folder: Path, names: Sequence[str]) -> Path | None:
     """The folder's instruction file: the override, else the first of `names` it has."""
+    found = _instruction_file(str(folder), names)
+    return None if found is None else Path(found)
+
+
+def _instruction_file(folder: str, names: Sequence[str]) -> str | None:
     for name in (OVERRIDE, *names):
         candidate = os.path.join(folder, name)
         if os.path.isfile(candidate):
-            return Path(candidate)
+            return candidate
     return None
 
 
@@ -72,21 +82,20 @@ def discover(
     bytes in all (a file that crosses the cap is cut; later ones are left out, with a note)."""
     if not names:
         return Instructions(files=())
-    workspace = Path(os.path.realpath(workspace))
-    root = project_root(workspace)
+    folder = os.path.realpath(workspace)
+    root = _root_of(folder)
+    below = os.path.relpath(folder, root)
     chain = [root]
-    for part in workspace.relative_to(root).parts:
-        chain.append(chain[-1] / part)
+    for part in below.split(os.sep) if below != os.curdir else ():
+        chain.append(os.path.join(chain[-1], part))
     files: list[tuple[str, str]] = []
     notes: list[str] = []
     used = 0
-    for folder in chain:
-        found = instruction_file(folder, names)
-        if found is None:
-            continue
-        shown = found.relative_to(root).as_posix()
+    for found in filter(None, (_instruction_file(f, names) for f in chain)):
+        shown = Path(os.path.relpath(found, root)).as_posix()
         try:
-            data = found.read_bytes()
+            with open(found, "rb") as file:
+                data = file.read()
         except OSError as exc:
             notes.append(f"instruction file {shown} could not be read: {exc.strerror}")
             continue
