@@ -122,14 +122,15 @@ async def test_a_run_is_a_span_with_its_model_and_tool_calls_under_it(
     assert missing.attributes["error.type"] == "tool_error"  # type: ignore[index]
 
 
+@pytest.mark.parametrize("own", [True, False], ids=["its-own-provider", "inherited"])
 async def test_a_subagents_run_is_traced_under_the_call_that_started_it(
-    exported: tuple[TracerProvider, InMemorySpanExporter], workspace: Path
+    exported: tuple[TracerProvider, InMemorySpanExporter], workspace: Path, own: bool
 ) -> None:
     provider, exporter = exported
     child = Agent(
         model=ScriptedModel(["FINAL_ANSWER: did it"], name="openai:gpt-4o-mini"),
         tools=[],
-        instrument=provider,
+        instrument=provider if own else None,  # None: traced as the run that starts it is
     )
     parent = Agent(
         model=ScriptedModel(
@@ -168,6 +169,49 @@ async def test_a_subagents_run_is_traced_under_the_call_that_started_it(
     [child_chat] = [s for s in spans if s.name == "chat gpt-4o-mini"]
     assert child_chat.parent is not None
     assert child_chat.parent.span_id == nested.context.span_id
+
+
+def delegating(tool_name: str) -> ScriptedModel:
+    return ScriptedModel(
+        [
+            AssistantMessage(
+                tool_calls=(ToolCall(id="h1", name=tool_name, arguments={"task": "do it"}),)
+            ),
+            "FINAL_ANSWER: done",
+        ],
+        name="openai:gpt-4o",
+    )
+
+
+@pytest.mark.parametrize("instrument", [None, False], ids=["inherited", "off"])
+async def test_an_agent_as_a_tool_is_traced_as_the_run_that_calls_it_unless_turned_off(
+    exported: tuple[TracerProvider, InMemorySpanExporter], workspace: Path, instrument: Any
+) -> None:
+    provider, exporter = exported
+    helper = Agent(
+        model=ScriptedModel(["FINAL_ANSWER: did it"], name="openai:gpt-4o-mini"),
+        tools=[],
+        instrument=instrument,
+    )
+    parent = Agent(
+        model=delegating("helper"),
+        tools=[helper.as_tool("helper", "Does a task.")],
+        workspace=workspace,
+        instrument=provider,
+    )
+    result = await parent.run("hand it over")
+    assert result.stop_reason is StopReason.END_TURN
+    spans = exporter.get_finished_spans()
+    [call] = [s for s in spans if s.name == "execute_tool helper"]
+    nested = [s for s in spans if s.name == "invoke_agent reins" and s.parent is not None]
+    if instrument is False:
+        assert nested == []
+        assert not [s for s in spans if s.name == "chat gpt-4o-mini"]
+        return
+    [child_run] = nested
+    assert child_run.parent is not None
+    assert child_run.parent.span_id == call.context.span_id
+    assert child_run.context.trace_id == call.context.trace_id
 
 
 @pytest.mark.real_model  # a real connection, refused

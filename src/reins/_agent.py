@@ -220,8 +220,9 @@ class Agent:
     instrument: Any = None
     """OpenTelemetry traces of each run (GenAI conventions; `pip install 'reins[otel]'`):
     True (through the global tracer provider), a `TracerProvider`, False (off), or None: on
-    exactly when OTEL_EXPORTER_OTLP_ENDPOINT is set (reins then exports over OTLP/HTTP itself
-    if no provider is set up). Off, it costs nothing."""
+    when OTEL_EXPORTER_OTLP_ENDPOINT is set (reins then exports over OTLP/HTTP itself if no
+    provider is set up), and for a subagent's run (`as_tool`, `spawn_agent`) when the run that
+    started it is traced. Off, it costs nothing."""
     _resolved: tuple[tuple[object, ...], Workspace] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -460,7 +461,7 @@ class Agent:
     ) -> tuple[list[Event], RunLoop]:
         if not goal.strip():
             raise UsageError("the goal is empty; say what the agent should do")
-        tracer = tracer_for(self.instrument)  # settled before anything is recorded
+        tracer = tracer_for(self.instrument, parent)  # settled before anything is recorded
         goal = escape_text(goal)  # an argument that was not UTF-8 holds lone surrogates
         workspace = self._workspace()
         mode, unknown = resolve_mode(self.mode)

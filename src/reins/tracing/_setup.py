@@ -7,19 +7,23 @@ from importlib.metadata import version
 from typing import Any
 
 from .._errors import UsageError
+from ._spans import tracer_of_call
 
 _own_provider: Any = None
 """The OTLP exporting provider reins set up from the environment, once per process."""
 
 
-def tracer_for(instrument: Any) -> Any:
+def tracer_for(instrument: Any, parent: tuple[str, str] | None = None) -> Any:
     """The tracer runs are traced with, or None.
 
     `instrument` is False (off), True (the global tracer provider; one exporting to
     OTEL_EXPORTER_OTLP_ENDPOINT when none is set and that is), a `TracerProvider`, or None:
-    on exactly when OTEL_EXPORTER_OTLP_ENDPOINT is set."""
+    on when OTEL_EXPORTER_OTLP_ENDPOINT is set, or, for a subagent's run, when the run whose
+    tool call (`parent`: run id, call id) started it is traced (with that run's tracer)."""
     endpoint = _endpoint()
-    if instrument is False or (instrument is None and not endpoint):
+    if instrument is None and not endpoint:
+        return None if parent is None else tracer_of_call(*parent)
+    if instrument is False:
         return None
     try:
         from opentelemetry import trace

@@ -16,9 +16,15 @@ from .._events import (
 from .._state import RunState
 from .._stop import StopReason
 
-_open_calls: dict[tuple[str, str], Any] = {}
-"""The tool-call spans under way, by (run id, call id): a subagent's run, which its config
-links to the call that started it, is traced under that call's span."""
+_open_calls: dict[tuple[str, str], tuple[Any, Any]] = {}
+"""The tool-call spans under way and their runs' tracers, by (run id, call id): a subagent's
+run, which its config links to the call that started it, is traced under that call's span."""
+
+
+def tracer_of_call(run_id: str, call_id: str) -> Any:
+    """The tracer of the run whose tool call `call_id` is under way, if that run is traced."""
+    open_call = _open_calls.get((run_id, call_id))
+    return None if open_call is None else open_call[1]
 
 
 class RunSpans:
@@ -46,7 +52,7 @@ class RunSpans:
         if config.parent_run_id:
             attributes["reins.parent_run_id"] = config.parent_run_id
             call = _open_calls.get((config.parent_run_id, config.parent_call_id or ""))
-            parent = trace.set_span_in_context(call) if call is not None else None
+            parent = trace.set_span_in_context(call[0]) if call is not None else None
         self.run = tracer.start_span(
             f"invoke_agent {agent_name}", context=parent, attributes=attributes
         )
@@ -85,7 +91,7 @@ class RunSpans:
                 self.call = None
             case ToolCallStarted():
                 call = event.call
-                self.tools[call.id] = _open_calls[(event.run_id, call.id)] = self._child(
+                self.tools[call.id] = self._child(
                     f"execute_tool {call.name}",
                     event.ts,
                     {
@@ -96,6 +102,7 @@ class RunSpans:
                         "reins.step": event.step,
                     },
                 )
+                _open_calls[(event.run_id, call.id)] = (self.tools[call.id], self.tracer)
             case ToolCallFinished():
                 span = self.tools.pop(event.result.call_id, None)
                 _open_calls.pop((event.run_id, event.result.call_id), None)
