@@ -46,6 +46,7 @@ bench: setup peers
 	$(BIN)/pip install -q --no-deps -r benchmarks/bfcl/requirements-nodeps.txt
 	$(BIN)/pip install -q -r benchmarks/bfcl/requirements.txt
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/instructions.py
 	$(BIN)/python benchmarks/sandbox.py
 	$(BIN)/python benchmarks/context/run.py
 	$(BIN)/python benchmarks/mcp_client/run.py
