@@ -122,32 +122,30 @@ async def test_a_run_is_a_span_with_its_model_and_tool_calls_under_it(
     assert missing.attributes["error.type"] == "tool_error"  # type: ignore[index]
 
 
+def delegating(tool_name: str, **arguments: str) -> ScriptedModel:
+    """A parent's model: one call of `tool_name`, then the answer."""
+    call = ToolCall(id="h1", name=tool_name, arguments={"task": "do it", **arguments})
+    return ScriptedModel(
+        [AssistantMessage(tool_calls=(call,)), "FINAL_ANSWER: done"], name="openai:gpt-4o"
+    )
+
+
+def helper(instrument: Any) -> Agent:
+    return Agent(
+        model=ScriptedModel(["FINAL_ANSWER: did it"], name="openai:gpt-4o-mini"),
+        tools=[],
+        instrument=instrument,
+    )
+
+
 @pytest.mark.parametrize("own", [True, False], ids=["its-own-provider", "inherited"])
 async def test_a_subagents_run_is_traced_under_the_call_that_started_it(
     exported: tuple[TracerProvider, InMemorySpanExporter], workspace: Path, own: bool
 ) -> None:
     provider, exporter = exported
-    child = Agent(
-        model=ScriptedModel(["FINAL_ANSWER: did it"], name="openai:gpt-4o-mini"),
-        tools=[],
-        instrument=provider if own else None,  # None: traced as the run that starts it is
-    )
+    child = helper(provider if own else None)  # None: traced as the run that starts it is
     parent = Agent(
-        model=ScriptedModel(
-            [
-                AssistantMessage(
-                    tool_calls=(
-                        ToolCall(
-                            id="s1",
-                            name="spawn_agent",
-                            arguments={"task": "do it", "profile": "worker"},
-                        ),
-                    )
-                ),
-                "FINAL_ANSWER: done",
-            ],
-            name="openai:gpt-4o",
-        ),
+        model=delegating("spawn_agent", profile="worker"),
         tools=[],
         workspace=workspace,
         subagents={"worker": child},
@@ -171,31 +169,15 @@ async def test_a_subagents_run_is_traced_under_the_call_that_started_it(
     assert child_chat.parent.span_id == nested.context.span_id
 
 
-def delegating(tool_name: str) -> ScriptedModel:
-    return ScriptedModel(
-        [
-            AssistantMessage(
-                tool_calls=(ToolCall(id="h1", name=tool_name, arguments={"task": "do it"}),)
-            ),
-            "FINAL_ANSWER: done",
-        ],
-        name="openai:gpt-4o",
-    )
-
-
 @pytest.mark.parametrize("instrument", [None, False], ids=["inherited", "off"])
 async def test_an_agent_as_a_tool_is_traced_as_the_run_that_calls_it_unless_turned_off(
     exported: tuple[TracerProvider, InMemorySpanExporter], workspace: Path, instrument: Any
 ) -> None:
     provider, exporter = exported
-    helper = Agent(
-        model=ScriptedModel(["FINAL_ANSWER: did it"], name="openai:gpt-4o-mini"),
-        tools=[],
-        instrument=instrument,
-    )
+    tool = helper(instrument).as_tool("helper", "Does a task.")
     parent = Agent(
         model=delegating("helper"),
-        tools=[helper.as_tool("helper", "Does a task.")],
+        tools=[tool],
         workspace=workspace,
         instrument=provider,
     )
