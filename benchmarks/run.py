@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import statistics
 import subprocess
 import sys
@@ -42,6 +43,7 @@ IMPORTS = {
 }
 GOAL_RATIO = 0.25
 GOAL_STARTUP_S = 0.3
+TURN_TIMEOUT_S = 600
 
 
 class Driver:
@@ -71,16 +73,22 @@ class Driver:
             self.process.stdin.flush()
         except BrokenPipeError:
             pass  # it has ended: its exit is read below
-        line = self.process.stdout.readline().strip()
+        # One line at most is pending (the driver waits for `go` after each), so a select
+        # on the pipe sees it: a driver that hangs is stopped, not waited for.
+        ready, _, _ = select.select([self.process.stdout], [], [], TURN_TIMEOUT_S)
+        line = self.process.stdout.readline().strip() if ready else ""
         if line == "turn":
             return
         self.done = True
+        if not ready:
+            self.process.kill()
         if self.process.wait() == 0 and line:
             self.result = json.loads(line)
         else:
             self.errors.seek(0)
             last = self.errors.read().strip().splitlines()[-1:]
-            print(f"  {self.name}: failed ({last})", file=sys.stderr)
+            why = f"no turn in {TURN_TIMEOUT_S} s" if not ready else last
+            print(f"  {self.name}: failed ({why})", file=sys.stderr)
 
 
 def run_drivers(drivers: list[tuple[str, list[str | Path]]], runs: int) -> list[Driver]:
