@@ -80,14 +80,15 @@ class Driver:
         if line == "turn":
             return
         self.done = True
-        if not ready:
+        record = line.startswith("{")
+        if not ready or (line and not record):  # it hangs, or it broke the protocol
             self.process.kill()
-        if self.process.wait() == 0 and line:
+        if self.process.wait() == 0 and record:
             self.result = json.loads(line)
         else:
             self.errors.seek(0)
             last = self.errors.read().strip().splitlines()[-1:]
-            why = f"no turn in {TURN_TIMEOUT_S} s" if not ready else last
+            why = f"no turn in {TURN_TIMEOUT_S} s" if not ready else (last or repr(line))
             print(f"  {self.name}: failed ({why})", file=sys.stderr)
 
 
