@@ -18,6 +18,7 @@ from reins import (
     AssistantMessage,
     ModelRequested,
     ModelResponded,
+    Notice,
     RunFinished,
     StopReason,
     TextDelta,
@@ -150,6 +151,15 @@ def test_a_json_action_is_shown_as_its_call_and_a_step_line_follows() -> None:
     assert '→ write_file({"path": "a"})' in screen
     assert "← write_file one\n  two\n  three\n" in screen  # indented under its call
     assert "1200 in, 30 out" in screen
+
+
+def test_a_notice_of_several_lines_is_indented_under_its_mark() -> None:
+    text = "That change succeeded. Is the goal reached now?\nIf it is, call final_answer."
+    screen = _screen(Notice(**ENV, seq=2, source="DoneCheck", text=text, to_model=True))
+    assert "! That change succeeded. Is the goal reached now?\n  If it is, call final_answer." in (
+        screen
+    )
+    assert screen.rstrip().endswith("(DoneCheck)")
 
 
 def test_a_final_answer_already_shown_is_not_repeated() -> None:

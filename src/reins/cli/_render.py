@@ -229,7 +229,8 @@ class EventRenderer:
                     out.print(f"  [dim]{escape(event.detail)}[/]")
             case Notice():
                 self._end_line()  # it may come while a reply streams
-                out.print(f"[yellow]! {escape(event.text)}[/] [dim]({event.source})[/]")
+                text = escape(event.text.rstrip()).replace("\n", "\n  ")  # under its mark
+                out.print(f"[yellow]! {text}[/] [dim]({event.source})[/]")
             case QuestionAsked():
                 self._idle()
                 self._end_line()
