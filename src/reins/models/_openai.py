@@ -48,8 +48,9 @@ FINISH: dict[str, FinishReason] = {
 
 
 @dataclass(kw_only=True)
-class OpenAIModel:
-    """A chat-completions model. `provider` only names it in logs (`ollama:llama3.2`)."""
+class OpenAIEndpoint:
+    """A model behind an OpenAI API and its SDK client (made on first use; its own retries off,
+    ours are `resilient`'s). `provider` only names it in logs (`ollama:llama3.2`)."""
 
     model: str
     base_url: str | None = None
@@ -57,16 +58,7 @@ class OpenAIModel:
     api_key: str | None = None
     """Defaults to OPENAI_API_KEY; local servers take any value."""
     provider: str = "openai"
-    stream_usage: bool = True
-    """Ask for usage in the stream (`stream_options`); turn off for servers that refuse it."""
-    text_calls: bool = True
-    """Run tool calls the model wrote as text (`<tool_call>` markup, a JSON action in a fence,
-    Mistral's `[TOOL_CALLS]`, ...) when the server did not parse them: small models on servers
-    with no tool-call parser for them do this (see `_text_calls`). The log says so (a notice)."""
     _client: Any = field(default=None, init=False, repr=False)
-    _streams_tools: bool = field(default=True, init=False, repr=False)
-    """Cleared when the server answers a streamed request with tools by an empty stream, or
-    drops it (llama-cpp-python's server does): from then on such requests are not streamed."""
 
     @property
     def name(self) -> str:
@@ -74,7 +66,12 @@ class OpenAIModel:
 
     def client(self) -> Any:
         if self._client is None:
-            self._client = openai_client(self.base_url, self.api_key)
+            self._client = _openai().AsyncOpenAI(
+                base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
+                api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "none",
+                max_retries=0,
+                timeout=None,  # the stream guards time the call
+            )
         return self._client
 
     async def aclose(self) -> None:
@@ -82,6 +79,21 @@ class OpenAIModel:
         if self._client is not None:
             client, self._client = self._client, None
             await client.close()
+
+
+@dataclass(kw_only=True)
+class OpenAIModel(OpenAIEndpoint):
+    """A chat-completions model."""
+
+    stream_usage: bool = True
+    """Ask for usage in the stream (`stream_options`); turn off for servers that refuse it."""
+    text_calls: bool = True
+    """Run tool calls the model wrote as text (`<tool_call>` markup, a JSON action in a fence,
+    Mistral's `[TOOL_CALLS]`, ...) when the server did not parse them: small models on servers
+    with no tool-call parser for them do this (see `_text_calls`). The log says so (a notice)."""
+    _streams_tools: bool = field(default=True, init=False, repr=False)
+    """Cleared when the server answers a streamed request with tools by an empty stream, or
+    drops it (llama-cpp-python's server does): from then on such requests are not streamed."""
 
     async def request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
@@ -333,17 +345,6 @@ def _finish(reason: str | None, refusal: str | None, calls: tuple[ToolCall, ...]
     finish = FINISH.get(reason or "stop", "end_turn")
     # Some servers say "stop" after tool calls; what was sent decides.
     return "tool_use" if finish == "end_turn" and calls else finish
-
-
-def openai_client(base_url: str | None, api_key: str | None) -> Any:
-    """The SDK's client, its own retries off (ours are `resilient`'s); the base URL and key
-    default to OPENAI_BASE_URL and OPENAI_API_KEY (local servers take any key)."""
-    return _openai().AsyncOpenAI(
-        base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
-        api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
-        max_retries=0,
-        timeout=None,  # the stream guards time the call
-    )
 
 
 def _openai() -> ModuleType:

@@ -6,7 +6,7 @@ call. Servers that speak it (llama.cpp's `llama-server`) work too."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .._errors import ModelConnectionError, ModelError
@@ -31,34 +31,16 @@ from .._model import (
     TextChunk,
     ThinkingChunk,
 )
-from ._openai import _arguments, _call, _openai, _reasons, openai_client
+from ._openai import OpenAIEndpoint, _arguments, _call, _openai, _reasons
 from ._resilience import Retried
 from ._sdk_errors import sdk_errors
 
 
 @dataclass(kw_only=True)
-class OpenAIResponsesModel(Retried):
-    model: str
-    base_url: str | None = None
-    """Defaults to OPENAI_BASE_URL, then OpenAI's own."""
-    api_key: str | None = None
-    """Defaults to OPENAI_API_KEY."""
+class OpenAIResponsesModel(Retried, OpenAIEndpoint):
+    """A model through the Responses API (see the module's docstring)."""
+
     provider: str = "openai-responses"
-    _client: Any = field(default=None, init=False, repr=False)
-
-    @property
-    def name(self) -> str:
-        return f"{self.provider}:{self.model}"
-
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = openai_client(self.base_url, self.api_key)
-        return self._client
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
 
     async def _attempt(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
