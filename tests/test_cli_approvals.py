@@ -86,6 +86,20 @@ def test_a_paused_run_is_answered_by_resume(project: Path) -> None:
     assert (project / "ws" / "made.txt").exists()
 
 
+def test_a_paused_run_resumed_in_a_terminal_asks(project: Path) -> None:
+    (project / "reins.toml").write_text('approval = "pause"\n')
+    model = script(project / "s.json", [TOUCH, "FINAL_ANSWER: done"])
+    code, screen = run_in_terminal(
+        project, ["run", "go", "-m", model, "-w", "ws"], [], prompt=b"Allow?"
+    )
+    assert code == 10, screen  # the run itself pauses, as configured
+    assert "in a terminal, `reins resume` asks" in screen
+    code, screen = run_in_terminal(project, ["resume", "last"], [b"y\n"], prompt=b"Allow?")
+    assert code == 0, screen
+    assert screen.count("Allow?") == 1
+    assert (project / "ws" / "made.txt").exists()
+
+
 @pytest.mark.parametrize(
     ("toml", "message"),
     [

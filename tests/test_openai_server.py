@@ -176,3 +176,42 @@ def test_without_the_embedded_model_a_hosted_key_picks_the_model(
     assert started["config"]["model"] == "openai:gpt-4o-mini"
     responded = [json.loads(line) for line in done.stdout.splitlines()]
     assert any(e["kind"] == "model_response" for e in responded), done.stdout + done.stderr
+
+
+async def test_mcp_serve_without_the_embedded_model_runs_the_hosted_one(
+    llama_server: str, tmp_path: Path
+) -> None:
+    """`reins mcp serve` picks its model as `reins run` does: with no `[local]` and a key set,
+    that provider's small model (this server stands in for OpenAI's)."""
+    import os
+    import sys
+
+    from mcp import Client, StdioServerParameters
+
+    (tmp_path / "ws").mkdir()
+    no_llama = (
+        "import sys; sys.modules['llama_cpp'] = None; from reins.cli import main; "
+        "sys.argv = ['reins', *sys.argv[1:]]; main()"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REINS_", "OPENAI_"))}
+    env.pop("ANTHROPIC_API_KEY", None)
+    env |= {
+        "REINS_CONFIG": str(tmp_path / "none.toml"),
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_BASE_URL": llama_server,
+    }
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", no_llama, "mcp", "serve", "-w", "ws", "--store", str(tmp_path / "store")],
+        env=env,
+        cwd=str(tmp_path),
+    )
+    async with Client(params) as client:
+        ran = await client.call_tool("run", {"goal": "Say hi.", "max_steps": 1})
+        outcome = ran.structured_content
+        assert outcome is not None, ran
+        listed = await client.call_tool("sessions", {})
+        runs = listed.structured_content["result"]  # type: ignore[index]
+        assert [(r["run_id"], r["model"]) for r in runs] == [
+            (outcome["run_id"], "openai:gpt-4o-mini")
+        ]

@@ -311,3 +311,50 @@ def test_the_cli_spawns_a_profile_and_shows_its_steps_indented(tmp_path: Path) -
     assert forwarded[-1]["event"]["final_answer"] == "the child's answer"
     call_ids = {r["subagent"][0] for r in forwarded}
     assert len(call_ids) == 1
+
+
+def test_the_cli_offers_spawn_agent_without_profiles(tmp_path: Path) -> None:
+    """`--subagents` with no [profiles] in the config offers a copy of the agent itself."""
+    import subprocess
+    import sys
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "script.json").write_text(
+        json.dumps(
+            [
+                {"tool_calls": [{"name": "spawn_agent", "arguments": {"task": "say hi"}}]},
+                "FINAL_ANSWER: hi",
+            ]
+        )
+    )
+    model = f"script:{tmp_path / 'script.json'}"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reins",
+            "run",
+            "go",
+            "--subagents",
+            "--json",
+            "-w",
+            "ws",
+            "-m",
+            model,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "REINS_CONFIG": "/dev/null"},
+    )
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    started = next(r for r in records if r.get("kind") == "run_started")
+    assert "spawn_agent" in started["config"]["tools"]
+    # The child is a copy on the same script, without spawn_agent: its first reply's call
+    # is refused, its second answers.
+    child = [r["event"] for r in records if "subagent" in r]
+    assert child[0]["config"]["profile"] is None
+    assert "spawn_agent" not in child[0]["config"]["tools"]
+    assert child[-1]["final_answer"] == "hi"

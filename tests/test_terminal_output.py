@@ -31,6 +31,7 @@ from reins import (
     UsageError,
 )
 from reins.cli._render import EventRenderer
+from reins.policies import GUARD_NAMES
 from reins.testing import ScriptedModel
 from reins.tools import BUILTIN_TOOLS
 
@@ -55,6 +56,8 @@ def test_version_and_the_tools_help(tmp_path: Path) -> None:
     for tool in BUILTIN_TOOLS:
         if tool.name != "final_answer":
             assert tool.name in shown
+    for guard in GUARD_NAMES:  # --no-guard names them all
+        assert guard in shown
 
 
 def test_session_takes_last_and_a_prefix(tmp_path: Path) -> None:
@@ -95,6 +98,45 @@ def test_json_into_head_ends_the_run_quietly_as_cancelled(tmp_path: Path) -> Non
     assert len(done.stdout.splitlines()) == 2
     shown = reins("show", "last", cwd=tmp_path)
     assert "stopped: cancelled" in shown.stdout
+
+
+@pytest.mark.parametrize("command", ["replay last --json", "replay last", "show last --json"])
+def test_any_command_into_head_ends_quietly(tmp_path: Path, command: str) -> None:
+    (tmp_path / "ws").mkdir()
+    steps = [
+        {
+            "text": "a" * 4000,
+            "tool_calls": [{"name": "find_files", "arguments": {"pattern": f"{i}"}}],
+        }
+        for i in range(30)
+    ] + ["FINAL_ANSWER: done"]
+    model = script(tmp_path / "s.json", steps)
+    reins(
+        "run",
+        "go",
+        "-m",
+        model,
+        "-w",
+        "ws",
+        "--max-steps",
+        "40",
+        "--context-window",
+        "999999",
+        cwd=tmp_path,
+    )
+    whole = reins(*command.split(), cwd=tmp_path)
+    assert len(whole.stdout) > 100_000  # more than a pipe holds: the reader goes first
+    done = subprocess.run(
+        f"{' '.join(REINS)} {command} | head -c 10",
+        shell=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
+    assert done.stderr == ""
+    assert done.stdout == whole.stdout[:10]
 
 
 async def test_run_sync_in_a_running_loop_says_what_to_do() -> None:

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .._errors import ReinsError, UsageError
+from .._guard_settings import GUARD_NAMES
 from .._stop import StopReason
 from ._stdin import LineSource, TerminalLines
 
@@ -121,8 +122,7 @@ GuardOffOpt = Annotated[
     typer.Option(
         "--no-guard",
         metavar="NAME",
-        help="Switch a guard off: file-action, repeat-cache, loop, markup, goal-anchor, "
-        "repetition (repeatable).",
+        help=f"Switch a guard off: {', '.join(GUARD_NAMES)} (repeatable).",
     ),
 ]
 GuardOnOpt = Annotated[
@@ -462,7 +462,7 @@ def resume(
             tools=_builtin_of(state.config.tools),
             log=log,
             permissions=_permissions(config),
-            approval=_approval(config, yes, lines),
+            approval=_approval(config, yes, lines, resuming=True),
             on_cap=_on_cap(lines),
             # As the run was, unless the command line says otherwise.
             sandbox=config.sandbox.policy(
@@ -784,7 +784,8 @@ class AgentChoices:
             planning=_either(self.planning, config.planning),
         )
         if _either(self.subagents, config.subagents):
-            agent.subagents = _profiles(agent, config)
+            # With no profiles, spawn_agent still offers a copy of this agent.
+            agent.subagents = _profiles(agent, config) or True
         return agent
 
 
@@ -929,12 +930,15 @@ def _asker(config: Config, lines: LineSource) -> Asker | AskMode | None:
     return "pause" if config.approval == "pause" else None
 
 
-def _approval(config: Config, yes: bool, lines: LineSource) -> ApprovalHandler | ApprovalMode:
+def _approval(
+    config: Config, yes: bool, lines: LineSource, *, resuming: bool = False
+) -> ApprovalHandler | ApprovalMode:
     """Who answers a permission ask: nobody with --yes, the person at the terminal if there
-    is one, else nobody (denied), or a later `reins resume` with approval = "pause"."""
+    is one, else nobody (denied), or a later `reins resume` with approval = "pause" (which
+    asks, when run in a terminal: the person the run waited for is there)."""
     if yes or config.approval == "never-ask":
         return "allow"
-    if config.approval == "pause":
+    if config.approval == "pause" and not (resuming and sys.stdin.isatty()):
         return "pause"
     if sys.stdin.isatty():
         from ._approve import TerminalApprover
@@ -1084,6 +1088,9 @@ def _one_line_errors() -> Iterator[None]:
     except (KeyboardInterrupt, asyncio.CancelledError):
         err.print("[yellow]interrupted[/]; the log ends at the last recorded event")
         raise typer.Exit(130) from None
+    except BrokenPipeError:  # the reader went away (`reins replay --json | head`)
+        _silence_stdout()
+        raise typer.Exit(141) from None  # as a tool stopped by SIGPIPE exits, quietly
     except Exception as exc:
         if os.environ.get("REINS_DEBUG"):
             raise

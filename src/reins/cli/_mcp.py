@@ -21,6 +21,7 @@ from ._app import (
     _config,
     _mcp_servers,
     _one_line_errors,
+    err,
     out,
 )
 
@@ -116,14 +117,18 @@ def serve(
     run id), `sessions` and `read_run` (the log). Calls that would ask a person are denied
     unless the config says approval = "never-ask"."""
     from .._agent import Agent
-    from .._resolve import resolve_model
+    from .._resolve import default_model, resolve_model
     from ..store import SQLiteLog
     from ..tools import builtin_tools
     from ._app import _permissions, _stop_hooks
     from ._serve import reins_server
 
     config = _config(trust_project)
-    spec = model or config.model or "local"
+    spec = model or config.model
+    if not spec:  # as `reins run` does: a hosted model when llama.cpp is missing and a key set
+        spec, why = default_model()
+        if why:
+            err.print(f"[dim]{escape(why)}[/]")  # stdout is the MCP channel
 
     async def go() -> None:
         log = SQLiteLog(store)
