@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,43 @@ def test_a_paused_run_is_answered_by_resume(project: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "allowed run_command (by user" in done.stdout
     assert (project / "ws" / "made.txt").exists()
+
+
+def test_approve_and_deny_never_both_answer_a_call(project: Path) -> None:
+    (project / "reins.toml").write_text('approval = "pause"\n')
+    both = {"tool_calls": [TOUCH["tool_calls"][0], TOUCH_AGAIN["tool_calls"][0]]}
+    model = script(project / "s.json", [both, "FINAL_ANSWER: done"])
+    assert reins("run", "go", "-m", model, "-w", "ws", cwd=project).returncode == 10
+    for flags in (
+        ["--deny", "call_0_0", "--approve", "call_0_0"],
+        ["--deny", "all", "--approve", "all"],
+        ["--approve", ""],
+    ):
+        done = reins("resume", "last", *flags, cwd=project)
+        assert done.returncode == 2, flags
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert not (project / "ws" / "made.txt").exists()
+    # `all` takes the calls the other side does not name.
+    done = reins("resume", "last", "--deny", "call_0_0", "--approve", "all", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "denied run_command" in done.stdout  # touch made.txt
+    assert "allowed run_command" in done.stdout  # touch made.txt again.txt
+    assert (project / "ws" / "again.txt").exists()
+
+
+def test_a_run_its_session_went_on_from_cannot_be_resumed(project: Path) -> None:
+    (project / "reins.toml").write_text('approval = "pause"\n')
+    model = script(project / "s.json", [TOUCH, "FINAL_ANSWER: done"])
+    done = reins("run", "go", "-m", model, "-w", "ws", "--json", cwd=project)
+    assert done.returncode == 10
+    first = json.loads(done.stdout.splitlines()[0])["run_id"]
+    later = script(project / "later.json", ["(the first turn)", "FINAL_ANSWER: later"])
+    done = reins("run", "next", "-m", later, "-w", "ws", "--session", "last", cwd=project)
+    assert done.returncode == 0, done.stderr
+    done = reins("resume", first, "--approve", "all", cwd=project)
+    assert done.returncode == 2
+    assert "its session went on with a later turn" in done.stderr
+    assert not (project / "ws" / "made.txt").exists()
 
 
 def test_a_paused_run_resumed_in_a_terminal_asks(project: Path) -> None:

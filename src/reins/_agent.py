@@ -579,12 +579,24 @@ class Agent:
         self.log.claim(state.session_id, run_id)
         try:
             state = RunState.fold(await self.log.events(run_id))  # as it stands, claimed
+            await self._check_latest(state)
             return await self._resumed(
                 state, caps, approvals, cancel, guards, answers or {}, deps, tracer
             )
         except BaseException:
             self.log.release(state.session_id, run_id)
             raise
+
+    async def _check_latest(self, state: RunState) -> None:
+        """Only a session's latest run may go on: a later turn has closed its open calls
+        ("not run") in the history the model sees, and runs after it would not see its work."""
+        runs = await self.log.runs(state.session_id)
+        ids = [r.run_id for r in runs]
+        if state.run_id in ids and ids[-1] != state.run_id:
+            raise UsageError(
+                f"run {state.run_id} cannot go on: its session went on with a later turn "
+                f"(run {ids[-1]}); continue the session with a new goal instead"
+            )
 
     async def _resumed(
         self,

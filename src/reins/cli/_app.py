@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
     from .._config import Config
     from .._questions import Asker, AskMode
     from .._run import AgentRun
+    from .._state import RunState
     from ..mcp import MCPServerConfig
     from ..permissions import ApprovalHandler, ApprovalMode, Permissions
     from ..policies import CapHandler, CommandHook
@@ -446,11 +447,7 @@ def resume(
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         info = find_run(await log.runs(), run_id)
         state = RunState.fold(await log.events(info.run_id))
-        awaiting = [r.call.id for r in state.awaiting()]
-        answers = {
-            **dict.fromkeys(awaiting if deny == ["all"] else deny or [], False),
-            **dict.fromkeys(awaiting if approve == ["all"] else approve or [], True),
-        }
+        answers = _approvals(state, approve or [], deny or [])
         questions = [q.call_id for q in state.unanswered()]
         if answer is not None and not questions:
             raise UsageError(f"run {info.run_id} asks no question; --answer has nothing to answer")
@@ -918,6 +915,23 @@ def _permissions(config: Config) -> Permissions:
     from ..permissions import Permissions
 
     return Permissions(user=config.permissions, project=config.project_permissions)
+
+
+def _approvals(state: RunState, approve: list[str], deny: list[str]) -> dict[str, bool]:
+    """`--approve` and `--deny` as answers by call id; `all` on one side takes the calls the
+    other side does not name (`--deny CALL --approve all`). A call on both sides is refused."""
+    if "" in (*approve, *deny):
+        raise UsageError("--approve and --deny take a call id (as `reins show` names it) or `all`")
+    both = set(approve) & set(deny)
+    if both:
+        raise UsageError(
+            f"--approve and --deny both name {', '.join(sorted(both))}; say one of them"
+        )
+    awaiting = [r.call.id for r in state.awaiting()]
+    named = {call: False for call in deny if call != "all"}
+    named |= {call: True for call in approve if call != "all"}
+    rest = dict.fromkeys((c for c in awaiting if c not in named), "all" in approve)
+    return named | rest if "all" in (*approve, *deny) else named
 
 
 def _asker(config: Config, lines: LineSource) -> Asker | AskMode | None:
