@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from .terminal import run_in_terminal
 from .test_cli import _env, reins
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
@@ -195,3 +196,10 @@ def test_without_a_terminal_it_says_to_use_run(project: Path) -> None:
     assert "reins chat needs a terminal" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (project / ".reins").exists()  # nothing opened, nothing written
+
+
+def test_a_workspace_that_is_not_there_is_said_at_the_start(project: Path) -> None:
+    code, screen = run_in_terminal(project, ["chat", "-w", "nowhere"], [], prompt=b"\x00")
+    assert code == 2, screen
+    assert "workspace 'nowhere' is not an existing directory" in screen
+    assert "Traceback" not in screen

@@ -186,5 +186,14 @@ async def test_mcp_serve_runs_goals_and_reads_the_log_for_the_sdks_client(
         assert "tool" in roles
         assert roles[-1] == "assistant"
         missing = await client.call_tool("read_run", {"run_id": "nope"})
-        assert "no run" in missing.structured_content["error"]  # type: ignore[index]
+        assert missing.is_error
+        assert "no run matches 'nope'" in missing.content[0].text  # type: ignore[union-attr]
+        empty = await client.call_tool("run", {"goal": "  "})
+        assert empty.is_error
+        assert "the goal is empty" in empty.content[0].text  # type: ignore[union-attr]
+        for steps in (0, -3):
+            capped = await client.call_tool("run", {"goal": "go", "max_steps": steps})
+            assert capped.is_error
+        listed = await client.call_tool("sessions", {})
+        assert len(listed.structured_content["result"]) == 1  # type: ignore[index]  # none ran
     assert (project / "ws" / "a.txt").read_text() == "A"

@@ -189,3 +189,54 @@ async def test_tools_read_the_runs_deps_and_a_resume_takes_them_again(
         await agent.run("again", deps={"u1": "Ann"})
     done = await agent.resume(first.run_id, max_steps=3, deps=Db({"u1": "Ann"}))
     assert done.stop_reason is StopReason.END_TURN
+
+
+def _plain(x: int) -> int:
+    return x
+
+
+@tool(name="final_answer")
+def _my_final(text: str) -> str:
+    """My own."""
+    return text
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"model": "openai:gpt-4o-mini"}, "model='openai:gpt-4o-mini' is a string: pass a model"),
+        ({"model": object()}, "model is a object, not a reins model"),
+        ({"tools": [_plain]}, "tools[0] (_plain) is not a tool: decorate it with @tool"),
+        ({"tools": [_my_final]}, "a tool of yours is named final_answer, which reins' own"),
+        ({"approval": "yes"}, "approval='yes': give a function or one of 'deny', 'allow'"),
+        ({"ask": "always"}, "ask='always': give a function or one of 'pause', None"),
+        ({"at_cap": "nope"}, "at_cap='nope': say 'stop' or 'summarize'"),
+        ({"max_steps": 0}, "max_steps=0: it must be 1 or more"),
+        ({"time_budget": -5}, "time_budget=-5: a budget is more than 0"),
+        ({"checks": ["pytest", " "]}, "a check is an empty command"),
+    ],
+)
+def test_a_setting_that_cannot_work_is_said_when_the_agent_is_made(
+    setting: dict[str, object], message: str
+) -> None:
+    with pytest.raises(UsageError) as raised:
+        Agent(**{"model": ScriptedModel(["done"]), **setting})  # type: ignore[arg-type]
+    assert str(raised.value).startswith(message), raised.value
+
+
+async def test_deps_of_a_generic_type_are_checked_by_their_origin() -> None:
+    agent = Agent(model=ScriptedModel(["done"]), tools=[], deps_type=dict[str, int])
+    assert (await agent.run("go", deps={"a": 1})).stop_reason is StopReason.END_TURN
+    with pytest.raises(UsageError, match="deps of type list given where dict is wanted"):
+        await agent.run("go", deps=[1])
+
+
+def test_a_policy_with_a_sync_hook_is_said_when_the_agent_is_made() -> None:
+    from reins.policies import CONTINUE, Policy
+
+    class Sync(Policy):
+        def before_round(self, state):  # type: ignore[no-untyped-def,override]
+            return CONTINUE
+
+    with pytest.raises(UsageError, match=r"policy Sync: its before_round is not async"):
+        Agent(model=ScriptedModel(["done"]), policies=[Sync()])

@@ -358,3 +358,33 @@ def test_the_cli_offers_spawn_agent_without_profiles(tmp_path: Path) -> None:
     assert child[0]["config"]["profile"] is None
     assert "spawn_agent" not in child[0]["config"]["tools"]
     assert child[-1]["final_answer"] == "hi"
+
+
+def test_spawn_agent_with_profiles_keeps_its_argument_descriptions() -> None:
+    scribe = Agent(model=ScriptedModel(["x"]), tools=[], instructions="Writes notes.")
+    for subagents in (True, {"scribe": scribe}):
+        agent = Agent(model=ScriptedModel(["x"]), subagents=subagents)
+        spec = next(t.spec for t in agent._tools() if t.name == "spawn_agent")
+        assert spec.parameters["properties"]["task"]["description"].startswith("The whole subtask")
+        assert "Args:" not in spec.description
+    assert "- scribe: Writes notes." in spec.description
+
+
+async def test_a_child_that_said_nothing_reports_no_answer_not_its_preface(
+    workspace: Path,
+) -> None:
+    def broken(messages: list[Message], tools: list[ToolSpec]) -> str:
+        raise RuntimeError("the provider is down")
+
+    helper = Agent(model=FunctionModel(broken), tools=[], workspace=workspace)
+    parent = Agent(
+        model=ScriptedModel(
+            [reply("", call("helper", "h1", task="look it up")), "FINAL_ANSWER: done"]
+        ),
+        tools=[helper.as_tool("helper", "Looks things up.", context=True)],
+        workspace=workspace,
+    )
+    result = await parent.run("go")
+    told = json.loads(next(m.content for m in result.messages if m.role == "tool"))  # type: ignore[union-attr]
+    assert told["stop_reason"] == "error"
+    assert told["result"] == ""  # not the "Understood" of the shared-context preface

@@ -53,7 +53,29 @@ def test_schema_comes_from_type_hints_and_docstring() -> None:
     assert search.path_args == ("path",)
 
 
+class _Opaque:
+    """A type pydantic cannot describe."""
+
+
 def test_tool_definitions_are_checked() -> None:
+    with pytest.raises(UsageError, match=r"tool opaque: its parameters cannot be described"):
+
+        @tool
+        def opaque(x: _Opaque) -> str:
+            return ""
+
+    def made_inside() -> object:
+        class Local:  # under `from __future__ import annotations`, a hint is a name
+            pass
+
+        def local(x: Local) -> str:
+            return ""
+
+        return local
+
+    with pytest.raises(UsageError, match=r"tool local: a type hint cannot be resolved"):
+        tool(made_inside())  # type: ignore[call-overload]
+
     with pytest.raises(UsageError, match="parameter 'x' needs a type hint"):
 
         @tool

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import os
 import random
 import time
@@ -11,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_origin
 
 from ._cancel import Cancel
 from ._errors import UsageError
@@ -25,7 +26,7 @@ from ._events import (
     RunResumed,
     RunStarted,
 )
-from ._loop import RunLoop
+from ._loop import RunLoop, hooks_of
 from ._messages import Message, SystemMessage, UserMessage
 from ._model import Model, ModelSettings
 from ._output import Output, OutputCheck
@@ -79,6 +80,9 @@ from .tracing import RunSpans, tracer_for
 if TYPE_CHECKING:
     from .mcp import MCPServer, MCPServerConfig
 
+
+RESERVED = {final_answer.name: final_answer, ASK_USER: ASK_USER_TOOL}
+"""The tools the loop itself acts on: a tool of the user's may not take their names."""
 
 AGENT_MADE = frozenset({"load_skill", "ask_user", "spawn_agent", "plan", "todo"})
 """Tools an agent adds as it is set up (skills, a way to ask, subagents): one resuming a run
@@ -241,6 +245,48 @@ class Agent:
     _held: int = field(default=0, init=False, repr=False, compare=False)
     """How many `async with agent:` are open: the servers stay up until the last ends."""
 
+    def __post_init__(self) -> None:
+        """A setting that cannot work is said here, not at the first run."""
+        model: object = self.model
+        if isinstance(model, str):
+            raise UsageError(
+                f"model={model!r} is a string: pass a model, "
+                f"as in Agent(model=resolve_model({model!r}))"
+            )
+        if not callable(getattr(model, "stream", None)):
+            raise UsageError(f"model is a {type(model).__name__}, not a reins model")
+        for index, tool in enumerate(self.tools):
+            if not isinstance(tool, Tool):
+                name = getattr(tool, "__name__", type(tool).__name__)
+                raise UsageError(f"tools[{index}] ({name}) is not a tool: decorate it with @tool")
+            if tool.name in RESERVED and tool is not RESERVED[tool.name]:
+                raise UsageError(
+                    f"a tool of yours is named {tool.name}, which reins' own tool is: rename it "
+                    "(for an answer of a type of yours, give output_type)"
+                )
+        _one_of("approval", self.approval, ("deny", "allow", "pause"))
+        _one_of("ask", self.ask, ("pause", None))
+        if self.at_cap not in ("stop", "summarize"):
+            raise UsageError(f"at_cap={self.at_cap!r}: say 'stop' or 'summarize'")
+        for name in ("max_steps", "max_parallel_tools", "subagent_steps", "reflect_max_retries"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"{name}={getattr(self, name)!r}: it must be 1 or more")
+        for name in ("token_budget", "time_budget", "cost_budget"):
+            if (value := getattr(self, name)) is not None and value <= 0:
+                raise UsageError(f"{name}={value!r}: a budget is more than 0 (None: no budget)")
+        if any(not check.strip() for check in self.checks):
+            raise UsageError(
+                "a check is an empty command: give the command that must pass before an answer "
+                "stands (--check 'pytest -q', checks = [...] in the config)"
+            )
+        for policy in self.policies:
+            for hook in hooks_of(type(policy)):
+                if not inspect.iscoroutinefunction(getattr(policy, hook)):
+                    raise UsageError(
+                        f"policy {policy.name}: its {hook} is not async; the loop awaits it: "
+                        f"write it `async def {hook}(...)`"
+                    )
+
     async def __aenter__(self) -> Agent:
         """Start the MCP servers, for every run until the `async with` ends."""
         await start_all(self.servers)
@@ -365,7 +411,7 @@ class Agent:
                 f"this agent's tools take deps of type {wanted.__name__}: pass them, as in "
                 "agent.run(goal, deps=...)"
             )
-        if not isinstance(deps, wanted):
+        if not isinstance(deps, get_origin(wanted) or wanted):  # dict[str, int]: a dict
             raise UsageError(
                 f"deps of type {type(deps).__name__} given where {wanted.__name__} is wanted"
             )
@@ -524,8 +570,6 @@ class Agent:
         mode: Mode | None = None,
         parent: tuple[str, str] | None = None,
     ) -> RunStarted:
-        if self.reflect_max_retries < 1:
-            raise UsageError("reflect_max_retries must be at least 1")
         tools = self._tools()
         config = RunConfig(
             model=self.model_id or self.model.name,
@@ -1079,3 +1123,10 @@ def new_id() -> str:
     makes hundreds of ids a millisecond; 6 random digits let two of them collide)."""
     # `random`, not `secrets`: ids need not be secret, and it is reseeded in a forked child.
     return f"{int(time.time() * 1000):011x}{random.getrandbits(40):010x}"
+
+
+def _one_of(name: str, value: object, allowed: tuple[object, ...]) -> None:
+    """A setting that takes a function or one of a few names."""
+    if not callable(value) and value not in allowed:
+        names = ", ".join(repr(a) for a in allowed)
+        raise UsageError(f"{name}={value!r}: give a function or one of {names}")

@@ -625,6 +625,10 @@ def _read(path: Path) -> dict[str, object]:
             return tomllib.load(f)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"config file {path} is not UTF-8 text (byte {exc.start}); TOML files are UTF-8"
+        ) from None
     except OSError as exc:
         raise UsageError(f"cannot read the config file {path}: {exc.strerror}") from None
     except RecursionError:

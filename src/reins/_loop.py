@@ -134,7 +134,7 @@ class RunLoop:
         # Each hook is called only on the policies that implement it: the loop's hot path.
         self._hooks: dict[str, list[Policy]] = {hook: [] for hook in HOOKS}
         for policy in policies:
-            for hook in _overridden(type(policy)):
+            for hook in hooks_of(type(policy)):
                 self._hooks[hook].append(policy)
 
     async def events(self) -> AsyncGenerator[StreamEvent]:
@@ -774,7 +774,7 @@ HOOKS = ("before_round", "after_response", "on_final", "before_tool", "after_too
 _OVERRIDDEN: dict[type[Policy], tuple[str, ...]] = {}
 
 
-def _overridden(kind: type[Policy]) -> tuple[str, ...]:
+def hooks_of(kind: type[Policy]) -> tuple[str, ...]:
     """The hooks a policy class implements (worked out once per class)."""
     hooks = _OVERRIDDEN.get(kind)
     if hooks is None:

@@ -573,11 +573,14 @@ def sessions_prune(
 
 def _age(text: str) -> timedelta:
     """`30d`, `12h`, `90m`, `45s` as a duration; a clear error otherwise."""
-    units = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+    seconds = {"d": 86400, "h": 3600, "m": 60, "s": 1}
     number, unit = text[:-1], text[-1:]
-    if unit not in units or not number.isdigit():
+    if unit not in seconds or not number.isdigit():
         raise UsageError(f"--older-than {text!r}: say a whole number and a unit: 30d, 12h, 90m")
-    return timedelta(**{units[unit]: int(number)})
+    age = int(number) * seconds[unit]
+    if age > 36500 * 86400:  # a date before year 1 cannot be computed
+        raise UsageError(f"--older-than {text!r}: say at most a hundred years (36500d)")
+    return timedelta(seconds=age)
 
 
 @app.command()
@@ -739,6 +742,7 @@ class AgentChoices:
         from ..tools import builtin_tools
 
         preset = config.profiles.get(self.profile or "") or ProfileConfig()
+        _check_mode(self.mode)
         spec = self.model_spec(config)
         context = preset.context_over(config.context)
         window = (
@@ -784,6 +788,15 @@ class AgentChoices:
             # With no profiles, spawn_agent still offers a copy of this agent.
             agent.subagents = _profiles(agent, config) or True
         return agent
+
+
+def _check_mode(name: str | None) -> None:
+    """A mode named on the command line must be one (an agent given an unknown one from
+    Python runs in explore mode, the safe one, and says so)."""
+    from ..context import MODES
+
+    if name is not None and name.strip().lower() not in MODES:
+        raise UsageError(f"--mode: no mode {name!r}; the modes: {', '.join(MODES)}")
 
 
 def _either(chosen: bool | None, configured: bool) -> bool:
@@ -863,6 +876,8 @@ def _guard_flags(
 ) -> dict[str, Any]:
     """The guard flags, as `Guards.switched` takes them (a bad number: one error line)."""
     with _one_line_errors():
+        if both := sorted(set(off or ()) & set(on or ())):
+            raise UsageError(f"--guard and --no-guard both name {', '.join(both)}; say one")
         return {
             "off": off or (),
             "on": on or (),
@@ -974,6 +989,7 @@ def doctor(
 ) -> None:
     """Check the log; move each damaged journal tail aside (kept, never deleted) and say what
     was kept. A session being written by another process is left alone."""
+    from ..store import find_session
     from ..store._doctor import doctor as examine
     from ._render import render_findings
 
@@ -982,7 +998,12 @@ def doctor(
         _set_aside_unreadable_index(store)
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
-        findings = examine(log, repair=not check, sessions=sessions or ())
+        # A damaged session may be missing from the index: its journal names it too.
+        folder = log.journals.directory
+        journals = [p.stem for p in folder.glob("*.jsonl")] if folder.is_dir() else []
+        runs = await log.runs()
+        named = [find_session(runs, name, journals) for name in sessions or ()]
+        findings = examine(log, repair=not check, sessions=named)
         render_findings(out, findings)
         left = [f for f in findings if not f.repaired]
         return StopReason.ERROR if left else StopReason.END_TURN
@@ -1079,6 +1100,11 @@ def _execute(
     Every error of ours becomes one line on stderr; nothing else ever shows a traceback."""
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)  # unless -v
     with _one_line_errors():
+        if store.exists() and not store.is_dir():
+            raise UsageError(
+                f"the event log {store} is a file; the log is a folder: pass --store a folder "
+                "(one that does not exist yet is made)"
+            )
         if not create and not store.is_dir():
             raise UsageError(
                 f"no event log at {store}; run `reins run GOAL` first, or pass --store"

@@ -92,9 +92,12 @@ def chat(
                 "reins chat needs a terminal; from a script or a pipe, use reins run GOAL "
                 "(--session to continue a session)"
             )
+    from ..tools._workspace import Workspace
+
     config = _config(trust_project)
     with _one_line_errors():
         chosen, _ = _profile(config, "", profile)
+        Workspace(workspace)  # a folder that is not there is said now, not after a goal
     choices = AgentChoices(
         model=model,
         workspace=workspace,

@@ -7,10 +7,12 @@ Tools: `run` (an agent run on a goal: its final answer, stop reason and ids), `s
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer as SDKServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from pydantic import Field
 
 from .._agent import Agent
 from .._errors import ReinsError
@@ -31,7 +33,9 @@ def reins_server(make_agent: Callable[[int | None], Agent], log: EventLog) -> SD
 
     @server.tool()
     async def run(
-        goal: str, session_id: str | None = None, max_steps: int | None = None
+        goal: str,
+        session_id: str | None = None,
+        max_steps: Annotated[int, Field(ge=1)] | None = None,
     ) -> dict[str, Any]:
         """Run an agent on `goal` (a new session, or a new turn of `session_id`) until it
         answers or stops; return its final answer, stop reason and the run's id.
@@ -44,8 +48,8 @@ def reins_server(make_agent: Callable[[int | None], Agent], log: EventLog) -> SD
         agent = make_agent(max_steps)
         try:
             result = await agent.run(goal, session_id=session_id)
-        except ReinsError as exc:
-            return {"error": str(exc)}
+        except ReinsError as exc:  # the client is told it failed (is_error), and why
+            raise ToolError(str(exc)) from None
         return {
             "run_id": result.run_id,
             "session_id": result.session_id,
@@ -86,7 +90,7 @@ def reins_server(make_agent: Callable[[int | None], Agent], log: EventLog) -> SD
         try:
             info = find_run(await log.runs(), run_id)
         except ReinsError as exc:
-            return {"error": str(exc)}
+            raise ToolError(str(exc)) from None
         state = RunState.fold(await log.events(info.run_id))
         finished = state.finished
         return {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
@@ -92,12 +92,13 @@ def find_run(runs: Sequence[RunInfo], prefix: str) -> RunInfo:
     return next((r for r in matches if r.run_id == prefix), matches[0])
 
 
-def find_session(runs: Sequence[RunInfo], prefix: str) -> str:
-    """The id of the session that starts with `prefix` (`last`: the latest run's); a clear
-    error if none or several do."""
+def find_session(runs: Sequence[RunInfo], prefix: str, more: Iterable[str] = ()) -> str:
+    """The id of the session that starts with `prefix` (`last`: the latest run's), among the
+    sessions of `runs` and the ids `more`; a clear error if none or several do."""
     if prefix == "last" and runs:
         return max(runs, key=lambda r: r.started_at).session_id
-    sessions = {r.session_id for r in runs if r.session_id.startswith(prefix)}
+    known = {r.session_id for r in runs} | set(more)
+    sessions = {s for s in known if s.startswith(prefix)}
     if not prefix or not sessions:
         raise RunNotFound(f"no session matches {prefix!r}; `reins sessions` lists them")
     if len(sessions) > 1 and prefix not in sessions:

@@ -97,8 +97,9 @@ async def run_child(agent: Agent, task: str, ctx: ToolContext, brief: Brief) -> 
     scope.spend(state.usage, state.cost)
     completed = finished is not None and finished.stop_reason is StopReason.END_TURN
     answer = finished.final_answer if finished is not None else None
-    if not answer:
-        said = [m.text for m in state.messages if isinstance(m, AssistantMessage) and m.text]
+    if not answer:  # what it said last, of its own (after its system prompt, preface, task)
+        own = state.messages[1 + len(preface) + 1 :]
+        said = [m.text for m in own if isinstance(m, AssistantMessage) and m.text]
         answer = said[-1] if said else ""
     return json.dumps(
         {

@@ -35,8 +35,8 @@ def agent_tool(agent: Agent, *, name: str, description: str, brief: Brief) -> To
 def spawn_agent_tool(parent: Agent, profiles: Mapping[str, Agent], brief: Brief) -> Tool:
     """`spawn_agent(task, profile, context)`: a copy of `parent` (without spawn_agent: one
     level deep) or one of `profiles` runs the task as a child run."""
-    listed = "".join(
-        f"\n- {name}: {(p.instructions or p.system_prompt or name).splitlines()[0][:120]}"
+    listed = "".join(  # indented as the docstring it goes in, or its Args no longer parse
+        f"\n        - {name}: {(p.instructions or p.system_prompt or name).splitlines()[0][:120]}"
         for name, p in profiles.items()
     )
 

@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, get_origin, get_type_hints, overload
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PydanticSchemaGenerationError,
+    ValidationError,
+    create_model,
+)
 from pydantic_core import to_json
 from typing_extensions import TypeVar
 
@@ -200,7 +207,13 @@ def tool(
 def _signature_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], bool, str]:
     doc = docstring_parser.parse(inspect.getdoc(fn) or "")
     arg_docs = {p.arg_name: _unwrapped(p.description or "") for p in doc.params}
-    hints = get_type_hints(fn)
+    try:
+        hints = get_type_hints(fn)
+    except NameError as exc:  # a hint names a type the function's module does not define
+        raise UsageError(
+            f"tool {fn.__name__}: a type hint cannot be resolved ({exc}); define the type at "
+            "module level, where the hint's name can be found"
+        ) from None
     params = list(inspect.signature(fn).parameters.values())
     first = hints.get(params[0].name) if params else None
     takes_context = first is ToolContext or get_origin(first) is ToolContext
@@ -215,7 +228,13 @@ def _signature_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], bool, str
             hints[param.name],
             Field(default, description=arg_docs.get(param.name) or None),
         )
-    model = create_model(f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields)
+    try:
+        model = create_model(f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields)
+    except PydanticSchemaGenerationError as exc:
+        raise UsageError(
+            f"tool {fn.__name__}: its parameters cannot be described to the model "
+            f"({str(exc).split('. ')[0]}); use JSON types, pydantic models or dataclasses"
+        ) from None
     return model, takes_context, _unwrapped(doc.description or "") or fn.__name__
 
 
