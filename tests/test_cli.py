@@ -181,6 +181,19 @@ def test_a_model_error_exits_1_and_is_resumable(project: Path) -> None:
         (["run", "x", "-m", "script:ok.json", "-w", "nowhere"], "error: workspace 'nowhere'"),
         (["show", "nope"], "error: no run matches 'nope'"),
         (["resume", "nope"], "error: no run matches 'nope'"),
+        (["run", "x", "-m", "script:ok.json", "--mode", "writ"], "error: --mode: no mode 'writ'"),
+        (
+            ["run", "x", "-m", "script:ok.json", "--check", " "],
+            "error: a check is an empty command",
+        ),
+        (
+            ["run", "x", "-m", "script:ok.json", "--guard", "loop", "--no-guard", "loop"],
+            "error: --guard and --no-guard both name loop",
+        ),
+        (["sessions", "prune", "--older-than", "99999999d"], "error: --older-than '99999999d'"),
+        (["sessions", "--store", "ok.json"], "error: the event log ok.json is a file"),
+        (["run", "x", "-m", "script:ok.json", "--store", "ok.json"], "error: the event log ok.j"),
+        (["doctor", "nosuch"], "error: no session matches 'nosuch'"),
     ],
 )
 def test_bad_input_is_one_clear_line(project: Path, args: list[str], message: str) -> None:

@@ -138,10 +138,11 @@ def test_a_project_file_may_not_hold_a_key(user_config: Path, tmp_path: Path) ->
         ("[providers.openai]\nbase_ur = 'x'\n", r"providers\.openai\.base_ur: Extra inputs"),
         ("[providers.vllm]\napi = 'grpc'\n", r"providers\.vllm\.api: Input should be"),
         ("providers = 3\n", r"providers: Input should be a valid dictionary"),
+        ('model = "\udcff"\n', r"is not UTF-8 text \(byte 9\); TOML files are UTF-8"),
     ],
 )
 def test_a_bad_config_is_one_clear_error(user_config: Path, text: str, message: str) -> None:
-    user_config.write_text(text)
+    user_config.write_bytes(text.encode(errors="surrogateescape"))  # \udcff: the byte 0xff
     with pytest.raises(UsageError, match=message):
         resolve_model("openai:gpt-4o")
 

@@ -88,6 +88,9 @@ def test_a_corrupt_line_takes_down_its_session_only_until_doctor_sets_it_aside(
     checked = reins("doctor", "--check", cwd=project)
     assert checked.returncode == 1
     assert "would move aside: lines 6-" in checked.stdout
+    by_prefix = reins("doctor", "--check", journal.stem[:-2], cwd=project)  # of this session
+    assert by_prefix.returncode == 1
+    assert "would move aside: lines 6-" in by_prefix.stdout
     assert journal.read_bytes() == b"".join([*lines[:5], deep, *lines[6:]])  # untouched
 
     repaired = reins("doctor", cwd=project)
