@@ -85,6 +85,9 @@ def test_a_paused_run_is_answered_by_resume(project: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "allowed run_command (by user" in done.stdout
     assert (project / "ws" / "made.txt").exists()
+    again = reins("resume", "last", "--approve", "all", cwd=project)
+    assert again.returncode == 2
+    assert "waits on no approval; `all` has nothing to answer" in again.stderr
 
 
 def test_approve_and_deny_never_both_answer_a_call(project: Path) -> None:

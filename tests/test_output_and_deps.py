@@ -240,3 +240,22 @@ def test_a_policy_with_a_sync_hook_is_said_when_the_agent_is_made() -> None:
 
     with pytest.raises(UsageError, match=r"policy Sync: its before_round is not async"):
         Agent(model=ScriptedModel(["done"]), policies=[Sync()])
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"tool_choice": "any"}, "tool_choice='any': say auto, required or none"),
+        ({"reasoning_effort": "extreme"}, "reasoning_effort='extreme': say minimal"),
+        ({"temperature": -3}, "temperature=-3: it is from 0 to 2"),
+        ({"max_tokens": 0}, "max_tokens=0: it is 1 or more"),
+    ],
+)
+def test_model_settings_no_provider_takes_are_said_when_made(
+    setting: dict[str, object], message: str
+) -> None:
+    from reins import ModelSettings
+
+    with pytest.raises(UsageError) as raised:
+        ModelSettings(**setting)  # type: ignore[arg-type]
+    assert str(raised.value).startswith(message), raised.value

@@ -28,6 +28,9 @@ def _env_seconds(name: str, default: float) -> float:
 
 @dataclass(kw_only=True, frozen=True)
 class ModelSettings:
+    """How a model is called: output cap, sampling, tool choice, reasoning, and the timeouts
+    and retries around each call. Checked when made: a value no provider takes is an error."""
+
     max_tokens: int | None = None
     """Cap on output tokens of one response."""
     temperature: float | None = None
@@ -51,9 +54,25 @@ class ModelSettings:
     retry_max_delay: float = 30.0
     """Cap on one wait between retries, Retry-After included."""
 
+    def __post_init__(self) -> None:
+        if self.tool_choice not in ("auto", "required", "none"):
+            raise UsageError(f"tool_choice={self.tool_choice!r}: say auto, required or none")
+        if self.reasoning_effort not in (None, "minimal", "low", "medium", "high"):
+            raise UsageError(
+                f"reasoning_effort={self.reasoning_effort!r}: say minimal, low, medium or high"
+            )
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            raise UsageError(f"temperature={self.temperature!r}: it is from 0 to 2")
+        for name in ("max_tokens", "thinking_budget"):
+            if (value := getattr(self, name)) is not None and value < 1:
+                raise UsageError(f"{name}={value!r}: it is 1 or more (None: the default)")
+
 
 @dataclass(kw_only=True, frozen=True)
 class ModelResponse:
+    """One whole reply of a model: the message, its token usage, why it stopped (`finish`)
+    and the model that answered."""
+
     message: AssistantMessage
     usage: Usage
     finish: FinishReason
@@ -65,11 +84,15 @@ class ModelResponse:
 
 @dataclass(frozen=True)
 class TextChunk:
+    """A piece of a reply's text as it streams."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class ThinkingChunk:
+    """A piece of a reply's reasoning (thinking) as it streams."""
+
     text: str
 
 

@@ -21,6 +21,9 @@ from ._unicode import escape_text
 
 @dataclass(frozen=True, kw_only=True)
 class RunResult:
+    """How a run ended: its answer (text, and typed as `output`), why it stopped, what it
+    cost, and its whole conversation; a paused run also says what it waits on."""
+
     run_id: str
     session_id: str
     stop_reason: StopReason

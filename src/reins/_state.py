@@ -145,6 +145,8 @@ class RunState:
 
     @classmethod
     def fold(cls, events: Iterable[Event]) -> RunState:
+        """The state a run's events (from its `run_started` on) add up to: what resume,
+        replay and `reins show` read."""
         it = iter(events)
         first = next(it, None)
         if not isinstance(first, RunStarted):

@@ -943,6 +943,8 @@ def _approvals(state: RunState, approve: list[str], deny: list[str]) -> dict[str
             f"--approve and --deny both name {', '.join(sorted(both))}; say one of them"
         )
     awaiting = [r.call.id for r in state.awaiting()]
+    if "all" in (*approve, *deny) and not awaiting:
+        raise UsageError(f"run {state.run_id} waits on no approval; `all` has nothing to answer")
     named = {call: False for call in deny if call != "all"}
     named |= {call: True for call in approve if call != "all"}
     rest = dict.fromkeys((c for c in awaiting if c not in named), "all" in approve)

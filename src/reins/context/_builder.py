@@ -36,6 +36,9 @@ __all__ = ["ContextBuilder", "ContextTooLarge"]
 
 @dataclass(kw_only=True)
 class ContextBuilder:
+    """Builds each request from the run's state inside the model's window: long messages cut,
+    the output cap fitted, and the history compacted past the threshold."""
+
     model: Model
     settings: ContextSettings
     tools: Sequence[ToolSpec]

@@ -16,6 +16,9 @@ from ._sections import PromptContext
 
 @dataclass(frozen=True, kw_only=True)
 class Mode:
+    """A way of working told to the model (`explore`, `plan`, `write-test`, `write-no-test`);
+    a read-only one has a folder it may still write its notes to."""
+
     name: str
     prompt: str
     folder: str | None = None

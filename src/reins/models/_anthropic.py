@@ -50,6 +50,9 @@ DEFAULT_MAX_TOKENS = 8192
 
 @dataclass(kw_only=True)
 class AnthropicModel(Retried):
+    """A Claude model through Anthropic's Messages API (the official SDK): streaming, tool
+    use, extended thinking, and prompt caching of the system prompt, tools and history."""
+
     model: str
     base_url: str | None = None
     """Defaults to ANTHROPIC_BASE_URL, then Anthropic's own."""

@@ -73,6 +73,9 @@ REFLECT_MAX_TOKENS = 512
 
 @dataclass(frozen=True, kw_only=True)
 class Reflection:
+    """A reflection's judgement of a step: how it went, why, and what to do next (go on,
+    retry, change approach, or finish), with a revised approach if one is needed."""
+
     assessment: Assessment
     reasoning: str
     next_action: NextAction

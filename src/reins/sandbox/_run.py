@@ -40,6 +40,9 @@ _DRAIN_GRACE = 0.2
 
 @dataclass(frozen=True, kw_only=True)
 class ProcessResult:
+    """What a sandboxed command did: its exit code, its output (capped while read), and
+    whether it ran out of its timeout."""
+
     exit_code: int | None
     """The command's exit code (128 + N: killed by signal N); None if it was killed on timeout."""
     output: str

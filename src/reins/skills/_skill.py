@@ -19,6 +19,9 @@ MAX_FILES = 50
 
 @dataclass(frozen=True)
 class Skill:
+    """A skill: a folder with SKILL.md (its name and description in front-matter, then the
+    instructions) and what it bundles; the model loads it when the task needs it."""
+
     name: str
     description: str
     folder: Path
