@@ -13,11 +13,11 @@ from .test_cli import REINS, _env
 
 
 def run_in_terminal(
-    project: Path, args: list[str], answers: list[bytes], *, prompt: bytes
+    project: Path, args: list[str], answers: list[bytes], *, prompt: bytes, think: float = 0
 ) -> tuple[int, str]:
-    """`reins ARGS` on a pseudo-terminal; each answer is typed when `prompt` shows (once more
-    than there are answers: the child is killed). Returns the exit code and the screen, its
-    colours taken out."""
+    """`reins ARGS` on a pseudo-terminal; each answer is typed `think` seconds after `prompt`
+    shows (once more than there are answers: the child is killed). Returns the exit code and
+    the screen, its colours taken out."""
     leader, follower = os.openpty()
     child = subprocess.Popen(
         [*REINS, *args], cwd=project, stdin=follower, stdout=follower, stderr=follower, env=_env()
@@ -40,6 +40,7 @@ def run_in_terminal(
                 if prompts == len(answers):  # asked once more than the test expects
                     child.kill()
                     break
+                time.sleep(think)  # what the screen does meanwhile is read next
                 os.write(leader, answers[prompts])
                 prompts += 1
         elif child.poll() is not None:

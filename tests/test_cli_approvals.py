@@ -135,10 +135,14 @@ def test_a_paused_run_resumed_in_a_terminal_asks(project: Path) -> None:
     )
     assert code == 10, screen  # the run itself pauses, as configured
     assert "in a terminal, `reins resume` asks" in screen
-    code, screen = run_in_terminal(project, ["resume", "last"], [b"y\n"], prompt=b"Allow?")
+    code, screen = run_in_terminal(
+        project, ["resume", "last"], [b"y\n"], prompt=b"Allow?", think=0.5
+    )
     assert code == 0, screen
     assert screen.count("Allow?") == 1
     assert (project / "ws" / "made.txt").exists()
+    asking = screen[screen.index("asks for approval") : screen.index("allowed run_command")]
+    assert "starting" not in asking  # the spinner stopped for the question: not drawn over it
 
 
 @pytest.mark.parametrize(

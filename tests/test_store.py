@@ -32,6 +32,7 @@ from reins import (
     StopReason,
     StoreError,
     ToolSpec,
+    UsageError,
     UserMessage,
     tool,
 )
@@ -448,8 +449,10 @@ async def test_a_run_whose_loop_raised_frees_its_session(
     assert stopped.stop_reason is None  # unfinished, and nothing goes on in it
     later = await agent.run("again", session_id=first.session_id)  # not SessionBusy
     assert later.stop_reason is StopReason.END_TURN
-    resumed = await broken.resume(stopped.run_id)
-    assert resumed.stop_reason is StopReason.END_TURN
+    # The later turn closed the stopped run's open calls as not run, in the history it sent:
+    # the stopped run going on now would act behind that history's back.
+    with pytest.raises(UsageError, match="its session went on with a later turn"):
+        await broken.resume(stopped.run_id)
     await log.close()
 
 

@@ -107,6 +107,9 @@ def test_a_corrupt_line_takes_down_its_session_only_until_doctor_sets_it_aside(
     shown = reins("show", runs["damaged"], cwd=project)
     assert shown.returncode == 0, shown.stderr
     assert "unfinished" in shown.stdout
+    replayed = reins("replay", runs["damaged"], cwd=project)
+    assert replayed.returncode == 1  # its process died: not cancelled, not done
+    assert f"unfinished — `reins resume {runs['damaged']}` continues it" in replayed.stdout
     assert reins("resume", runs["damaged"], cwd=project).returncode == 0
     assert reins("doctor", "--check", cwd=project).stdout.startswith("the log is sound")
 

@@ -385,7 +385,7 @@ def run(
             session_id = None
         stream = agent.iter(goal, session_id=session_id, cancel=cancel)
         lines.start(stream.steer)
-        return await _drive(stream, json_lines, cancel)
+        return await _drive(stream, json_lines, cancel, lines)
 
     _execute(store, go)
 
@@ -486,7 +486,7 @@ def resume(
             answers=replies,
         )
         lines.start(stream.steer)
-        return await _drive(stream, json_lines, cancel)
+        return await _drive(stream, json_lines, cancel, lines)
 
     _execute(store, go)
 
@@ -675,7 +675,8 @@ def replay(
     json_lines: JsonOpt = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
-    """Re-render a run from its log, with no model; exits with the run's code."""
+    """Re-render a run from its log, with no model; exits with the run's code (1 for a run
+    that did not finish: its process died)."""
     from .._state import RunState
     from ..store import find_run
 
@@ -686,7 +687,11 @@ def replay(
         show_event = _printer(json_lines)
         for event in events:
             show_event(event)
-        return state.finished.stop_reason if state.finished else StopReason.CANCELLED
+        if state.finished is not None:
+            return state.finished.stop_reason
+        if not json_lines:
+            out.print(f"[yellow]unfinished[/] — `reins resume {state.run_id}` continues it")
+        return StopReason.ERROR
 
     _execute(store, go, create=False)
 
@@ -1037,9 +1042,11 @@ def _set_aside_unreadable_index(store: Path) -> None:
         pass  # the command itself reports it
 
 
-async def _drive(stream: AgentRun, json_lines: bool, cancel: Cancel) -> StopReason:
+async def _drive(
+    stream: AgentRun, json_lines: bool, cancel: Cancel, lines: TerminalLines
+) -> StopReason:
     """Show the run's events; a reader that goes away (`--json | head`) cancels the run,
-    which ends as cancelled, quietly."""
+    which ends as cancelled, quietly. A prompt (`lines`) stops the spinner first."""
     from .._events import RunFinished
     from ._render import EventRenderer
 
@@ -1047,6 +1054,7 @@ async def _drive(stream: AgentRun, json_lines: bool, cancel: Cancel) -> StopReas
     show_event: Callable[[Any], None] | None = printer
     reason = StopReason.ERROR
     if isinstance(printer, EventRenderer):
+        lines.before_prompt = printer.close  # the next event starts it again
         printer.starting()
     try:
         async for event in stream:

@@ -30,6 +30,7 @@ class TerminalApprover:
 
     async def __call__(self, request: ApprovalRequest) -> Approval:
         out = self.console
+        self.lines.prompting()
         out.print(Text(f"\n{request.call.name} asks for approval ({request.rule}):", "bold"))
         out.print(Text(request.describe()), markup=False, emoji=False, highlight=False)
         choices = f"[y]es, [n]o, [a]lways allow {request.grant!r} this session"
@@ -54,6 +55,7 @@ class TerminalAsker:
 
     async def __call__(self, request: QuestionRequest) -> str | None:
         out = self.console
+        self.lines.prompting()
         out.print(Text(f"\nThe agent asks: {request.question}", "bold"))
         for number, choice in enumerate(request.choices, 1):
             out.print(Text(f"  {number}. {choice}"))

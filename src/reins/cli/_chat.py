@@ -144,6 +144,9 @@ class ChatLines:
     def waiting(self) -> bool:
         return self._waiting is not None and not self._waiting.done()
 
+    def prompting(self) -> None:
+        pass  # the chat's screen has no spinner: its input line stays below the output
+
     async def line(self) -> str:
         waiting: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting = waiting

@@ -18,6 +18,7 @@ class TerminalCapOffer:
 
     async def __call__(self, offer: CapOffer) -> str | None:
         out = self.console
+        self.lines.prompting()
         out.print(Text(f"\nThe run reached a cap: {offer.detail}.", "bold"))
         numbered = ", ".join(f"[{i}] {choice}" for i, choice in enumerate(offer.choices, 1))
         while True:

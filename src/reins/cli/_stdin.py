@@ -17,6 +17,10 @@ class LineSource(Protocol):
         """The next line; "" at the end of input (nobody is there)."""
         ...
 
+    def prompting(self) -> None:
+        """A prompt is about to show: what draws over the terminal (a spinner) stops."""
+        ...
+
 
 class TerminalLines:
     """Reads stdin in a daemon thread, so the event loop (and Ctrl-C) go on meanwhile and a run
@@ -24,6 +28,8 @@ class TerminalLines:
 
     def __init__(self) -> None:
         self._steer: Callable[[str], None] | None = None
+        self.before_prompt: Callable[[], None] = lambda: None
+        """What `prompting` calls: the run's screen sets it to stop its spinner."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiting: asyncio.Future[str] | None = None
         self._ended = False
@@ -35,6 +41,9 @@ class TerminalLines:
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
             threading.Thread(target=self._read, name="reins-stdin", daemon=True).start()
+
+    def prompting(self) -> None:
+        self.before_prompt()
 
     async def line(self) -> str:
         """The next line typed, for a prompt; "" at the end of input (nobody is there)."""
