@@ -151,8 +151,10 @@ def test_stop_ends_the_run_and_the_chat_goes_on(project: Path, terminals: list[T
     started = time.monotonic()
     chat.line("wait for a while")
     chat.wait_for("→ run_command")
-    chat.line("/new")  # refused while it works
-    chat.wait_for("a run is working: /new waits")
+    chat.line("/new")  # refused while it works: it would change the session under the run
+    chat.wait_for("a run is working: /new is for between runs; /stop it, or wait")
+    chat.line("/sessions")  # a listing is fine meanwhile
+    chat.wait_for("wait for a while", count=2)
     chat.line("/stop")
     chat.wait_for("stopped: cancelled")
     assert time.monotonic() - started < 20
@@ -178,6 +180,13 @@ def test_an_approval_is_answered_on_the_chat_line(project: Path, terminals: list
     chat.line("y")
     chat.wait_for("allowed run_command (by user")
     chat.wait_for("tokens ")
+    assert "Allow? [y]es" in chat.screen()  # the question stays above its answer
+    # A command for the chat is not taken as the answer: /stop stops the run that asks.
+    chat.line("/new")
+    chat.line("say hi with a command")
+    chat.wait_for("Allow? [y]es", count=2)
+    chat.line("/stop")
+    chat.wait_for("stopped: cancelled")
     chat.line("/exit")
     chat.wait_for("EXITED 0")
 

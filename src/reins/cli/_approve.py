@@ -35,7 +35,9 @@ class TerminalApprover:
         out.print(Text(request.describe()), markup=False, emoji=False, highlight=False)
         choices = f"[y]es, [n]o, [a]lways allow {request.grant!r} this session"
         while True:
-            out.print(Text(f"Allow? {choices} (default no): "), end="")
+            out.print(
+                Text(f"Allow? {choices} (default no): "), end="" if self.lines.inline else "\n"
+            )
             line = await self.lines.line()
             if not line:  # end of input: nobody is there to say yes
                 out.print()
@@ -59,7 +61,10 @@ class TerminalAsker:
         out.print(Text(f"\nThe agent asks: {request.question}", "bold"))
         for number, choice in enumerate(request.choices, 1):
             out.print(Text(f"  {number}. {choice}"))
-        out.print(Text(f"Answer (empty: its default, {request.default}): "), end="")
+        out.print(
+            Text(f"Answer (empty: its default, {request.default}): "),
+            end="" if self.lines.inline else "\n",
+        )
         line = (await self.lines.line()).strip()
         if line.isdigit() and 1 <= int(line) <= len(request.choices):
             return request.choices[int(line) - 1]

@@ -54,6 +54,8 @@ COMMANDS = {
     "/sessions [ID]": "the latest runs; with ID (a unique prefix, or last), continue that session",
     "/exit": "leave, as Ctrl-D does",
 }
+URGENT = frozenset({"/stop", "/exit", "/quit", "/help"})
+"""Commands taken even while a question waits for its answer (not taken as the answer)."""
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
@@ -137,6 +139,8 @@ def chat(
 class ChatLines:
     """The chat's lines, for a prompt that waits for one (an approval, the offer at a cap)."""
 
+    inline = False
+
     def __init__(self) -> None:
         self._waiting: asyncio.Future[str] | None = None
 
@@ -215,7 +219,8 @@ class Chat:
 
     async def take(self, text: str) -> None:
         """One line typed: an answer, a command, a steer, or the next turn's goal."""
-        if self.lines.deliver(text):
+        command = text.split(maxsplit=1)[0] if text.strip() else ""
+        if command not in URGENT and self.lines.deliver(text):
             return
         text = text.strip()
         if not text:
@@ -266,9 +271,9 @@ class Chat:
             case "/exit" | "/quit":
                 self.leaving = True
             case "/new" | "/model" | "/compact" | "/sessions" if busy and (
-                name != "/model" or argument
-            ):
-                out.print(f"a run is working: {name} waits until it ends (or /stop it)")
+                argument or name in ("/new", "/compact")
+            ):  # what would change the session under the run
+                out.print(f"a run is working: {name} is for between runs; /stop it, or wait")
             case "/new":
                 self.session_id = None
                 out.print("a new session starts with the next goal")

@@ -22,7 +22,10 @@ class TerminalCapOffer:
         out.print(Text(f"\nThe run reached a cap: {offer.detail}.", "bold"))
         numbered = ", ".join(f"[{i}] {choice}" for i, choice in enumerate(offer.choices, 1))
         while True:
-            out.print(Text(f"Continue? {numbered}, [s]top (default stop): "), end="")
+            out.print(
+                Text(f"Continue? {numbered}, [s]top (default stop): "),
+                end="" if self.lines.inline else "\n",
+            )
             line = await self.lines.line()
             if not line:  # end of input: nobody is there to choose
                 out.print()

@@ -13,6 +13,10 @@ from typing import Protocol
 class LineSource(Protocol):
     """Where a prompt's answer comes from: the next line the person types."""
 
+    inline: bool
+    """The answer is typed on the prompt's own line (a plain terminal), not on an input line
+    of its own (the chat's), where a question left open on its line would be drawn over."""
+
     async def line(self) -> str:
         """The next line; "" at the end of input (nobody is there)."""
         ...
@@ -25,6 +29,8 @@ class LineSource(Protocol):
 class TerminalLines:
     """Reads stdin in a daemon thread, so the event loop (and Ctrl-C) go on meanwhile and a run
     that ends while a prompt waits does not wait for the person."""
+
+    inline = True
 
     def __init__(self) -> None:
         self._steer: Callable[[str], None] | None = None
