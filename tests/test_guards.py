@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Sequence
@@ -821,4 +822,22 @@ def test_cli_resume_takes_guard_settings(tmp_path: Path) -> None:
     assert (bad.exit_code, bad.output) == (
         2,
         "error: --goal-anchor 'x': say a whole number, 0 or more\n",
+    )
+
+
+async def test_a_read_only_tool_that_may_answer_differently_is_run_again(
+    workspace: Path,
+) -> None:
+    global reads
+    reads = 0
+    clock = dataclasses.replace(lookup, cached=False)  # as an MCP server's tools are
+    replies = [
+        reply("", call("lookup", "a", key="k")),
+        reply("", call("lookup", "b", key="k")),
+        "FINAL_ANSWER: value of k",
+    ]
+    result = await agent_for(replies, workspace, tools=[clock]).run("what is k")
+    assert reads == 2
+    assert not any(
+        m.content.startswith("Cached") for m in result.messages if isinstance(m, ToolResultMessage)
     )

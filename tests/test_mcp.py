@@ -199,7 +199,11 @@ async def test_a_run_calls_mcp_server_time_and_stops_it_after(workspace: Path) -
     server = MCPServer(time_server())
     agent = Agent(
         model=ScriptedModel(
-            [reply("", call("time__get_current_time", "c1", timezone="Europe/Paris")), "done"]
+            [
+                reply("", call("time__get_current_time", "c1", timezone="Europe/Paris")),
+                reply("", call("time__get_current_time", "c2", timezone="Europe/Paris")),
+                "done",
+            ]
         ),
         tools=[],
         workspace=workspace,
@@ -209,6 +213,8 @@ async def test_a_run_calls_mcp_server_time_and_stops_it_after(workspace: Path) -
     content, is_error = results(events)["c1"]
     assert not is_error  # read-only by its annotations: no approval asked
     assert json.loads(content)["timezone"] == "Europe/Paris"
+    again, _ = results(events)["c2"]
+    assert json.loads(again)["timezone"] == "Europe/Paris"  # asked again: a clock moves on
     started = events[0]
     assert started.config.mcp_servers == ("time",)  # type: ignore[union-attr]
     assert "time__get_current_time" not in started.config.tools  # type: ignore[union-attr]

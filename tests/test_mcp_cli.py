@@ -188,6 +188,9 @@ async def test_mcp_serve_runs_goals_and_reads_the_log_for_the_sdks_client(
         missing = await client.call_tool("read_run", {"run_id": "nope"})
         assert missing.is_error
         assert "no run matches 'nope'" in missing.content[0].text  # type: ignore[union-attr]
+        more = await client.call_tool("run", {"goal": "again", "session_id": "last"})
+        assert not more.is_error, more
+        assert more.structured_content["session_id"] == outcome["session_id"]  # type: ignore[index]
         empty = await client.call_tool("run", {"goal": "  "})
         assert empty.is_error
         assert "the goal is empty" in empty.content[0].text  # type: ignore[union-attr]
@@ -195,5 +198,5 @@ async def test_mcp_serve_runs_goals_and_reads_the_log_for_the_sdks_client(
             capped = await client.call_tool("run", {"goal": "go", "max_steps": steps})
             assert capped.is_error
         listed = await client.call_tool("sessions", {})
-        assert len(listed.structured_content["result"]) == 1  # type: ignore[index]  # none ran
+        assert len(listed.structured_content["result"]) == 2  # type: ignore[index]  # none ran
     assert (project / "ws" / "a.txt").read_text() == "A"

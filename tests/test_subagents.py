@@ -388,3 +388,26 @@ async def test_a_child_that_said_nothing_reports_no_answer_not_its_preface(
     told = json.loads(next(m.content for m in result.messages if m.role == "tool"))  # type: ignore[union-attr]
     assert told["stop_reason"] == "error"
     assert told["result"] == ""  # not the "Understood" of the shared-context preface
+
+
+async def test_a_named_agent_runs_with_its_own_step_cap(workspace: Path) -> None:
+    scribe = Agent(model=ScriptedModel(["noted"]), tools=[], workspace=workspace, max_steps=2)
+    parent = Agent(
+        model=ScriptedModel(
+            [
+                reply("", call("spawn_agent", "a", task="note it", profile="scribe")),
+                reply("", call("spawn_agent", "b", task="note it")),
+                "done",
+            ]
+        ),
+        tools=[],
+        workspace=workspace,
+        subagents={"scribe": scribe},
+        subagent_steps=3,
+    )
+    caps = {
+        e.path[0]: e.event.config.max_steps
+        async for e in parent.iter("go")
+        if isinstance(e, SubagentEvent) and isinstance(e.event, RunStarted)
+    }
+    assert caps == {"a": 2, "b": 3}  # the profile's own; a copy's from subagent_steps

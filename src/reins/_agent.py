@@ -207,7 +207,7 @@ class Agent:
     of this agent (without spawn_agent), or one of these named agents (profiles) — and gets
     back its answer and whether it completed (`reins.subagents`, `Agent.as_tool`)."""
     subagent_steps: int = 10
-    """A spawned child's step cap."""
+    """The step cap of a spawned copy of this agent (a named one has its own `max_steps`)."""
     subagent_timeout: float = 300.0
     """A spawned child's time budget, in seconds."""
     defer_tools_above: int | None = 20
@@ -880,6 +880,7 @@ class Agent:
             tool_names=list(executor.tools),
             strict_actions=getattr(self.model, "actions", "native") == "json",
             specs=executor.specs,
+            uncached=[t.name for t in tools if not t.cached],
         )
 
     def _may_ask(self) -> bool:

@@ -836,6 +836,7 @@ def _profiles(agent: Agent, config: Config) -> dict[str, Agent]:
             agent,
             model=resolve_model(profile.model, config) if profile.model else agent.model,
             model_id=profile.model or agent.model_id,
+            max_steps=profile.max_steps or agent.subagent_steps,
             tools=builtin_tools(profile.tools),
             system_prompt=profile.system_prompt,
             instructions=profile.instructions or "",

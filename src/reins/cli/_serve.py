@@ -18,7 +18,7 @@ from .._agent import Agent
 from .._errors import ReinsError
 from .._messages import MESSAGES
 from .._state import RunState
-from ..store import EventLog, find_run
+from ..store import EventLog, find_run, find_session
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
@@ -42,11 +42,14 @@ def reins_server(make_agent: Callable[[int | None], Agent], log: EventLog) -> SD
 
         Args:
             goal: What the agent should do.
-            session_id: A session to continue with this goal as its next turn.
+            session_id: A session to continue with this goal as its next turn (its id, a
+                unique prefix of one, or `last`).
             max_steps: Cap on the agent's model calls (default: the configured one).
         """
         agent = make_agent(max_steps)
         try:
+            if session_id is not None:
+                session_id = find_session(await log.runs(), session_id)
             result = await agent.run(goal, session_id=session_id)
         except ReinsError as exc:  # the client is told it failed (is_error), and why
             raise ToolError(str(exc)) from None

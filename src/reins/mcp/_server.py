@@ -284,6 +284,7 @@ class MCPServer:
             args_model=AnyArguments,
             takes_context=True,
             read_only=read_only,
+            cached=False,  # readOnlyHint promises no effects, not the same answer twice
             needs_approval=not read_only,
             timeout=self.config.tool_timeout,
             schema=schema,

@@ -67,6 +67,7 @@ def guard_policies(
     tool_names: Sequence[str],
     strict_actions: bool = False,
     specs: Sequence[ToolSpec] = (),
+    uncached: Sequence[str] = (),
 ) -> list[Policy]:
     """One run's guard policies, sharing one fold of its messages. (The `repetition` guard is
     no policy: the fold of the run's events applies it, see `RunState.apply`.)"""
@@ -81,8 +82,9 @@ def guard_policies(
     policies: list[Policy] = []
     if guards.one_call:
         policies.append(OneCallPerStep())
-    if guards.repeat_cache and reads:
-        policies.append(RepeatCache(facts))
+    cached = frozenset(reads) - frozenset(uncached)
+    if guards.repeat_cache and cached:
+        policies.append(RepeatCache(facts, cached))
     if guards.loop:
         policies.append(LoopGuard(facts, guards.loop_threshold, guards.anti_stall_threshold))
     if guards.goal_anchor > 0:
@@ -336,8 +338,10 @@ class RepeatCache(Policy):
     a file tool's change that succeeded (small models write the same file again and again):
     until another change touches its path, the model is told it is done already."""
 
-    def __init__(self, facts: RunFacts) -> None:
+    def __init__(self, facts: RunFacts, cached: frozenset[str]) -> None:
         self.facts = facts
+        self.cached = cached
+        """The read-only tools whose repeats are answered from the cache (`Tool.cached`)."""
 
     async def before_tool(self, state: RunState, call: ToolCall) -> BeforeTool:
         if call.name not in self.facts.read_only:
@@ -351,6 +355,8 @@ class RepeatCache(Policy):
                 "nothing has touched that path since, so it was not run again. If the goal is "
                 "reached, give your final answer now."
             )
+        if call.name not in self.cached:
+            return CONTINUE
         facts = self.facts.update(state)
         if not facts.cache:
             return CONTINUE

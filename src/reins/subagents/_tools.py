@@ -46,14 +46,12 @@ def spawn_agent_tool(parent: Agent, profiles: Mapping[str, Agent], brief: Brief)
         if profile is not None and profile not in profiles:
             have = ", ".join(sorted(profiles)) or "none (leave profile out)"
             raise ToolError(f"no profile {profile!r}; the profiles: {have}")
-        agent = (
-            profiles[profile]
-            if profile is not None
-            else dataclasses.replace(parent, subagents=False)
-        )
-        return await run_child(
-            agent, task, context, dataclasses.replace(brief, context=share_context)
-        )
+        if profile is not None:  # a named agent has its own step cap
+            agent, steps = profiles[profile], profiles[profile].max_steps
+        else:
+            agent, steps = dataclasses.replace(parent, subagents=False), brief.max_steps
+        told = dataclasses.replace(brief, context=share_context, max_steps=steps)
+        return await run_child(agent, task, context, told)
 
     spawn_agent.__doc__ = f"""Hand a self-contained subtask to a subagent: a fresh agent,
         working in the same workspace, that does it alone and returns {{"result", "completed"}}.

@@ -69,6 +69,10 @@ class Tool:
     takes_context: bool = False
     read_only: bool = False
     """True if it changes nothing: safe to run beside anything, and to cache."""
+    cached: bool = True
+    """A repeat of a read-only call may be answered from the cache (the repeat-cache guard)
+    while the run changes nothing; False for a tool that may answer differently each time (an
+    MCP server's: a clock, a query of the world outside)."""
     path_args: tuple[str, ...] = ()
     """Arguments that name files; writes to one canonical path are serialized."""
     needs_approval: bool = False
