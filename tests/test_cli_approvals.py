@@ -32,6 +32,7 @@ def test_the_terminal_asks_and_yes_runs_the_exact_command(project: Path) -> None
     assert "touch made.txt" in screen
     assert "default: run_command asks" in screen
     assert screen.count("Allow?") == 1
+    assert screen.count("asks for approval") == 1  # said by the prompt, not again before it
     assert (project / "ws" / "made.txt").exists()
 
 
@@ -76,6 +77,7 @@ def test_a_paused_run_is_answered_by_resume(project: Path) -> None:
     model = script(project / "s.json", [TOUCH, "FINAL_ANSWER: done"])
     done = reins("run", "go", "-m", model, "-w", "ws", cwd=project)
     assert done.returncode == 10, done.stderr
+    assert "? run_command asks for approval (default: run_command asks)" in done.stdout
     assert "stopped: waiting" in done.stdout
     assert "--approve" in done.stdout
     assert not (project / "ws" / "made.txt").exists()

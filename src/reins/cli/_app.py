@@ -1055,7 +1055,7 @@ async def _drive(
     show_event: Callable[[Any], None] | None = printer
     reason = StopReason.ERROR
     if isinstance(printer, EventRenderer):
-        lines.before_prompt = printer.close  # the next event starts it again
+        lines.before_prompt = printer.prompting  # the next event starts the spinner again
         printer.starting()
     try:
         async for event in stream:

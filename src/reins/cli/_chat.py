@@ -10,6 +10,7 @@ import dataclasses
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -143,13 +144,15 @@ class ChatLines:
 
     def __init__(self) -> None:
         self._waiting: asyncio.Future[str] | None = None
+        self.before_prompt: Callable[[], None] = lambda: None
+        """What `prompting` calls: the turn's renderer, which then leaves the saying to it."""
 
     @property
     def waiting(self) -> bool:
         return self._waiting is not None and not self._waiting.done()
 
     def prompting(self) -> None:
-        pass  # the chat's screen has no spinner: its input line stays below the output
+        self.before_prompt()
 
     async def line(self) -> str:
         waiting: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -239,6 +242,7 @@ class Chat:
         from ._render import EventRenderer
 
         show = EventRenderer(out)
+        self.lines.before_prompt = show.prompting
         self.cancel = Cancel()
         self.since, self.step = time.monotonic(), 0
         try:

@@ -74,8 +74,12 @@ class EventRenderer:
         """The step's reply text as shown (a final answer in it is not shown again)."""
         self._asked_at: datetime | None = None
         self._window: int | None = None
+        self._held_ask: str | None = None
+        """An approval request's line, held: the prompt that asks it says it (`prompting`
+        drops it), or else the next event shows it (a run that pauses for the answer)."""
 
     def __call__(self, event: StreamEvent) -> None:
+        self._show_held_ask()
         if isinstance(event, SubagentEvent):
             self._idle()  # a child's console writes past the spinner's
             self._end_line()
@@ -184,7 +188,9 @@ class EventRenderer:
             case ApprovalRequested():
                 self._idle()  # a prompt may follow
                 rule = escape(event.rule)
-                out.print(f"[yellow]? {event.call.name} asks for approval[/] [dim]({rule})[/]")
+                self._held_ask = (
+                    f"[yellow]? {event.call.name} asks for approval[/] [dim]({rule})[/]"
+                )
             case PermissionDecided():
                 verdict = "[green]✓ allowed[/]" if event.allowed else "[red]✗ denied[/]"
                 scope = f", always for {escape(event.grant)!r}" if event.always else ""
@@ -294,7 +300,19 @@ class EventRenderer:
 
     def close(self) -> None:
         """Stop the spinner, if it spins: the run's events ended."""
+        self._show_held_ask()
         self._idle()
+
+    def prompting(self) -> None:
+        """A prompt is about to ask on this terminal: the spinner stops, and the approval
+        request held is not shown (the prompt says it)."""
+        self._held_ask = None
+        self._idle()
+
+    def _show_held_ask(self) -> None:
+        if self._held_ask is not None:
+            self.console.print(self._held_ask)
+            self._held_ask = None
 
     def _busy(self, label: str) -> None:
         if not self._spinner:
