@@ -305,8 +305,10 @@ class EventRenderer:
 
     def prompting(self) -> None:
         """A prompt is about to ask on this terminal: the spinner stops, and the approval
-        request held is not shown (the prompt says it)."""
+        request held is not shown (the prompt says it), nor a subagent's."""
         self._held_ask = None
+        for child in self._children.values():
+            child.prompting()
         self._idle()
 
     def _show_held_ask(self) -> None:
