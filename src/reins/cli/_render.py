@@ -301,6 +301,8 @@ class EventRenderer:
     def close(self) -> None:
         """Stop the spinner, if it spins: the run's events ended."""
         self._show_held_ask()
+        for child in self._children.values():
+            child._show_held_ask()
         self._idle()
 
     def prompting(self) -> None:
