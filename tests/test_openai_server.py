@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -144,24 +145,31 @@ async def test_an_endpoint_named_in_the_config_reaches_the_server(
     assert response.message.text.strip()
 
 
+NO_LLAMA = (
+    "import sys; sys.modules['llama_cpp'] = None; from reins.cli import main; "
+    "sys.argv = ['reins', *sys.argv[1:]]; main()"
+)
+"""`reins ARGS` as on a machine without `reins[local]`: llama.cpp cannot be imported."""
+
+
+def _keyless_env(tmp_path: Path) -> dict[str, str]:
+    """The environment with no provider key, no reins setting and no user config."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REINS_", "OPENAI_"))}
+    env.pop("ANTHROPIC_API_KEY", None)
+    return env | {"REINS_CONFIG": str(tmp_path / "none.toml")}
+
+
 def test_without_the_embedded_model_a_hosted_key_picks_the_model(
     llama_server: str, tmp_path: Path
 ) -> None:
     """`pip install reins` with no `[local]`: `reins run` runs the hosted model whose key is
     set (this server stands in for OpenAI's), and says so; with no key, it says what to do."""
-    import os
     import subprocess
     import sys
 
     (tmp_path / "ws").mkdir()
-    no_llama = (
-        "import sys; sys.modules['llama_cpp'] = None; from reins.cli import main; "
-        "sys.argv = ['reins', *sys.argv[1:]]; main()"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REINS_", "OPENAI_"))}
-    env.pop("ANTHROPIC_API_KEY", None)
-    env["REINS_CONFIG"] = str(tmp_path / "none.toml")
-    command = [sys.executable, "-c", no_llama, "run", "Say hi.", "-w", "ws", "--max-steps", "1"]
+    env = _keyless_env(tmp_path)
+    command = [sys.executable, "-c", NO_LLAMA, "run", "Say hi.", "-w", "ws", "--max-steps", "1"]
     keyless = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert keyless.returncode == 2
     assert "pip install 'reins[local]'" in keyless.stderr
@@ -183,26 +191,15 @@ async def test_mcp_serve_without_the_embedded_model_runs_the_hosted_one(
 ) -> None:
     """`reins mcp serve` picks its model as `reins run` does: with no `[local]` and a key set,
     that provider's small model (this server stands in for OpenAI's)."""
-    import os
     import sys
 
     from mcp import Client, StdioServerParameters
 
     (tmp_path / "ws").mkdir()
-    no_llama = (
-        "import sys; sys.modules['llama_cpp'] = None; from reins.cli import main; "
-        "sys.argv = ['reins', *sys.argv[1:]]; main()"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REINS_", "OPENAI_"))}
-    env.pop("ANTHROPIC_API_KEY", None)
-    env |= {
-        "REINS_CONFIG": str(tmp_path / "none.toml"),
-        "OPENAI_API_KEY": "sk-test",
-        "OPENAI_BASE_URL": llama_server,
-    }
+    env = _keyless_env(tmp_path) | {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llama_server}
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-c", no_llama, "mcp", "serve", "-w", "ws", "--store", str(tmp_path / "store")],
+        args=["-c", NO_LLAMA, "mcp", "serve", "-w", "ws", "--store", str(tmp_path / "store")],
         env=env,
         cwd=str(tmp_path),
     )

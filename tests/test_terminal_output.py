@@ -85,15 +85,7 @@ def test_json_into_head_ends_the_run_quietly_as_cancelled(tmp_path: Path) -> Non
         {"text": "a" * 200, "tool_calls": [{"name": "list_files", "arguments": {"path": "."}}]}
     ] * 30 + ["FINAL_ANSWER: done"]
     model = script(tmp_path / "s.json", steps)
-    done = subprocess.run(
-        f"{' '.join(REINS)} run go -m {model} -w ws --max-steps 40 --json | head -n 2",
-        shell=True,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=60,
-    )
+    done = _piped(tmp_path, f"run go -m {model} -w ws --max-steps 40 --json | head -n 2")
     assert done.stderr == ""
     assert len(done.stdout.splitlines()) == 2
     shown = reins("show", "last", cwd=tmp_path)
@@ -126,17 +118,22 @@ def test_any_command_into_head_ends_quietly(tmp_path: Path, command: str) -> Non
     )
     whole = reins(*command.split(), cwd=tmp_path)
     assert len(whole.stdout) > 100_000  # more than a pipe holds: the reader goes first
-    done = subprocess.run(
-        f"{' '.join(REINS)} {command} | head -c 10",
+    done = _piped(tmp_path, f"{command} | head -c 10")
+    assert done.stderr == ""
+    assert done.stdout == whole.stdout[:10]
+
+
+def _piped(cwd: Path, line: str) -> subprocess.CompletedProcess[str]:
+    """`reins LINE` through a shell, for its pipes."""
+    return subprocess.run(
+        f"{' '.join(REINS)} {line}",
         shell=True,
-        cwd=tmp_path,
+        cwd=cwd,
         capture_output=True,
         text=True,
         env=_env(),
         timeout=60,
     )
-    assert done.stderr == ""
-    assert done.stdout == whole.stdout[:10]
 
 
 async def test_run_sync_in_a_running_loop_says_what_to_do() -> None:

@@ -799,8 +799,9 @@ def _check_mode(name: str | None) -> None:
     """A mode named on the command line must be one (an agent given an unknown one from
     Python runs in explore mode, the safe one, and says so)."""
     from ..context import MODES
+    from ..context._modes import resolve_mode
 
-    if name is not None and name.strip().lower() not in MODES:
+    if resolve_mode(name)[1] is not None:
         raise UsageError(f"--mode: no mode {name!r}; the modes: {', '.join(MODES)}")
 
 

@@ -82,9 +82,8 @@ def guard_policies(
     policies: list[Policy] = []
     if guards.one_call:
         policies.append(OneCallPerStep())
-    cached = frozenset(reads) - frozenset(uncached)
-    if guards.repeat_cache and cached:
-        policies.append(RepeatCache(facts, cached))
+    if guards.repeat_cache and reads:
+        policies.append(RepeatCache(facts, frozenset(reads) - frozenset(uncached)))
     if guards.loop:
         policies.append(LoopGuard(facts, guards.loop_threshold, guards.anti_stall_threshold))
     if guards.goal_anchor > 0:
