@@ -11,7 +11,7 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
-from functools import lru_cache
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, assert_never
 
 from ._cancel import Cancel
@@ -84,6 +84,8 @@ from .tools import ToolExecutor
 if TYPE_CHECKING:
     from .tracing import RunSpans
 
+_now = datetime.now
+
 
 class RunLoop:
     """Drives one run from its current state until it finishes."""
@@ -129,13 +131,20 @@ class RunLoop:
         self.spans = spans
         """The run's OpenTelemetry spans, when traced: every event recorded goes to them."""
         self._uncommitted = False
+        self._envelope = {"session_id": state.session_id, "run_id": state.run_id}
+        """What every event of the run carries."""
         self.steering: deque[str] = deque()
         """Instructions sent while the run runs (from any thread): told before the next round."""
         # Each hook is called only on the policies that implement it: the loop's hot path.
-        self._hooks: dict[str, list[Policy]] = {hook: [] for hook in HOOKS}
+        hooks: dict[str, list[Policy]] = {hook: [] for hook in HOOKS}
         for policy in policies:
             for hook in hooks_of(type(policy)):
-                self._hooks[hook].append(policy)
+                hooks[hook].append(policy)
+        self._before_round = hooks["before_round"]
+        self._after_response = hooks["after_response"]
+        self._on_final = hooks["on_final"]
+        self._before_tool = hooks["before_tool"]
+        self._after_tools = hooks["after_tools"]
 
     async def events(self) -> AsyncGenerator[StreamEvent]:
         state = self.state
@@ -165,8 +174,11 @@ class RunLoop:
         if self.executor.refresh_due:
             async for event in self._tools_refreshed():
                 yield event
-        for policy in self._hooks["before_round"]:
-            match await policy.before_round(state):
+        for policy in self._before_round:
+            verdict = await policy.before_round(state)
+            if verdict is CONTINUE:  # the usual answer, told apart without a match
+                continue
+            match verdict:
                 case Continue():
                     pass
                 case Inject(text, mark):
@@ -232,6 +244,8 @@ class RunLoop:
             while response is None:
                 item = await self.cancel.race(anext(stream))
                 match item:
+                    case ModelResponse():
+                        response = item
                     case None:
                         yield await self._finish(
                             StopReason.CANCELLED, detail="cancelled while the model answered"
@@ -254,8 +268,6 @@ class RunLoop:
                             level="warning",
                             text=f"retry {attempt} in {delay:.1f} s after: {error}{dropped}",
                         )
-                    case ModelResponse():
-                        response = item
         except StopAsyncIteration:
             yield await self._finish(
                 StopReason.ERROR, detail="the model stream ended without a response"
@@ -412,8 +424,11 @@ class RunLoop:
         state = self.state
         response = state.messages[-1]
         assert isinstance(response, AssistantMessage)
-        for policy in self._hooks["after_response"]:
-            match await policy.after_response(state, response):
+        for policy in self._after_response:
+            verdict = await policy.after_response(state, response)
+            if verdict is CONTINUE:
+                continue
+            match verdict:
                 case Continue():
                     pass
                 case Reject(observation, temperature):
@@ -429,7 +444,7 @@ class RunLoop:
         return None
 
     async def _conclude(self, answer: str) -> AsyncIterator[Event]:
-        for policy in self._hooks["on_final"]:
+        for policy in self._on_final:
             verdict = await policy.on_final(self.state, answer)
             match verdict:
                 case Continue():
@@ -471,7 +486,8 @@ class RunLoop:
             return
         runnable: list[ToolCall] = []
         waiting: list[ToolCall] = []
-        for call in [c for c in state.pending if c.id not in state.results]:
+        done = state.results
+        for call in [c for c in state.pending if c.id not in done] if done else state.pending:
             if call.id in state.started and not self.executor.is_read_only(call.name):
                 # The process died while this call ran: its effect is unknown, so it is not
                 # repeated behind the model's back. Read-only calls are simply run again.
@@ -485,7 +501,7 @@ class RunLoop:
                 if call.id in state.questions and call.id not in state.answers:
                     waiting.append(call)  # until someone answers
                 continue
-            verdict = await self._before_tool(call) if self._hooks["before_tool"] else CONTINUE
+            verdict = await self._judged(call) if self._before_tool else CONTINUE
             match verdict:
                 case Continue():
                     ruling = self.executor.judge(call, state.grants)
@@ -518,10 +534,12 @@ class RunLoop:
                     return
                 case _:
                     assert_never(verdict)
+        changes = False
         for call in runnable:
             if call.id not in state.started:
                 yield await self._emit(ToolCallStarted, commit=False, step=step, call=call)
-        if any(not self.executor.is_read_only(call.name) for call in runnable):
+            changes = changes or not self.executor.is_read_only(call.name)
+        if changes:
             await self.log.commit()  # on record before any side effect
             self._uncommitted = False
 
@@ -531,7 +549,7 @@ class RunLoop:
             async for item in self._run_concurrently(runnable):
                 yield item
 
-        for policy in self._hooks["after_tools"]:
+        for policy in self._after_tools:
             match await policy.after_tools(state, state.step_results()):
                 case Continue():
                     pass
@@ -662,12 +680,14 @@ class RunLoop:
             **decided,
         )
 
-    async def _before_tool(self, call: ToolCall) -> Continue | Reject | Answer | Stop:
-        for policy in self._hooks["before_tool"]:
-            verdict = await policy.before_tool(self.state, call)
-            if not isinstance(verdict, Continue):
+    async def _judged(self, call: ToolCall) -> Continue | Reject | Answer | Stop:
+        """The first verdict of the `before_tool` policies that is not to go on."""
+        state = self.state
+        for policy in self._before_tool:
+            verdict = await policy.before_tool(state, call)
+            if verdict is not CONTINUE and not isinstance(verdict, Continue):
                 return verdict
-        return Continue()
+        return CONTINUE
 
     async def _run_concurrently(self, calls: list[ToolCall]) -> AsyncIterator[StreamEvent]:
         """Each result is recorded the moment its call returns, not when the consumer of these
@@ -740,15 +760,14 @@ class RunLoop:
     def _live(self, kind: type[Any], **fields: Any) -> Event:
         """A delta of the reply being streamed: on the stream only, not in the log (the reply
         is, whole); it carries the seq of the event it precedes."""
-        state = self.state
-        fields.update(session_id=state.session_id, run_id=state.run_id, seq=state.next_seq)
+        fields.update(self._envelope, seq=self.state.next_seq)
         event: Event = kind.__pydantic_validator__.validate_python(fields)
         return event
 
     async def _emit(self, kind: type[Any], *, commit: bool = True, **fields: Any) -> Event:
         """Append the next event and fold it in: the one way state changes."""
         state = self.state
-        fields.update(session_id=state.session_id, run_id=state.run_id, seq=state.next_seq)
+        fields.update(self._envelope, seq=state.next_seq, ts=_now(UTC))
         # What `kind(**fields)` does, minus a Python frame: this runs for every event.
         event: Event = kind.__pydantic_validator__.validate_python(fields)
         # Folded in before the append awaits, so concurrent tool tasks never share a seq;
@@ -783,9 +802,12 @@ def hooks_of(kind: type[Policy]) -> tuple[str, ...]:
     return hooks
 
 
-@lru_cache(maxsize=64)
 def _capped(settings: ModelSettings, max_tokens: int) -> ModelSettings:
-    return replace(settings, max_tokens=max_tokens)
+    """`settings` with another output cap: made for most rounds of a run whose window is
+    smaller than the model's cap plus the request, so a copy without `replace`'s checks."""
+    capped = object.__new__(ModelSettings)
+    capped.__dict__.update(settings.__dict__, max_tokens=max_tokens)
+    return capped
 
 
 def _denied(call: ToolCall, decided: PermissionDecided) -> ToolResultMessage:
@@ -796,17 +818,22 @@ def _denied(call: ToolCall, decided: PermissionDecided) -> ToolResultMessage:
 def _unique_call_ids(message: AssistantMessage, step: int) -> AssistantMessage:
     """Results pair with calls by id, so a missing or repeated id (small models and some
     servers produce them) gets a unique one, derived from the step so a replay agrees."""
-    ids = {call.id for call in message.tool_calls}
-    if len(ids) == len(message.tool_calls) and "" not in ids:
-        return message  # the usual case
+    calls = message.tool_calls
+    if len(calls) < 2:  # the usual case
+        if not calls or calls[0].id:
+            return message
+    else:
+        ids = {call.id for call in calls}
+        if len(ids) == len(calls) and "" not in ids:
+            return message
     seen: set[str] = set()
-    calls: list[ToolCall] = []
-    for index, call in enumerate(message.tool_calls):
+    unique: list[ToolCall] = []
+    for index, call in enumerate(calls):
         if not call.id or call.id in seen:
             call = call.model_copy(update={"id": f"{call.id or 'call'}_{step}_{index}"})
         seen.add(call.id)
-        calls.append(call)
-    return message.model_copy(update={"tool_calls": tuple(calls)})
+        unique.append(call)
+    return message.model_copy(update={"tool_calls": tuple(unique)})
 
 
 async def _close(stream: AsyncIterator[Any]) -> None:

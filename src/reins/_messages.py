@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -126,3 +128,8 @@ class ToolSpec(_Frozen):
     description: str
     parameters: dict[str, Any]
     """JSON schema of the arguments object."""
+
+    @cached_property
+    def parameters_json(self) -> str:
+        """`parameters` as JSON text, made once (every run's first request counts it)."""
+        return json.dumps(self.parameters)

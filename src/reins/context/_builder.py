@@ -29,7 +29,16 @@ from ._compaction import (
     transcript,
 )
 from ._settings import ContextSettings
-from ._tokens import CHARS_PER_TOKEN, Counter, counter_of, estimate, window_of
+from ._tokens import (
+    CHARS_PER_TOKEN,
+    MESSAGE_OVERHEAD,
+    Counter,
+    counter_of,
+    estimate,
+    message_text,
+    text_tokens,
+    window_of,
+)
 
 __all__ = ["ContextBuilder", "ContextTooLarge"]
 
@@ -46,11 +55,9 @@ class ContextBuilder:
     """Makes the model that summarizes a compaction; None: the digest, always."""
     window: int = field(init=False)
     _count: Counter | None = field(init=False, repr=False)
-    _fits: tuple[RunState, object, int, list[Message]] | None = field(
-        default=None, init=False, repr=False
-    )
-    """The view as last sent (the state, its compaction, the view's length, the messages):
-    the history only grows between compactions, so a round fits only its new messages."""
+    _fits: _Fitted | None = field(default=None, init=False, repr=False)
+    """The view as last sent: the history only grows between compactions, so a round fits
+    and counts only its new messages."""
     _measured: tuple[RunState, int, list[Message], int] | None = field(
         default=None, init=False, repr=False
     )
@@ -103,13 +110,14 @@ class ContextBuilder:
         last = self._measured
         if last is not None and last[0] is state and last[1] == state.next_seq:
             return last[2], last[3]
-        messages = self._view(state)
+        fits = self._fit(state)
+        messages, totals = fits.messages, fits.totals
         if self._count is not None:
             tokens = self._count(messages, self.tools)
         elif state.prompt_tokens is not None and state.prompt_messages <= len(messages):
-            tokens = state.prompt_tokens + estimate(messages[state.prompt_messages :])
+            tokens = state.prompt_tokens + totals[-1] - totals[state.prompt_messages]
         else:
-            tokens = estimate(messages, self.tools)
+            tokens = estimate((), self.tools) + totals[-1]
         self._measured = (state, state.next_seq, messages, tokens)
         return messages, tokens
 
@@ -206,20 +214,48 @@ class ContextBuilder:
             keep -= 1
         return keep
 
-    def _view(self, state: RunState) -> list[Message]:
-        """The state's view, fitted; the part fitted last time is reused."""
+    def _fit(self, state: RunState) -> _Fitted:
+        """The state's view, fitted and counted; the part done last time is reused."""
         view, compaction = state.view(), state.view_prefix
-        last = self._fits
-        if last is not None and last[0] is state and last[1] is compaction and last[2] <= len(view):
-            fitted = [*last[3], *self._fitted(view[last[2] :])]
-        else:
-            fitted = self._fitted(view)
-        self._fits = (state, compaction, len(view), fitted)
-        return fitted
+        fits = self._fits
+        if (
+            fits is None
+            or fits.state is not state
+            or fits.compaction is not compaction
+            or fits.length > len(view)
+        ):
+            fits = self._fits = _Fitted(state, compaction)
+        if fits.length == len(view):
+            return fits
+        budget = self.message_budget
+        messages = fits.messages[:]  # a new list: a model may keep the one it was sent
+        totals = fits.totals
+        total = totals[-1]
+        for message in view[fits.length :]:
+            message = _cut_to(message, budget)
+            messages.append(message)
+            total += text_tokens(message_text(message)) + MESSAGE_OVERHEAD
+            totals.append(total)
+        fits.messages, fits.length = messages, len(view)
+        return fits
 
     def _fitted(self, messages: Sequence[Message]) -> list[Message]:
         budget = self.message_budget
         return [_cut_to(m, budget) for m in messages]
+
+
+@dataclass(slots=True)
+class _Fitted:
+    """A view fitted to the message budget, and its estimated tokens."""
+
+    state: RunState
+    compaction: object
+    """The state's `view_prefix` it was fitted under: a compaction starts a new one."""
+    length: int = 0
+    """How many messages of the view it holds."""
+    messages: list[Message] = field(default_factory=list[Message])
+    totals: list[int] = field(default_factory=lambda: [0])
+    """`totals[i]`: the estimated tokens of `messages[:i]`."""
 
 
 def _cut_to(message: Message, budget: int) -> Message:

@@ -7,7 +7,6 @@ that can count exactly (the embedded one, with its own tokenizer) is asked inste
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -44,7 +43,7 @@ def message_text(message: Message) -> str:
 
 def estimate(messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
     """Tokens of a request, by the characters heuristic."""
-    listed = sum(text_tokens(t.description + json.dumps(t.parameters)) for t in tools)
+    listed = sum(text_tokens(t.description + t.parameters_json) for t in tools)
     return listed + sum(text_tokens(message_text(m)) + MESSAGE_OVERHEAD for m in messages)
 
 

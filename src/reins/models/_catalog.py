@@ -93,6 +93,8 @@ CATALOG: dict[str, ModelInfo] = {
 
 _found: dict[str, ModelInfo] = {}
 """Lookups already made: the loop prices every response."""
+_unpriced: set[str] = set()
+"""Model names neither the catalog nor genai-prices prices (a test double, your server's)."""
 
 
 def lookup(model_name: str) -> ModelInfo:
@@ -122,10 +124,11 @@ def price(model_name: str, usage: Usage) -> float | None:
     """What `usage` of a model cost in USD: the catalog's own prices, else genai-prices'
     (cache reads and writes priced apart); None when neither knows the model."""
     own = lookup(model_name).cost(usage)
-    if own is not None:
+    if own is not None or model_name in _unpriced:
         return own
     provider, _, name = model_name.rpartition(":")
     if _priced_model(provider, name.lower()) is None:
+        _unpriced.add(model_name)
         return None
     from genai_prices import Usage as PricedUsage
     from genai_prices import calc_price
@@ -169,3 +172,4 @@ def register(name: str, info: ModelInfo) -> None:
     """Add or correct a catalog entry (for example your negotiated prices)."""
     CATALOG[name.lower()] = info
     _found.clear()
+    _unpriced.clear()

@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from .._errors import LogCorrupted, RunNotFound, SessionBusy, StoreError
-from .._events import EVENT, Event
+from .._events import EVENT, Event, RunFinished, RunResumed, RunStarted
 from .._stop import StopReason
 from .._unicode import NOTE, escape_model
 from ._journal import Journals
@@ -68,6 +68,8 @@ first_seq..last_seq, one per line. Spans written by two processes may overlap; r
 the events they already have."""
 SCHEMA_VERSION = 3
 RUN_INDEX_KINDS = frozenset({"run_started", "run_resumed", "run_finished"})
+RUN_INDEX_TYPES = frozenset({RunStarted, RunResumed, RunFinished})
+"""The events that change a run's line in the index (told apart by type on the append path)."""
 INDEX_EVERY = 0.05
 """Seconds a busy loop may run ahead of the index; a real model call takes longer than this,
 so in practice the index follows each commit."""
@@ -163,7 +165,8 @@ class SQLiteLog:
         )
         self._damaged: dict[str, tuple[int, Damage]] = {}
         """Sessions set aside, with their journal's size when the damage was found."""
-        self._batch: list[Event] = []
+        self._batch: dict[str, _Batch] = {}
+        """What each session appended since its last commit."""
         self._next_seq: dict[str, int] = {}
         self._tails: dict[str, Span] = {}
         """The last span of each run going on here, extended while its events follow on."""
@@ -204,16 +207,25 @@ class SQLiteLog:
             )
 
     async def append(self, event: Event, *, commit: bool = True) -> None:
-        expected = self._next_seq.get(event.run_id) or (
-            1 if event.kind == "run_started" else self._first_seq(event.run_id)
+        run_id, seq = event.run_id, event.seq
+        expected = self._next_seq.get(run_id) or (
+            1 if type(event) is RunStarted else self._first_seq(run_id)
         )
-        if event.seq != expected:
+        if seq != expected:
             raise StoreError(
-                f"run {event.run_id}: event {event.seq} arrived where {expected} was due; "
+                f"run {run_id}: event {seq} arrived where {expected} was due; "
                 "is another process driving this run?"
             )
-        self._next_seq[event.run_id] = event.seq + 1
-        self._batch.append(event)
+        self._next_seq[run_id] = seq + 1
+        session_id = event.session_id
+        batch = self._batch.get(session_id)
+        if batch is None:
+            batch = self._batch[session_id] = _Batch(run_id, seq, [event])
+        else:
+            batch.events.append(event)
+            batch.one_run = batch.one_run and batch.run_id == run_id
+        if type(event) in RUN_INDEX_TYPES:
+            batch.run_changes = True
         if commit:
             self._commit()
 
@@ -229,25 +241,23 @@ class SQLiteLog:
     def _commit(self) -> None:
         if not self._batch:
             return
-        batch, self._batch = self._batch, []
-        sessions: dict[str, list[Event]] = {}
-        for event in batch:
-            sessions.setdefault(event.session_id, []).append(event)
-        for session_id, events in sessions.items():
+        batches, self._batch = self._batch, {}
+        for session_id, batch in batches.items():
+            events = batch.events
             try:
                 try:
-                    lines = [e.__pydantic_serializer__.to_json(e) + b"\n" for e in events]
+                    lines = [e.__pydantic_serializer__.to_json(e) for e in events]
                 except PydanticSerializationError:  # text JSON cannot hold: the rare path
-                    events = [_escaped(e) for e in events]
-                    lines = [e.__pydantic_serializer__.to_json(e) + b"\n" for e in events]
-                data = b"".join(lines)
+                    events = batch.events = [_escaped(e) for e in events]
+                    lines = [e.__pydantic_serializer__.to_json(e) for e in events]
+                data = b"\n".join(lines) + b"\n"
                 end = self.journals.append(session_id, data)
             except (OSError, ValueError, RecursionError) as exc:  # none of it is in the journal
                 for event in reversed(events):
                     self._next_seq[event.run_id] = event.seq
                 raise self._write_error(exc, _culprit(events, exc)) from None
             self._journal_sizes[session_id] = end
-            self._locate(events, lines, end - len(data), end)
+            self._locate(session_id, batch, lines, end - len(data), end)
         if time.monotonic() - self._indexed_at >= INDEX_EVERY:
             try:
                 self._index()
@@ -284,19 +294,30 @@ class SQLiteLog:
             )
         return StoreError(f"cannot write the journal under {where}: {exc}")
 
-    def _locate(self, events: list[Event], lines: list[bytes], start: int, end: int) -> None:
+    def _locate(
+        self, session_id: str, batch: _Batch, lines: list[bytes], start: int, end: int
+    ) -> None:
         """Note where the events just written lie, to index them."""
-        first, last = events[0], events[-1]
-        if first.run_id == last.run_id and last.seq - first.seq == len(events) - 1:
-            _extend(self._tails, self._unindexed, first, last, start, end)  # the usual: one run
+        events = batch.events
+        if batch.one_run:  # the usual: consecutive events of one run (`append` checks seqs)
+            last_seq = batch.first_seq + len(events) - 1
+            _extend(
+                self._tails, self._unindexed, batch.run_id, batch.first_seq, last_seq,
+                session_id, start, end,
+            )  # fmt: skip
         else:
             for event, line in zip(events, lines, strict=True):
-                _extend(self._tails, self._unindexed, event, event, start, start + len(line))
-                start += len(line)
-        for event in events:
-            if event.kind in RUN_INDEX_KINDS:
-                self._run_events.append(event)
-                self._track_live(event)
+                stop = start + len(line) + 1
+                _extend(
+                    self._tails, self._unindexed, event.run_id, event.seq, event.seq,
+                    session_id, start, stop,
+                )  # fmt: skip
+                start = stop
+        if batch.run_changes:
+            for event in events:
+                if type(event) in RUN_INDEX_TYPES:
+                    self._run_events.append(event)
+                    self._track_live(event)
 
     def _track_live(self, event: Event) -> None:
         live = self._live.setdefault(event.session_id, set())
@@ -453,7 +474,7 @@ class SQLiteLog:
                 damage = Damage(session_id, path, start, exc.line, exc.problem)
                 break
             end = start + len(line) + 1
-            _extend(tails, spans, event, event, start, end)
+            _extend(tails, spans, event.run_id, event.seq, event.seq, session_id, start, end)
             if event.kind in RUN_INDEX_KINDS:
                 run_events.append(event)
             start = end
@@ -625,24 +646,38 @@ class SQLiteLog:
             self._db.close()
 
 
+@dataclass(slots=True)
+class _Batch:
+    """A session's events appended since its last commit."""
+
+    run_id: str
+    first_seq: int
+    events: list[Event]
+    one_run: bool = True
+    """All of `run_id` (then their seqs follow on from `first_seq`)."""
+    run_changes: bool = False
+    """One of them changes its run's line in the index (`RUN_INDEX_TYPES`)."""
+
+
 def _extend(
     tails: dict[str, Span],
     spans: dict[tuple[str, int], Span],
-    first: Event,
-    last: Event,
+    run_id: str,
+    first_seq: int,
+    last_seq: int,
+    session_id: str,
     start: int,
     end: int,
 ) -> None:
-    """Events first..last of a run lie in [start, end) of its journal: they extend the run's
-    last span (`tails`) if they follow on from it, else start a new one; either goes in
+    """Events first_seq..last_seq of a run lie in [start, end) of its journal: they extend the
+    run's last span (`tails`) if they follow on from it, else start a new one; either goes in
     `spans`, keyed as in the table."""
-    span = tails.get(first.run_id)
-    if span is not None and span.end == start and span.last_seq + 1 == first.seq:
-        span.last_seq, span.end = last.seq, end
+    span = tails.get(run_id)
+    if span is not None and span.end == start and span.last_seq + 1 == first_seq:
+        span.last_seq, span.end = last_seq, end
     else:
-        span = Span(first.run_id, first.seq, last.seq, first.session_id, start, end)
-        tails[first.run_id] = span
-    spans[span.run_id, span.first_seq] = span
+        span = tails[run_id] = Span(run_id, first_seq, last_seq, session_id, start, end)
+    spans[run_id, span.first_seq] = span
 
 
 class BadLine(LogCorrupted):
