@@ -144,6 +144,20 @@ def test_every_event_kind_is_covered() -> None:
 
 
 @pytest.mark.parametrize("event", ONE_OF_EACH, ids=lambda e: e.kind)
+def test_the_fold_takes_every_kind_but_a_second_start(event: Event) -> None:
+    started = next(e for e in ONE_OF_EACH if isinstance(e, RunStarted))
+    state = RunState.fold([started])
+    event = event.model_copy(update={"run_id": started.run_id, "seq": state.next_seq})
+    if isinstance(event, RunStarted):
+        with pytest.raises(LogCorrupted, match="run_started at seq 2"):
+            state.apply(event)
+    else:
+        state.apply(event)
+        # A delta streamed goes with the event after it: the next seq is still its own.
+        assert state.next_seq == (2 if isinstance(event, TextDelta | ThinkingDelta) else 3)
+
+
+@pytest.mark.parametrize("event", ONE_OF_EACH, ids=lambda e: e.kind)
 def test_events_round_trip_through_the_one_adapter(event: Event) -> None:
     data = EVENT.dump_json(event)
     assert EVENT.validate_json(data) == event

@@ -998,7 +998,7 @@ class Agent:
     def _spill_folder(self, run_id: str) -> Path | None:
         """The run's folder for over-long results, in a log on disk; None: they are cut."""
         spills = self._readable()
-        return Path(spills[0]) / run_id if spills else None
+        return spills[0] / run_id if spills else None
 
     def _readable(self) -> list[Path]:
         """The folders outside the workspace the file tools may read: the log's saved long
@@ -1006,7 +1006,7 @@ class Agent:
         directory = getattr(self.log, "directory", None)
         if not isinstance(directory, Path):
             return []
-        if self._spills is None or self._spills[0] != directory:  # realpath: a stat a part
+        if self._spills is None or self._spills[0] is not directory:  # realpath: a stat a part
             self._spills = (directory, Path(os.path.realpath(directory)) / "spill")
         return [self._spills[1]]
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import assert_never
+from typing import Any
 
 from ._errors import LogCorrupted
 from ._events import (
@@ -64,7 +64,6 @@ class RunState:
     messages: list[Message]
     next_seq: int = 1
     step: int = 0
-    usage: Usage = field(default_factory=Usage)
     review_pending: bool = False
     """A response is recorded that no policy has ruled on yet."""
     pending: list[ToolCall] = field(default_factory=list[ToolCall])
@@ -127,9 +126,12 @@ class RunState:
     todo: tuple[TodoItem, ...] = ()
     """The run's todo list (`plan`, `todo`)."""
     loaded_tools: set[str] = field(default_factory=set[str])
+    """Deferred tools the model loaded: their schemas are offered (progressive disclosure)."""
     _delta_seq: int | None = field(default=None, repr=False, compare=False)
     """The seq of the last text or thinking delta folded (see `apply`)."""
-    """Deferred tools the model loaded: their schemas are offered (progressive disclosure)."""
+    _usage: Usage = field(default_factory=Usage, repr=False, compare=False)
+    _unsummed: list[Usage] = field(default_factory=list[Usage], repr=False, compare=False)
+    """Usages folded in since `usage` was last read."""
 
     def view(self) -> list[Message]:
         """The history as the model sees it: the messages, from the last compaction on."""
@@ -182,121 +184,152 @@ class RunState:
             self.next_seq = event.seq
         self._delta_seq = None
         self.next_seq += 1
-        match event:  # the kinds of every round first
-            case ModelRequested():
-                pass
-            case ModelResponded():
-                self.prompt_tokens = event.usage.input_tokens or None
-                self.prompt_messages = self.view_size()
-                self.step = event.step
-                self.temperature = None  # it was for the request just answered
-                self.usage = self.usage + event.usage
-                self.cost += event.cost or 0.0
-                message = event.message
-                if self.config.reflect and REFLECTION_TAG in message.text:
-                    message = message.model_copy(update={"text": strip_reflections(message.text)})
-                if message.text and (guards := self.config.guards) and guards.repetition:
-                    message = collapsed(message)  # the log keeps the raw text
-                self.messages.append(message)
-                self.completion = None
-                self.review_pending = True
-                self.pending = list(event.message.tool_calls)
-                self.cutoffs = self.cutoffs + 1 if event.finish == "max_tokens" else 0
-            case ToolCallStarted():
-                self.review_pending = False
-                self.rejections = 0
-                self.started.add(event.call.id)
-            case ToolCallFinished():
-                self.review_pending = False
-                self.results[event.result.call_id] = event.result
-                if event.usage is not None:  # a subagent's run: its spending is ours
-                    self.usage = self.usage + event.usage
-                    self.cost += event.cost or 0.0
-                if event.todo is not None:
-                    self.todo = event.todo
-                if all(call.id in self.results for call in self.pending):
-                    self._close_step()
-                    self.acted = self.step
-            case ApprovalRequested():
-                self.review_pending = False
-                self.asked[event.call.id] = event
-            case PermissionDecided():
-                self.review_pending = False
-                self.decisions[event.call_id] = event
-                if event.always:
-                    self.grants.add(event.grant)
-            case Notice():
-                if event.to_model:
-                    self.review_pending = False
-                    self.messages.append(UserMessage(content=event.text))
-                if event.mark:
-                    self.marks.add(event.mark)
-            case ResponseRejected():
-                self.review_pending = False
-                if event.source == STEERING:
-                    # No repair: the response passed review, as when its calls start.
-                    self.rejections = 0
-                    why = "the user sent a new instruction after you chose this call"
-                else:
-                    self.rejections += 1
-                    self.temperature = event.temperature
-                    why = "the response was rejected"
-                for call in self.pending:
-                    self.results.setdefault(call.id, _not_run(call, why))
-                self._close_step()
-                self.messages.append(UserMessage(content=event.observation))
-            case AnswerRejected():
-                self.review_pending = False
-                self.answer_rejections += 1
-                self.completion = None
-                self.messages.append(UserMessage(content=event.observation))
-            case Reflected():
-                self.usage = self.usage + event.usage
-                self.cost += event.cost or 0.0
-                self.reflected = event.step
-                if event.assessment == "failure":
-                    self.failed_attempts += 1
-                elif event.assessment == "success":
-                    self.failed_attempts = 0
-                if event.to_model:
-                    self.messages.append(UserMessage(content=event.to_model))
-                if event.next_action == "complete":
-                    self.completion = event.reasoning
-            case Steered():
-                self.messages.append(UserMessage(content=STEER_PREFIX + event.text))
-            case ContextCompacted():
-                self.view_prefix, self.view_from = list(event.prefix), event.cut
-                self.prompt_tokens = None
-                self.compactions += 1
-                self.usage = self.usage + event.usage
-                self.cost += event.cost or 0.0
-            case RunFinished():
-                self.review_pending = False
-                self.finished = event
-                self._close_span(event.ts)
-            case RunResumed():
-                self.finished = None
-                self._close_span(self.last_ts)  # a crash: the span ended at its last event
-                self.active_since = event.ts
-                self._set_caps(event)
-                if event.guards is not None:
-                    self.config = self.config.model_copy(update={"guards": event.guards})
-            case BudgetExtended():
-                self._set_caps(event)
-            case QuestionAsked():
-                self.review_pending = False
-                self.questions[event.call_id] = event
-            case QuestionAnswered():
-                self.answers[event.call_id] = event
-            case ToolsChanged():
-                self.loaded_tools.update(event.loaded)  # the rest: the live sources' own
-            case TextDelta() | ThinkingDelta():
-                pass  # never reached: folded above
-            case RunStarted():
-                raise LogCorrupted(f"run {self.run_id}: run_started at seq {event.seq}")
-            case _:
-                assert_never(event)
+        fold = _FOLDS.get(kind)
+        if fold is None:
+            raise LogCorrupted(f"run {self.run_id}: event {event.seq} is of no kind a run has")
+        fold(self, event)
         self.last_ts = event.ts
+
+    # What each kind of event does to the state (`apply` dispatches on the exact type).
+
+    def _on_model_requested(self, event: ModelRequested) -> None:
+        pass
+
+    def _on_model_responded(self, event: ModelResponded) -> None:
+        self.prompt_tokens = event.usage.input_tokens or None
+        self.prompt_messages = self.view_size()
+        self.step = event.step
+        self.temperature = None  # it was for the request just answered
+        self._spend(event.usage, event.cost)
+        message = event.message
+        if self.config.reflect and REFLECTION_TAG in message.text:
+            message = message.model_copy(update={"text": strip_reflections(message.text)})
+        if message.text and (guards := self.config.guards) and guards.repetition:
+            message = collapsed(message)  # the log keeps the raw text
+        self.messages.append(message)
+        self.completion = None
+        self.review_pending = True
+        self.pending = list(event.message.tool_calls)
+        self.cutoffs = self.cutoffs + 1 if event.finish == "max_tokens" else 0
+
+    def _on_tool_call_started(self, event: ToolCallStarted) -> None:
+        self.review_pending = False
+        self.rejections = 0
+        self.started.add(event.call.id)
+
+    def _on_tool_call_finished(self, event: ToolCallFinished) -> None:
+        self.review_pending = False
+        self.results[event.result.call_id] = event.result
+        if event.usage is not None:  # a subagent's run: its spending is ours
+            self._spend(event.usage, event.cost)
+        if event.todo is not None:
+            self.todo = event.todo
+        if all(call.id in self.results for call in self.pending):
+            self._close_step()
+            self.acted = self.step
+
+    def _on_approval_requested(self, event: ApprovalRequested) -> None:
+        self.review_pending = False
+        self.asked[event.call.id] = event
+
+    def _on_permission_decided(self, event: PermissionDecided) -> None:
+        self.review_pending = False
+        self.decisions[event.call_id] = event
+        if event.always:
+            self.grants.add(event.grant)
+
+    def _on_notice(self, event: Notice) -> None:
+        if event.to_model:
+            self.review_pending = False
+            self.messages.append(UserMessage(content=event.text))
+        if event.mark:
+            self.marks.add(event.mark)
+
+    def _on_response_rejected(self, event: ResponseRejected) -> None:
+        self.review_pending = False
+        if event.source == STEERING:
+            # No repair: the response passed review, as when its calls start.
+            self.rejections = 0
+            why = "the user sent a new instruction after you chose this call"
+        else:
+            self.rejections += 1
+            self.temperature = event.temperature
+            why = "the response was rejected"
+        for call in self.pending:
+            self.results.setdefault(call.id, _not_run(call, why))
+        self._close_step()
+        self.messages.append(UserMessage(content=event.observation))
+
+    def _on_answer_rejected(self, event: AnswerRejected) -> None:
+        self.review_pending = False
+        self.answer_rejections += 1
+        self.completion = None
+        self.messages.append(UserMessage(content=event.observation))
+
+    def _on_reflected(self, event: Reflected) -> None:
+        self._spend(event.usage, event.cost)
+        self.reflected = event.step
+        if event.assessment == "failure":
+            self.failed_attempts += 1
+        elif event.assessment == "success":
+            self.failed_attempts = 0
+        if event.to_model:
+            self.messages.append(UserMessage(content=event.to_model))
+        if event.next_action == "complete":
+            self.completion = event.reasoning
+
+    def _on_steered(self, event: Steered) -> None:
+        self.messages.append(UserMessage(content=STEER_PREFIX + event.text))
+
+    def _on_context_compacted(self, event: ContextCompacted) -> None:
+        self.view_prefix, self.view_from = list(event.prefix), event.cut
+        self.prompt_tokens = None
+        self.compactions += 1
+        self._spend(event.usage, event.cost)
+
+    def _on_run_finished(self, event: RunFinished) -> None:
+        self.review_pending = False
+        self.finished = event
+        self._close_span(event.ts)
+
+    def _on_run_resumed(self, event: RunResumed) -> None:
+        self.finished = None
+        self._close_span(self.last_ts)  # a crash: the span ended at its last event
+        self.active_since = event.ts
+        self._set_caps(event)
+        if event.guards is not None:
+            self.config = self.config.model_copy(update={"guards": event.guards})
+
+    def _on_budget_extended(self, event: BudgetExtended) -> None:
+        self._set_caps(event)
+
+    def _on_question_asked(self, event: QuestionAsked) -> None:
+        self.review_pending = False
+        self.questions[event.call_id] = event
+
+    def _on_question_answered(self, event: QuestionAnswered) -> None:
+        self.answers[event.call_id] = event
+
+    def _on_tools_changed(self, event: ToolsChanged) -> None:
+        self.loaded_tools.update(event.loaded)  # the rest: the live sources' own
+
+    def _on_run_started(self, event: RunStarted) -> None:
+        raise LogCorrupted(f"run {self.run_id}: run_started at seq {event.seq}")
+
+    @property
+    def usage(self) -> Usage:
+        """The tokens of the run's model calls (its subagents', reflections' and summaries'
+        too), summed when asked for: most rounds nobody asks."""
+        if self._unsummed:
+            total = self._usage
+            for usage in self._unsummed:
+                total = total + usage
+            self._usage, self._unsummed = total, []
+        return self._usage
+
+    def _spend(self, usage: Usage, cost: float | None) -> None:
+        self._unsummed.append(usage)
+        self.cost += cost or 0.0
 
     def _set_caps(self, event: RunResumed | BudgetExtended) -> None:
         self.config = self.config.model_copy(
@@ -376,13 +409,39 @@ class RunState:
         return marked
 
 
+_FOLDS: dict[type, Callable[[RunState, Any], None]] = {
+    ModelRequested: RunState._on_model_requested,
+    ModelResponded: RunState._on_model_responded,
+    ToolCallStarted: RunState._on_tool_call_started,
+    ToolCallFinished: RunState._on_tool_call_finished,
+    ApprovalRequested: RunState._on_approval_requested,
+    PermissionDecided: RunState._on_permission_decided,
+    Notice: RunState._on_notice,
+    ResponseRejected: RunState._on_response_rejected,
+    AnswerRejected: RunState._on_answer_rejected,
+    Reflected: RunState._on_reflected,
+    Steered: RunState._on_steered,
+    ContextCompacted: RunState._on_context_compacted,
+    RunFinished: RunState._on_run_finished,
+    RunResumed: RunState._on_run_resumed,
+    BudgetExtended: RunState._on_budget_extended,
+    QuestionAsked: RunState._on_question_asked,
+    QuestionAnswered: RunState._on_question_answered,
+    ToolsChanged: RunState._on_tools_changed,
+    RunStarted: RunState._on_run_started,
+}
+"""How each kind of event is folded, by its exact type: `isinstance` with a pydantic class is
+slow when it misses, and a run folds thousands of events."""
+
+
 def _last_assistant(messages: list[Message]) -> tuple[int, AssistantMessage] | None:
     """The last assistant message, if only tool results follow it."""
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
-        if isinstance(message, AssistantMessage):
+        # By exact type: `isinstance` with a pydantic class is slow when it misses.
+        if type(message) is AssistantMessage:
             return index, message
-        if not isinstance(message, ToolResultMessage):
+        if type(message) is not ToolResultMessage:
             return None
     return None
 

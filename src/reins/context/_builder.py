@@ -263,35 +263,34 @@ def _cut_to(message: Message, budget: int) -> Message:
     wrote, say) over `budget` tokens, cut to its head and tail: the call has run, and what it
     was is still plain."""
     chars = budget * CHARS_PER_TOKEN
-    match message:
-        case ToolResultMessage() if len(message.content) > chars:
-            return message.model_copy(update={"content": _head_and_tail(message.content, chars)})
-        case AssistantMessage():
-            long_text = len(message.text) > chars
-            long_args = any(
-                isinstance(v, str) and len(v) > chars
-                for c in message.tool_calls
-                for v in c.arguments.values()
-            )
-            if not (long_text or long_args):
-                return message
-            calls = tuple(
-                c.model_copy(
-                    update={
-                        "arguments": {
-                            k: _head_and_tail(v, chars)
-                            if isinstance(v, str) and len(v) > chars
-                            else v
-                            for k, v in c.arguments.items()
-                        }
-                    }
-                )
-                for c in message.tool_calls
-            )
-            text = _head_and_tail(message.text, chars) if long_text else message.text
-            return message.model_copy(update={"text": text, "tool_calls": calls})
-        case _:
+    # By exact type: `isinstance` with a pydantic class is slow when it misses.
+    if type(message) is ToolResultMessage:
+        if len(message.content) <= chars:
             return message
+        return message.model_copy(update={"content": _head_and_tail(message.content, chars)})
+    if type(message) is not AssistantMessage:
+        return message
+    long_text = len(message.text) > chars
+    long_args = any(
+        isinstance(v, str) and len(v) > chars
+        for c in message.tool_calls
+        for v in c.arguments.values()
+    )
+    if not (long_text or long_args):
+        return message
+    calls = tuple(
+        c.model_copy(
+            update={
+                "arguments": {
+                    k: _head_and_tail(v, chars) if isinstance(v, str) and len(v) > chars else v
+                    for k, v in c.arguments.items()
+                }
+            }
+        )
+        for c in message.tool_calls
+    )
+    text = _head_and_tail(message.text, chars) if long_text else message.text
+    return message.model_copy(update={"text": text, "tool_calls": calls})
 
 
 def _head_and_tail(text: str, chars: int) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,15 +51,15 @@ def project_root(workspace: Path) -> Path:
 
 
 def _root_of(folder: str) -> str:
-    # os.path, not pathlib: every run asks, a folder at a time.
+    """`folder` (absolute, normalized) or the nearest folder above it that holds `.git`."""
+    # Strings and a stat a folder, not pathlib or os.path: every run asks, all the way up.
     start = folder
     while True:
-        if os.path.exists(os.path.join(folder, ".git")):
+        if _exists(f"{folder.rstrip('/')}/.git"):
             return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
+        if folder == "/":
             return start
-        folder = parent
+        folder = folder.rpartition("/")[0] or "/"
 
 
 def instruction_file(folder: Path, names: Sequence[str]) -> Path | None:
@@ -70,24 +71,36 @@ def instruction_file(folder: Path, names: Sequence[str]) -> Path | None:
 def _instruction_file(folder: str, names: Sequence[str]) -> str | None:
     for name in (OVERRIDE, *names):
         candidate = os.path.join(folder, name)
-        if os.path.isfile(candidate):
-            return candidate
+        try:
+            if stat.S_ISREG(os.stat(candidate).st_mode):
+                return candidate
+        except (OSError, ValueError):
+            continue
     return None
+
+
+def _exists(path: str) -> bool:
+    try:
+        os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def discover(
     workspace: Path, names: Sequence[str] = INSTRUCTION_FILES, limit: int = MAX_INSTRUCTION_BYTES
 ) -> Instructions:
-    """The instruction files from the project root down to `workspace`, capped at `limit`
-    bytes in all (a file that crosses the cap is cut; later ones are left out, with a note)."""
+    """The instruction files from the project root down to `workspace` (its real path, as
+    `Workspace.root` has it), capped at `limit` bytes in all (a file that crosses the cap is
+    cut; later ones are left out, with a note)."""
     if not names:
         return Instructions(files=())
-    folder = os.path.realpath(workspace)
+    folder = os.fspath(workspace)
     root = _root_of(folder)
-    below = os.path.relpath(folder, root)
     chain = [root]
-    for part in below.split(os.sep) if below != os.curdir else ():
-        chain.append(os.path.join(chain[-1], part))
+    if folder != root:
+        for part in folder[len(root) :].strip("/").split("/"):
+            chain.append(os.path.join(chain[-1], part))
     files: list[tuple[str, str]] = []
     notes: list[str] = []
     used = 0

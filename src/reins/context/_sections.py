@@ -24,6 +24,7 @@ class PromptContext:
     """What a section may draw on."""
 
     workspace: Path
+    """The workspace's real path (symlinks resolved)."""
     goal: str
     approvals: bool = False
     """Some calls may be put to the user (or denied)."""

@@ -29,14 +29,15 @@ def text_tokens(text: str) -> int:
 
 def message_text(message: Message) -> str:
     """All the text of a message that reaches the model."""
+    # By exact type: `isinstance` with a pydantic class is slow when it misses.
+    if type(message) is ToolResultMessage:
+        return message.name + message.content
     match message:
         case AssistantMessage():
             calls = "".join(
                 f"{c.name}{c.arguments}" for c in message.tool_calls
             )  # about JSON's size
             return message.thinking + message.text + calls
-        case ToolResultMessage():
-            return message.name + message.content
         case _:
             return message.content
 

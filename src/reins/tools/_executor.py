@@ -233,7 +233,7 @@ class ToolExecutor:
         args = tool.validate(call.arguments)
         if self.scope is not None:
             self.scope.check(tool, args, self.context.workspace)
-        paths = self._written_paths(tool, args)
+        paths = self._written_paths(tool, args) if tool.path_args and not tool.read_only else ()
         context = self.context
         if scope is not None and tool.needs_scope:
             context = dataclasses.replace(context, scope=scope)
@@ -274,8 +274,6 @@ class ToolExecutor:
 
     def _written_paths(self, tool: Tool, args: object) -> list[Path]:
         """Canonical paths this call writes, sorted so that two calls never lock in reverse."""
-        if tool.read_only or not tool.path_args:
-            return []
         workspace = self.context.workspace
         paths = {workspace.resolve(str(getattr(args, name)), write=True) for name in tool.path_args}
         return sorted(paths)
@@ -306,14 +304,16 @@ class _Deadlines:
         self._due: dict[asyncio.Task[Any], float] = {}
         self._late: set[asyncio.Task[Any]] = set()
         self._timer: asyncio.TimerHandle | None = None
+        self._wakes = 0.0
+        """When the timer fires (`_timer.when()`, kept: it is asked at every call)."""
 
     def watch(self, task: asyncio.Task[Any], seconds: float) -> None:
         loop = task.get_loop()
         due = self._due[task] = loop.time() + seconds
-        if self._timer is None or due < self._timer.when():
+        if self._timer is None or due < self._wakes:
             if self._timer is not None:
                 self._timer.cancel()
-            self._timer = loop.call_at(due, self._check, loop)
+            self._timer, self._wakes = loop.call_at(due, self._check, loop), due
 
     def unwatch(self, task: asyncio.Task[Any]) -> None:
         self._due.pop(task, None)
@@ -332,7 +332,8 @@ class _Deadlines:
                 self._late.add(task)
                 task.cancel()
         if self._due:
-            self._timer = loop.call_at(min(self._due.values()), self._check, loop)
+            self._wakes = min(self._due.values())
+            self._timer = loop.call_at(self._wakes, self._check, loop)
 
     def close(self) -> None:
         if self._timer is not None:
