@@ -319,12 +319,13 @@ class RunState:
     @property
     def usage(self) -> Usage:
         """The tokens of the run's model calls (its subagents', reflections' and summaries'
-        too), summed when asked for: most rounds nobody asks."""
-        if self._unsummed:
-            total = self._usage
-            for usage in self._unsummed:
-                total = total + usage
-            self._usage, self._unsummed = total, []
+        too)."""
+        if self._unsummed:  # summed when asked for, once: a Usage made is a validation
+            parts = [self._usage, *self._unsummed]
+            self._usage = Usage(
+                **{name: sum(getattr(u, name) for u in parts) for name in _USAGE_FIELDS}
+            )
+            self._unsummed = []
         return self._usage
 
     def _spend(self, usage: Usage, cost: float | None) -> None:
@@ -409,6 +410,8 @@ class RunState:
         return marked
 
 
+_USAGE_FIELDS = tuple(Usage.model_fields)
+
 _FOLDS: dict[type, Callable[[RunState, Any], None]] = {
     ModelRequested: RunState._on_model_requested,
     ModelResponded: RunState._on_model_responded,
@@ -459,6 +462,8 @@ _ANSWER_MARKER = re.compile(r"\s*final[_ ]answer\s*:", re.IGNORECASE)
 
 
 def _marked_answer(text: str) -> str | None:
+    if not text:
+        return None  # most replies that call a tool say nothing
     lines = text.splitlines()
     for index, line in enumerate(lines):
         if marker := _ANSWER_MARKER.match(line):

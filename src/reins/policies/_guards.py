@@ -179,7 +179,7 @@ class RunFacts:
             elif kind is UserMessage:
                 self._note(message.content)  # type: ignore[union-attr]
         self.seen = len(messages)
-        done = sum(1 for item in state.todo if item.status == "done")
+        done = sum(1 for item in state.todo if item.status == "done") if state.todo else 0
         if done > self.todo_done:  # a step of the plan got done: progress
             self.progress = self.progress or self.open
             self.todo_done = done
