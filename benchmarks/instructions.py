@@ -26,6 +26,8 @@ FEW, MANY = 10, 110
 DRIVERS = [
     ("reins, log on /dev/shm", [HERE / "reins_driver.py", "--dir", "/dev/shm"]),
     ("smolagents", [HERE / "peers" / "smolagents_driver.py"]),
+    # What the event log alone costs a round: the part of reins' figure the loop cannot cut.
+    ("reins' events alone (the floor)", [HERE / "floor_driver.py", "--dir", "/dev/shm"]),
 ]
 OTHERS = [
     ("pydantic-ai", [HERE / "peers" / "pydantic_ai_driver.py"]),

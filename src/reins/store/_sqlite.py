@@ -301,17 +301,13 @@ class SQLiteLog:
         events = batch.events
         if batch.one_run:  # the usual: consecutive events of one run (`append` checks seqs)
             last_seq = batch.first_seq + len(events) - 1
-            _extend(
-                self._tails, self._unindexed, batch.run_id, batch.first_seq, last_seq,
-                session_id, start, end,
-            )  # fmt: skip
+            span = (batch.run_id, batch.first_seq, last_seq, session_id, start, end)
+            _extend(self._tails, self._unindexed, *span)
         else:
             for event, line in zip(events, lines, strict=True):
                 stop = start + len(line) + 1
-                _extend(
-                    self._tails, self._unindexed, event.run_id, event.seq, event.seq,
-                    session_id, start, stop,
-                )  # fmt: skip
+                span = (event.run_id, event.seq, event.seq, session_id, start, stop)
+                _extend(self._tails, self._unindexed, *span)
                 start = stop
         if batch.run_changes:
             for event in events:
