@@ -1,4 +1,5 @@
-"""`reins` on a pseudo-terminal, answering its prompts as a person would."""
+"""`reins` on a pseudo-terminal, answering its prompts as a person would; or in tmux, whose
+screen (scrollback too) is what a person sees."""
 
 from __future__ import annotations
 
@@ -48,3 +49,52 @@ def run_in_terminal(
     os.close(leader)
     screen = re.sub(r"\x1b\[[0-9;]*m", "", seen.decode(errors="replace"))
     return child.wait(timeout=10), screen
+
+
+class Terminal:
+    """A tmux server of the test's own, running one command in an 120x50 window."""
+
+    def __init__(self, cwd: Path, command: list[str]) -> None:
+        self.socket = f"reins-test-{os.getpid()}-{time.monotonic_ns()}"
+        shell = " ".join(_quote(part) for part in command)
+        self._tmux(
+            "new-session", "-d", "-s", "t", "-x", "120", "-y", "50", "-c", str(cwd),
+            f"{shell}; echo EXITED $?; sleep 60",
+        )  # fmt: skip
+
+    def _tmux(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, *args],
+            capture_output=True,
+            text=True,
+            env=_env(),
+            check=True,
+            timeout=10,
+        )
+        return done.stdout
+
+    def type(self, *keys: str) -> None:
+        self._tmux("send-keys", "-t", "t", *keys)
+
+    def line(self, text: str) -> None:
+        self.type("-l", text)
+        self.type("Enter")
+
+    def screen(self, history: bool = True) -> str:
+        return self._tmux("capture-pane", "-p", "-t", "t", *(["-S", "-500"] if history else []))
+
+    def wait_for(self, text: str, count: int = 1, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if screen.count(text) >= count:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} (x{count}) never showed:\n{self.screen()}")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+
+
+def _quote(part: str) -> str:
+    return "'" + part.replace("'", "'\\''") + "'"

@@ -4,7 +4,6 @@ at work, history on the arrow keys, and the slash commands."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -15,59 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from .terminal import run_in_terminal
+from .terminal import Terminal, run_in_terminal
 from .test_cli import _env, reins
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
-
-
-class Terminal:
-    """A tmux server of the test's own, running one command in an 120x50 window."""
-
-    def __init__(self, cwd: Path, command: list[str]) -> None:
-        self.socket = f"reins-test-{os.getpid()}-{time.monotonic_ns()}"
-        shell = " ".join(_quote(part) for part in command)
-        self._tmux(
-            "new-session", "-d", "-s", "t", "-x", "120", "-y", "50", "-c", str(cwd),
-            f"{shell}; echo EXITED $?; sleep 60",
-        )  # fmt: skip
-
-    def _tmux(self, *args: str) -> str:
-        done = subprocess.run(
-            ["tmux", "-L", self.socket, *args],
-            capture_output=True,
-            text=True,
-            env=_env(),
-            check=True,
-            timeout=10,
-        )
-        return done.stdout
-
-    def type(self, *keys: str) -> None:
-        self._tmux("send-keys", "-t", "t", *keys)
-
-    def line(self, text: str) -> None:
-        self.type("-l", text)
-        self.type("Enter")
-
-    def screen(self, history: bool = True) -> str:
-        return self._tmux("capture-pane", "-p", "-t", "t", *(["-S", "-500"] if history else []))
-
-    def wait_for(self, text: str, count: int = 1, timeout: float = 30) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if screen.count(text) >= count:
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} (x{count}) never showed:\n{self.screen()}")
-
-    def close(self) -> None:
-        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
-
-
-def _quote(part: str) -> str:
-    return "'" + part.replace("'", "'\\''") + "'"
 
 
 @pytest.fixture

@@ -119,6 +119,20 @@ def test_on_a_terminal_a_cap_offers_to_continue(project: Path) -> None:
     assert "hello.txt says hi" in screen
 
 
+def test_on_a_terminal_the_cap_is_said_once_by_its_offer(project: Path) -> None:
+    """The loop's notice of the offer is the prompt's to say; the log keeps it for a replay."""
+    model = script(project / "s.json", HELLO)
+    args = ["run", "say hi", "-m", model, "-w", "ws", "--max-steps", "1"]
+    code, screen = run_in_terminal(project, args, [b"s\n"], prompt=b"Continue?")
+    assert code == 3, screen
+    assert "offered to continue" not in screen
+    said = screen[: screen.index("Continue?")]
+    assert said.count("reached the cap of 1 steps") == 1, screen  # "The run reached a cap: …"
+    replayed = reins("replay", "last", cwd=project)
+    notice = "! reached the cap of 1 steps; offered to continue: +20 steps or +60 steps (MaxSteps)"
+    assert notice in replayed.stdout
+
+
 def test_on_a_terminal_stop_stops_at_the_cap(project: Path) -> None:
     model = script(project / "s.json", HELLO)
     args = ["run", "say hi", "-m", model, "-w", "ws", "--max-steps", "1"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from reins.policies import GUARD_NAMES
 from reins.testing import ScriptedModel
 from reins.tools import BUILTIN_TOOLS
 
-from .terminal import run_in_terminal
+from .terminal import Terminal, run_in_terminal
 from .test_cli import REINS, _env, only_run_id, reins, script
 
 
@@ -288,6 +289,45 @@ def test_a_spinner_with_the_time_elapsed_shows_while_a_tool_runs(tmp_path: Path)
     assert piped.returncode == 0, piped.stderr
     assert "running run_command" not in piped.stdout
     assert "← run_command exit code: 0" in piped.stdout
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+@pytest.mark.parametrize("typed", ["a steer", "Ctrl-C"])
+def test_a_line_typed_or_ctrl_c_while_the_spinner_spins_leaves_a_clean_screen(
+    tmp_path: Path, typed: str
+) -> None:
+    """The terminal does not echo onto the spinner's line (the echo's Enter, or ^C, would
+    leave that line behind): a steer shows on the spinner until its `steered` line, and the
+    line of a Ctrl-C takes the spinner's place."""
+    (tmp_path / "ws").mkdir()
+    slow = [
+        {
+            "text": "Waiting.",
+            "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 3"}}],
+        },
+        "FINAL_ANSWER: it slept",
+    ]
+    model = script(tmp_path / "s.json", slow)
+    run = Terminal(tmp_path, [*REINS, "run", "sleep", "-m", model, "-w", "ws", "-y"])
+    try:
+        run.wait_for("running run_command ·")
+        if typed == "a steer":
+            run.line("also say blue")
+            run.wait_for("» also say blue (queued)", timeout=5)
+            screen = run.wait_for("EXITED 0")
+        else:
+            run.type("C-c")
+            screen = run.wait_for("EXITED 130")
+    finally:
+        run.close()
+    assert "running run_command" not in screen, screen  # the spinner's line is gone
+    call = '→ run_command({"command": "sleep 3"})\n'
+    if typed == "a steer":
+        assert screen.count("also say blue") == 1, screen
+        assert call + "← run_command exit code: 0\n» steered: also say blue\n" in screen
+    else:
+        assert "^C" not in screen, screen
+        assert call + "cancelling… (SIGINT; again to stop at once)\n" in screen
 
 
 @pytest.mark.parametrize("width", [200, 100, 70, 50, 30])

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
     from ..policies import CapHandler, CommandHook
     from ..store import SQLiteLog
     from ..tools import Tool
+    from ._render import EventRenderer
 
 EXIT_CODES: dict[StopReason, int] = {
     StopReason.END_TURN: 0,
@@ -1057,6 +1058,10 @@ async def _drive(
     reason = StopReason.ERROR
     if isinstance(printer, EventRenderer):
         lines.before_prompt = printer.prompting  # the next event starts the spinner again
+        lines.on_steer = printer.steering
+        if out.is_terminal:  # it spins
+            lines.hide_typing()
+        _SHOWN.append(printer)
         printer.starting()
     try:
         async for event in stream:
@@ -1072,7 +1077,13 @@ async def _drive(
     finally:
         if isinstance(printer, EventRenderer):
             printer.close()
+            _SHOWN.remove(printer)
+            lines.show_typing()
     return reason
+
+
+_SHOWN: list[EventRenderer] = []
+"""The run `_drive` shows on the terminal, if one: a signal's line takes its spinner's place."""
 
 
 def _silence_stdout() -> None:
@@ -1168,8 +1179,10 @@ async def _with_log(
         stopped, `cancelled` recorded); a second one stops at once."""
         if cancel.is_set:  # two signals that came before either was handled
             _stop_at_once(signum, None)
+        drawn = [screen.interrupted() for screen in _SHOWN]
+        lead = "" if any(drawn) else "\n"  # else after what is on the line (a prompt, its ^C)
         err.print(
-            f"\n[yellow]cancelling…[/] ({signal.Signals(signum).name}; again to stop at once)"
+            f"{lead}[yellow]cancelling…[/] ({signal.Signals(signum).name}; again to stop at once)"
         )
         cancel.cancel()
         for sig in STOP_SIGNALS:

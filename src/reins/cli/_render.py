@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from ..store._doctor import Finding, RunAccount
 
 MAX_OBSERVATION_LINES = 12
+OFFERED = "; offered to continue: "
+"""In the loop's notice at a cap when someone is asked to go on (`RunLoop._at_cap`)."""
 
 
 class EventRenderer:
@@ -63,6 +65,9 @@ class EventRenderer:
         self._live: Live | None = None
         self._running: dict[str, str] = {}
         """The tool calls under way, by call id: what the spinner names."""
+        self._steers: list[str] = []
+        """Lines typed that steer the run, not told to the model yet: the spinner shows them
+        (the terminal did not echo them), until their `steered` line."""
         self._streamed = False  # text of the current step already printed from deltas
         self._open_line = False
         self._tokens = [0, 0]
@@ -75,8 +80,9 @@ class EventRenderer:
         self._asked_at: datetime | None = None
         self._window: int | None = None
         self._held_ask: str | None = None
-        """An approval request's line, held: the prompt that asks it says it (`prompting`
-        drops it), or else the next event shows it (a run that pauses for the answer)."""
+        """An approval request's line, or the notice of the offer to go on at a cap, held:
+        the prompt that asks it says it (`prompting` drops it), or else the next event shows
+        it (a run that pauses for the answer, a replay)."""
 
     def __call__(self, event: StreamEvent) -> None:
         self._show_held_ask()
@@ -219,6 +225,8 @@ class EventRenderer:
                 if event.revised_approach:
                     out.print(f"  [dim]revised approach:[/] {escape(event.revised_approach)}")
             case Steered():
+                if event.text in self._steers:
+                    self._steers.remove(event.text)
                 out.print(f"[magenta]» steered:[/] {escape(event.text)}")
             case ContextCompacted():
                 self._end_line()
@@ -233,10 +241,11 @@ class EventRenderer:
                 )
                 if event.detail:
                     out.print(f"  [dim]{escape(event.detail)}[/]")
+            case Notice() if OFFERED in event.text:  # its prompt says the cap
+                self._held_ask = _notice(event)
             case Notice():
                 self._end_line()  # it may come while a reply streams
-                text = escape(event.text.rstrip()).replace("\n", "\n  ")  # under its mark
-                out.print(f"[yellow]! {text}[/] [dim]({event.source})[/]")
+                out.print(_notice(event))
             case QuestionAsked():
                 self._idle()
                 self._end_line()
@@ -261,6 +270,7 @@ class EventRenderer:
             case RunFinished():
                 self._idle()
                 self._running.clear()
+                self._steers.clear()  # one not told yet starts the next turn
                 self._end_line()
                 answer = event.final_answer
                 if (
@@ -307,11 +317,24 @@ class EventRenderer:
 
     def prompting(self) -> None:
         """A prompt is about to ask on this terminal: the spinner stops, and the approval
-        request held is not shown (the prompt says it), nor a subagent's."""
+        request or cap offer held is not shown (the prompt says it), nor a subagent's."""
         self._held_ask = None
         for child in self._children.values():
             child.prompting()
         self._idle()
+
+    def steering(self, text: str) -> None:
+        """A line typed steers the run: the spinner shows it until the run tells it."""
+        self._steers.append(text)
+
+    def interrupted(self) -> bool:
+        """A signal's line is about to be printed: what this screen draws stops first (the
+        spinner is erased, a streamed line ended), so that line starts one of its own. False
+        if this screen drew nothing there: what is on the line (a prompt) is not its own."""
+        drawn = self._live is not None or self._open_line
+        self._idle()
+        self._end_line()
+        return drawn
 
     def _show_held_ask(self) -> None:
         if self._held_ask is not None:
@@ -322,10 +345,13 @@ class EventRenderer:
         if not self._spinner:
             return
         if self._live is not None:
-            self._live.update(_Working(label, self._live.renderable))
+            self._live.update(_Working(label, self._steers, self._live.renderable))
             return
         self._live = Live(
-            _Working(label), console=self.console, transient=True, refresh_per_second=8
+            _Working(label, self._steers),
+            console=self.console,
+            transient=True,
+            refresh_per_second=8,
         )
         self._live.start()
 
@@ -346,16 +372,20 @@ class EventRenderer:
 
 class _Working:
     """The spinner's line: what is being waited for, and for how long (from when the wait
-    began, through a change of what is waited for)."""
+    began, through a change of what is waited for), and the steers typed meanwhile."""
 
-    def __init__(self, label: str, before: object = None) -> None:
+    def __init__(self, label: str, steers: list[str], before: object = None) -> None:
         self.label = label
+        self.steers = steers  # the renderer's: one typed shows at the next refresh
         self.since: float = before.since if isinstance(before, _Working) else time.monotonic()
         self.spinner = Spinner("dots", style="cyan")
 
     def __rich__(self) -> Spinner:
         elapsed = time.monotonic() - self.since
-        self.spinner.update(text=Text(f"{self.label} · {elapsed:.1f} s", style="dim"))
+        text = Text(f"{self.label} · {elapsed:.1f} s", style="dim")
+        for steer in self.steers:
+            text.append(f" · » {steer} (queued)", style="magenta")
+        self.spinner.update(text=text)
         return self.spinner
 
 
@@ -387,6 +417,11 @@ _ASSESSMENT_STYLE = {
     "partial": "yellow",
     "unknown": "dim",
 }
+
+
+def _notice(event: Notice) -> str:
+    text = escape(event.text.rstrip()).replace("\n", "\n  ")  # under its mark
+    return f"[yellow]! {text}[/] [dim]({event.source})[/]"
 
 
 def render_finish(out: Console, reason: StopReason, answer: str | None, detail: str) -> None:

@@ -4,10 +4,11 @@ approval, the offer at a cap); any other line steers the run."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import threading
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class LineSource(Protocol):
@@ -36,6 +37,11 @@ class TerminalLines:
         self._steer: Callable[[str], None] | None = None
         self.before_prompt: Callable[[], None] = lambda: None
         """What `prompting` calls: the run's screen sets it to stop its spinner."""
+        self.on_steer: Callable[[str], None] = lambda text: None
+        """What a line that steers calls too: the run's screen sets it to show the line,
+        which the terminal did not echo (`hide_typing`)."""
+        self._echo: tuple[int, list[Any], list[Any]] | None = None
+        """While typing is hidden: stdin's terminal, its settings as they were and without echo."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiting: asyncio.Future[str] | None = None
         self._ended = False
@@ -51,6 +57,37 @@ class TerminalLines:
     def prompting(self) -> None:
         self.before_prompt()
 
+    def hide_typing(self) -> None:
+        """The terminal stops echoing what is typed while a run works: the echo would land on
+        the spinner's line and be drawn over, and its Enter (or a Ctrl-C's ^C) would leave
+        that line behind. What is typed is read all the same, edited as usual; a prompt's
+        answer is echoed (`line`). `show_typing` puts the echo back."""
+        if not sys.stdin.isatty():
+            return
+        import termios  # here: POSIX only, as the signal handlers that cancel a run are
+
+        fd = sys.stdin.fileno()
+        try:
+            echoed = termios.tcgetattr(fd)
+        except termios.error:  # a tty that has no settings to change: it echoes as it does
+            return
+        quiet = [*echoed[:3], echoed[3] & ~termios.ECHO, *echoed[4:]]
+        self._echo = (fd, echoed, quiet)
+        self._set_echo(on=False)
+
+    def show_typing(self) -> None:
+        self._set_echo(on=True)
+        self._echo = None
+
+    def _set_echo(self, *, on: bool) -> None:
+        if self._echo is None:
+            return
+        import termios
+
+        fd, echoed, quiet = self._echo
+        with contextlib.suppress(termios.error):  # the terminal went away (a hangup)
+            termios.tcsetattr(fd, termios.TCSANOW, echoed if on else quiet)
+
     async def line(self) -> str:
         """The next line typed, for a prompt; "" at the end of input (nobody is there)."""
         self.start(self._steer)
@@ -58,7 +95,11 @@ class TerminalLines:
             return ""
         waiting: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting = waiting
-        return await waiting
+        self._set_echo(on=True)  # the answer is typed on the prompt's line, and seen there
+        try:
+            return await waiting
+        finally:
+            self._set_echo(on=False)
 
     def _read(self) -> None:
         loop = self._loop
@@ -83,3 +124,4 @@ class TerminalLines:
             waiting.set_result(line)
         elif line.strip() and self._steer is not None:
             self._steer(line.strip())
+            self.on_steer(line.strip())
