@@ -21,8 +21,11 @@ def _no_real_models(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The developer's own ~/.config/reins/config.toml stays out of the tests."""
-    monkeypatch.setenv("REINS_CONFIG", str(tmp_path / "no-user-config.toml"))
+    """The developer's own ~/.config/reins/config.toml stays out of the tests: an empty one
+    is read instead (a REINS_CONFIG that names no file is an error)."""
+    empty = tmp_path / "no-user-config.toml"
+    empty.touch()
+    monkeypatch.setenv("REINS_CONFIG", str(empty))
 
 
 @pytest.fixture

@@ -177,6 +177,33 @@ def test_reins_run_reports_a_broken_config_in_one_line(
     assert "is not valid TOML" in line
 
 
+def test_a_reins_config_that_names_no_file_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reins._config import load_config
+
+    typo = tmp_path / "confg.toml"
+    monkeypatch.setenv("REINS_CONFIG", str(typo))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("REINS_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    message = (
+        f"REINS_CONFIG names the config file {typo}, which does not exist: fix the path, or "
+        f"unset REINS_CONFIG to read {tmp_path / 'xdg' / 'reins' / 'config.toml'} (if there is "
+        "one)"
+    )
+    with pytest.raises(UsageError) as caught:
+        load_config()
+    assert str(caught.value) == message
+    with pytest.raises(UsageError) as caught:
+        resolve_model("openai:gpt-4o")  # the API path that reads the config
+    assert str(caught.value) == message
+    done = CliRunner().invoke(app, ["run", "hello", "--store", str(tmp_path / "s")])
+    assert done.exit_code == 2
+    assert done.output.splitlines() == [f"error: {message}"]
+    assert not (tmp_path / "s").exists()  # refused before the log is opened
+
+
 def test_a_projects_commands_wait_until_the_users_file_trusts_it(
     user_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

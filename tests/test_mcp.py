@@ -4,8 +4,10 @@ reference servers (everything, filesystem), and a small MCPServer of the SDK's o
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -400,7 +402,7 @@ async def test_a_server_that_dies_mid_run_is_a_notice_and_the_run_goes_on(worksp
     events = await run_events(agent)
     found = results(events)
     assert found["c1"][1]
-    assert "MCP server 'toy' stopped during this call" in found["c1"][0]
+    assert "MCP server 'toy' stopped without answering this call" in found["c1"][0]
     assert not {n for n in offered[1] if n.startswith("toy__")}
     notices = [e.text for e in events if isinstance(e, Notice) and e.source == "tools"]
     assert any("MCP server 'toy' stopped" in text for text in notices)
@@ -412,6 +414,59 @@ async def test_a_server_that_dies_mid_run_is_a_notice_and_the_run_goes_on(worksp
     assert isinstance(events[-1], RunFinished)
     assert events[-1].final_answer == "done without it"
     assert server.state == "exited"
+
+
+def child_running(name: str) -> int:
+    """The pid of this process's child whose command line names `name`."""
+    for entry in Path("/proc").iterdir():
+        try:
+            parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if parent == str(os.getpid()) and name.encode() in command:
+            return int(entry.name)
+    raise AssertionError(f"no child process runs {name}")
+
+
+async def test_a_server_that_died_between_calls_had_stopped_before_the_next(
+    workspace: Path,
+) -> None:
+    server = MCPServer(time_server())
+    rounds = 0
+
+    async def model(messages: list[Message], tools: list[ToolSpec]) -> AssistantMessage | str:
+        nonlocal rounds
+        rounds += 1
+        if rounds == 1:
+            return reply("", call("time__get_current_time", "c1", timezone="UTC"))
+        if rounds == 2:  # no call runs: the server is killed while the model thinks
+            os.kill(child_running("mcp-server-time"), signal.SIGKILL)
+            for _ in range(200):  # until reins has read the end of its output
+                if server.state != "ready":
+                    break
+                await asyncio.sleep(0.05)
+            return reply("", call("time__get_current_time", "c2", timezone="UTC"))
+        return "done without it"
+
+    agent = Agent(model=FunctionModel(model), tools=[], workspace=workspace, mcp_servers=[server])
+    events = await run_events(agent)
+    found = results(events)
+    assert not found["c1"][1]
+    assert found["c2"] == (
+        "MCP server 'time' had stopped before this call: its connection closed between calls; "
+        "its tools are no longer available",
+        True,
+    )
+    notices = [e.text for e in events if isinstance(e, Notice) and e.source == "tools"]
+    assert notices == [
+        "MCP server 'time' stopped: its connection closed between calls; its tools are no "
+        "longer offered"
+    ]
+    assert isinstance(events[-1], RunFinished)
+    assert events[-1].final_answer == "done without it"
+    assert server.state == "exited"
+    assert not server.running
 
 
 async def test_a_server_that_does_not_start_is_a_notice(workspace: Path) -> None:

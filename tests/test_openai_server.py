@@ -156,6 +156,7 @@ def _keyless_env(tmp_path: Path) -> dict[str, str]:
     """The environment with no provider key, no reins setting and no user config."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REINS_", "OPENAI_"))}
     env.pop("ANTHROPIC_API_KEY", None)
+    (tmp_path / "none.toml").touch()
     return env | {"REINS_CONFIG": str(tmp_path / "none.toml")}
 
 

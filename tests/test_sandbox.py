@@ -507,6 +507,7 @@ def test_the_command_line_chooses_the_sandbox(tmp_path: Path) -> None:
     ]
     (tmp_path / "s.json").write_text(json.dumps(replies))
     env = {k: v for k, v in os.environ.items() if not k.startswith("REINS_")}
+    (tmp_path / "none.toml").touch()
     env["REINS_CONFIG"] = str(tmp_path / "none.toml")
 
     def reins(*flags: str) -> subprocess.CompletedProcess[str]:

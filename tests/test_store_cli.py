@@ -65,8 +65,11 @@ def test_a_corrupt_line_takes_down_its_session_only_until_doctor_sets_it_aside(
     assert listing.returncode == 0
     assert runs["damaged"] in listing.stdout
     assert runs["healthy"] in listing.stdout
-    assert f"{journal.relative_to(project)}, line 6, is not a reins event" in listing.stderr
-    assert reins("show", runs["healthy"], cwd=project).returncode == 0
+    damage = f"{journal.relative_to(project)}, line 6, is not a reins event"
+    assert damage in listing.stderr
+    healthy = reins("show", runs["healthy"], cwd=project)
+    assert healthy.returncode == 0
+    assert healthy.stderr.count(damage) == 1  # another session's damage: a warning, once
     assert reins("replay", runs["healthy"], cwd=project).returncode == 0
     fresh = reins("run", "new", "-m", model, "-w", "ws", cwd=project)
     assert fresh.returncode == 0, fresh.stderr
@@ -75,15 +78,14 @@ def test_a_corrupt_line_takes_down_its_session_only_until_doctor_sets_it_aside(
     turn = reins("run", "more", "-m", more, "-w", "ws", "-s", healthy_session, cwd=project)
     assert turn.returncode == 0, turn.stderr
 
-    for args in (["show", runs["damaged"]], ["resume", runs["damaged"]]):
+    damaged_session = ["run", "more", "-m", more, "-w", "ws", "-s", journal.stem]
+    for args in (["show", runs["damaged"]], ["resume", runs["damaged"]], damaged_session):
         refused = reins(*args, cwd=project)
         assert refused.returncode == 1
         error = one_line_error(refused)
-        assert error.startswith(
-            f"error: {journal.relative_to(project)}, line 6, is not a reins event: "
-            "Invalid JSON: recursion limit exceeded"
-        )
+        assert error.startswith(f"error: {damage}: Invalid JSON: recursion limit exceeded")
         assert error.endswith("run `reins doctor` to move the damage aside and keep the rest")
+        assert refused.stderr.count(damage) == 1, refused.stderr  # said once: no warning too
 
     checked = reins("doctor", "--check", cwd=project)
     assert checked.returncode == 1

@@ -1,6 +1,6 @@
 """Config files: the default model, and API keys and base URLs per provider or endpoint.
 
-Two TOML files, both optional: the user's (`$REINS_CONFIG`, else
+Two TOML files, both optional: the user's (`$REINS_CONFIG`, which must exist, else
 `$XDG_CONFIG_HOME/reins/config.toml`, else `~/.config/reins/config.toml`) and the project's
 `reins.toml` (in the working directory or the nearest parent that has one), which wins key by
 key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) win over both.
@@ -376,6 +376,10 @@ class Config(BaseModel):
 def user_config_path() -> Path:
     if explicit := os.environ.get("REINS_CONFIG"):
         return Path(explicit).expanduser()
+    return _default_user_config()
+
+
+def _default_user_config() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
     return Path(base) / "reins" / "config.toml"
 
@@ -395,6 +399,11 @@ def load_config(start: Path | None = None) -> Config:
     merged: dict[str, object] = {}
     rules: dict[str, PermissionRules] = {}
     user = user_config_path()
+    if os.environ.get("REINS_CONFIG") and not user.exists():  # a file named is a file wanted
+        raise UsageError(
+            f"REINS_CONFIG names the config file {user}, which does not exist: fix the path, "
+            f"or unset REINS_CONFIG to read {_default_user_config()} (if there is one)"
+        )
     project = project_config_path(start)
     sandbox = SandboxConfig()
     guards: dict[str, object] = {}

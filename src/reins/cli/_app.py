@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from .._errors import ReinsError, UsageError
+from .._errors import LogCorrupted, ReinsError, UsageError
 from .._guard_settings import GUARD_NAMES
 from .._stop import StopReason
 from ._stdin import LineSource, TerminalLines
@@ -1065,6 +1065,7 @@ async def _drive(
         printer.starting()
     try:
         async for event in stream:
+            WARNINGS.show_held()  # the run has read its session: other damage is said now
             if show_event is not None:
                 try:
                     show_event(event)
@@ -1121,7 +1122,10 @@ def _execute(
 ) -> None:
     """Open the log, run `go` with Ctrl-C wired to a cooperative cancel, exit with its code.
     Every error of ours becomes one line on stderr; nothing else ever shows a traceback."""
-    logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)  # unless -v
+    logging.basicConfig(  # unless -v
+        format="warning: %(message)s", level=logging.WARNING, handlers=[WARNINGS]
+    )
+    WARNINGS.holding = True  # until the command has read what it reads
     with _one_line_errors():
         if store.exists() and not store.is_dir():
             raise UsageError(
@@ -1136,6 +1140,38 @@ def _execute(
     raise typer.Exit(EXIT_CODES[reason])
 
 
+class Warnings(logging.Handler):
+    """The warnings on stderr. One about a damaged journal is held while `holding` (as the
+    command opens the log and reads what it reads): a command that then fails on that damage
+    says it once, as its error, naming the file, the line and `reins doctor`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding = False
+        self.held: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if self.holding and any(isinstance(arg, LogCorrupted) for arg in args):
+            self.held.append(record)
+            return
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:
+            self.handleError(record)
+
+    def show_held(self, said: ReinsError | None = None) -> None:
+        """Stop holding: show what was held, but for what the error `said` says again."""
+        self.holding = False
+        held, self.held = self.held, []
+        for record in held:
+            if said is None or record.getMessage() != str(said):
+                self.handle(record)
+
+
+WARNINGS = Warnings()
+
+
 @contextlib.contextmanager
 def _one_line_errors() -> Iterator[None]:
     """Every error of ours becomes one line on stderr and its exit code; nothing else ever
@@ -1143,9 +1179,11 @@ def _one_line_errors() -> Iterator[None]:
     try:
         yield
     except UsageError as exc:
+        WARNINGS.show_held(exc)
         err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
     except ReinsError as exc:
+        WARNINGS.show_held(exc)
         err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(1) from None
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -1162,6 +1200,8 @@ def _one_line_errors() -> Iterator[None]:
             "(set REINS_DEBUG=1 for the traceback, and please report it)"
         )
         raise typer.Exit(1) from None
+    finally:
+        WARNINGS.show_held()
 
 
 async def _with_log(

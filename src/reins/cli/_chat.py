@@ -21,6 +21,7 @@ from .._errors import ReinsError, UsageError
 from .._stop import StopReason
 from ._app import (
     DEFAULT_STORE,
+    WARNINGS,
     AgentChoices,
     McpConfigOpt,
     NetworkOpt,
@@ -126,6 +127,7 @@ def chat(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, talk.quit)
+        WARNINGS.show_held()  # from here on a warning shows as it comes
         with patch_stdout(raw=True):
             out.print(
                 f"[bold]reins chat[/] [dim]· model {escape(talk.spec)} · {escape(str(workspace))} "

@@ -13,9 +13,9 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from importlib.metadata import version
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx2
 import mcp.types as types
@@ -23,6 +23,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -32,6 +33,9 @@ from ..tools._schema import inline_refs
 from ..tools._tool import AnyArguments
 from ._config import MCPServerConfig
 from ._results import observation
+
+if TYPE_CHECKING:
+    from mcp.client._transport import ReadStream
 
 State = Literal["stopped", "starting", "ready", "failed", "exited", "disabled"]
 SEPARATOR = "__"
@@ -61,6 +65,8 @@ class MCPServer:
         self._stale = False
         self._untold: list[str] = []
         self._stderr: Any = None
+        self._calls = 0
+        """Calls of its tools under way."""
 
     def __repr__(self) -> str:
         return f"MCPServer({self.name!r}, {self.state})"
@@ -145,8 +151,14 @@ class MCPServer:
     ) -> str:
         """Call one of its tools by the server's own name; an error result is a `ToolError`."""
         client = self._client
+        if self.state == "exited":
+            raise ToolError(
+                f"MCP server {self.name!r} had stopped before this call: {self.error}; "
+                "its tools are no longer available"
+            )
         if client is None or self.state != "ready":
             raise ToolError(f"MCP server {self.name!r} is not running: {self.error or self.state}")
+        self._calls += 1
         try:
             result = await client.call_tool(tool, arguments)
         except MCPError as exc:
@@ -154,9 +166,11 @@ class MCPServer:
                 raise ToolError(f"{self.name}{SEPARATOR}{tool}: {exc.message}") from None
             self._exited(f"the connection closed during a call of {tool}")
             raise ToolError(
-                f"MCP server {self.name!r} stopped during this call: {self.error}; "
+                f"MCP server {self.name!r} stopped without answering this call: {self.error}; "
                 "its tools are no longer available"
             ) from None
+        finally:
+            self._calls -= 1
         folder = ctx.spill if ctx is not None else None
         shown = ctx.workspace.shown(folder) if ctx is not None and folder is not None else ""
         text = observation(result, save_to=folder, shown_as=shown)
@@ -228,7 +242,15 @@ class MCPServer:
             )
             stack.push_async_callback(http.aclose)
             transport = streamable_http_client(config.url, http_client=http)
-        return Client(transport, message_handler=stale, client_info=info)
+        return Client(
+            _watched(transport, self._connection_ended), message_handler=stale, client_info=info
+        )
+
+    def _connection_ended(self) -> None:
+        """The server's end of the connection closed: between calls (it exited while idle),
+        it is said now; during a call, that call says it."""
+        if not self._closing.is_set() and not self._calls:
+            self._exited("its connection closed between calls")
 
     async def _listen(self, client: Client) -> None:
         """A 2026-07-28 server tells of a changed list on a subscription stream."""
@@ -314,6 +336,50 @@ class MCPServer:
             return why
         tail = " / ".join([line for line in lines if line][-3:])[-STDERR_TAIL:]
         return f"{why}; its stderr ends: {tail}" if tail else why
+
+
+@contextlib.asynccontextmanager
+async def _watched(transport: Any, ended: Callable[[], None]) -> AsyncIterator[Any]:
+    """The transport, with `ended` called when the server's messages end."""
+    async with transport as (read, write):
+        yield _Reader(read, ended), write
+
+
+class _Reader:
+    """The server's messages, read through (a `ReadStream`): their end, as the SDK reads them,
+    is told to `ended` when it comes, not only at the next call."""
+
+    def __init__(
+        self, stream: ReadStream[SessionMessage | Exception], ended: Callable[[], None]
+    ) -> None:
+        self._stream, self._ended = stream, ended
+
+    @property
+    def last_context(self) -> Any:
+        """The sender's context, where the SDK's own stream keeps one."""
+        return getattr(self._stream, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        return await self._stream.receive()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    def __aiter__(self) -> _Reader:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self._stream.__anext__()
+        except StopAsyncIteration:
+            self._ended()
+            raise
+
+    async def __aenter__(self) -> _Reader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 def _lists_change(client: Client) -> bool:
