@@ -3,7 +3,6 @@ code."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import json
@@ -1030,6 +1029,8 @@ def _set_aside_unreadable_index(store: Path) -> None:
 
     if not (store / "reins.db").is_file():
         return
+    import asyncio  # here, as the core: `reins --help` never needs it
+
     try:
         asyncio.run(SQLiteLog(store).close())
     except LogCorrupted:
@@ -1136,6 +1137,8 @@ def _execute(
             raise UsageError(
                 f"no event log at {store}; run `reins run GOAL` first, or pass --store"
             )
+        import asyncio
+
         reason = asyncio.run(_with_log(store, go))
     raise typer.Exit(EXIT_CODES[reason])
 
@@ -1176,6 +1179,8 @@ WARNINGS = Warnings()
 def _one_line_errors() -> Iterator[None]:
     """Every error of ours becomes one line on stderr and its exit code; nothing else ever
     shows a traceback."""
+    import asyncio  # for its CancelledError
+
     try:
         yield
     except UsageError as exc:
@@ -1207,6 +1212,8 @@ def _one_line_errors() -> Iterator[None]:
 async def _with_log(
     store: Path, go: Callable[[SQLiteLog, Cancel], Coroutine[Any, Any, StopReason]]
 ) -> StopReason:
+    import asyncio
+
     from .._cancel import Cancel
     from ..store import SQLiteLog
 

@@ -5,7 +5,6 @@ answers the prompt that waits for an answer). Lines starting with / manage the s
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import signal
 import sys
@@ -39,6 +38,8 @@ from ._app import (
 )
 
 if TYPE_CHECKING:
+    import asyncio
+
     from prompt_toolkit import PromptSession
 
     from .._agent import Agent
@@ -124,6 +125,8 @@ def chat(
             session_id = find_session(await log.runs(), session)
         prompt: PromptSession[str] = PromptSession(history=FileHistory(store / "chat_history"))
         talk = Chat(choices, config, log, prompt, session_id)
+        import asyncio  # here, as the core: `reins --help` never needs it
+
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, talk.quit)
@@ -157,6 +160,8 @@ class ChatLines:
         self.before_prompt()
 
     async def line(self) -> str:
+        import asyncio
+
         waiting: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting = waiting
         return await waiting
@@ -236,6 +241,8 @@ class Chat:
             self.run.steer(text)
             out.print(f"[magenta]» steering:[/] {escape(text)} [dim](told before its next step)[/]")
         else:
+            import asyncio
+
             self.working = asyncio.create_task(self.turn(text))
 
     async def turn(self, goal: str) -> None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -54,6 +53,8 @@ def list_servers(
     async def check() -> None:
         await start_all(servers)
         await stop_all(servers)
+
+    import asyncio  # here, as the core: `reins --help` never needs it
 
     with _one_line_errors():
         asyncio.run(check())
@@ -159,6 +160,8 @@ def serve(
             await reins_server(make_agent, log).run_stdio_async()
         finally:
             await log.close()
+
+    import asyncio
 
     with _one_line_errors():
         asyncio.run(go())

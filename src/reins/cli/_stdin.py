@@ -3,12 +3,14 @@ approval, the offer at a cap); any other line steers the run."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class LineSource(Protocol):
@@ -51,6 +53,8 @@ class TerminalLines:
         `steer` (none: they are dropped)."""
         self._steer = steer
         if self._loop is None:
+            import asyncio  # here: `reins --help` never needs it
+
             self._loop = asyncio.get_running_loop()
             threading.Thread(target=self._read, name="reins-stdin", daemon=True).start()
 
@@ -93,6 +97,8 @@ class TerminalLines:
         self.start(self._steer)
         if self._ended:
             return ""
+        import asyncio
+
         waiting: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting = waiting
         self._set_echo(on=True)  # the answer is typed on the prompt's line, and seen there
