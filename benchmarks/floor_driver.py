@@ -22,12 +22,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from _report import report, turn
-
-ROUNDS = 10
+from reins_driver import ROUNDS, workload
 
 
 async def measure(runs: int, folder: str) -> list[float]:
-    from reins import AssistantMessage, ToolCall, ToolResultMessage, Usage, tool
+    from reins import ToolResultMessage, Usage
     from reins._events import (
         ModelRequested,
         ModelResponded,
@@ -36,16 +35,7 @@ async def measure(runs: int, folder: str) -> list[float]:
         ToolCallStarted,
     )
 
-    @tool
-    async def noop(i: int = 0) -> str:
-        """Do nothing."""
-        return "ok"
-
-    replies = [
-        AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="noop", arguments={"i": i}),))
-        for i in range(ROUNDS - 1)
-    ]
-    replies.append(AssistantMessage(text="FINAL_ANSWER: done"))
+    noop, replies = workload()
     usage = Usage(input_tokens=1, output_tokens=1, requests=1)
 
     async def run(fd: int) -> None:

@@ -12,15 +12,16 @@ import os
 import sys
 import tempfile
 import time
+from typing import Any
 
 from _report import report, turn
 
 ROUNDS = 10
 
 
-async def measure(runs: int, store: str, read_only: bool = False) -> list[float]:
-    from reins import Agent, AssistantMessage, SQLiteLog, StopReason, ToolCall, Usage, tool
-    from reins.testing import ScriptedModel
+def workload(read_only: bool = False) -> tuple[Any, list[Any]]:
+    """The no-op tool and a run's replies: nine calls of it, then the answer."""
+    from reins import AssistantMessage, ToolCall, tool
 
     @tool(read_only=read_only)
     async def noop(i: int = 0) -> str:
@@ -33,6 +34,14 @@ async def measure(runs: int, store: str, read_only: bool = False) -> list[float]
         for i in range(ROUNDS - 1)
     ]
     script.append(AssistantMessage(text="FINAL_ANSWER: done"))
+    return noop, script
+
+
+async def measure(runs: int, store: str, read_only: bool = False) -> list[float]:
+    from reins import Agent, SQLiteLog, StopReason, Usage
+    from reins.testing import ScriptedModel
+
+    noop, script = workload(read_only)
     log = SQLiteLog(store)
     model = ScriptedModel(script, usage=Usage(input_tokens=1, output_tokens=1, requests=1))
     agent = Agent(model=model, tools=[noop], workspace=store, log=log)
