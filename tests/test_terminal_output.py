@@ -321,13 +321,14 @@ def test_a_line_typed_or_ctrl_c_while_the_spinner_spins_leaves_a_clean_screen(
     finally:
         run.close()
     assert "running run_command" not in screen, screen  # the spinner's line is gone
-    call = '→ run_command({"command": "sleep 3"})\n'
+    assert '→ run_command({"command": "sleep 3"})\n? run_command asks' in screen, screen
+    allowed = "✓ allowed run_command (by auto: default: run_command asks)\n"
     if typed == "a steer":
         assert screen.count("also say blue") == 1, screen
-        assert call + "← run_command exit code: 0\n» steered: also say blue\n" in screen
+        assert allowed + "← run_command exit code: 0\n» steered: also say blue\n" in screen
     else:
         assert "^C" not in screen, screen
-        assert call + "cancelling… (SIGINT; again to stop at once)\n" in screen
+        assert allowed + "cancelling… (SIGINT; again to stop at once)\n" in screen
 
 
 @pytest.mark.parametrize("width", [200, 100, 70, 50, 30])
@@ -376,3 +377,25 @@ def test_the_spinner_shows_until_the_first_event() -> None:
     quiet.starting()
     quiet.close()
     assert piped.getvalue() == ""
+
+
+def test_a_call_that_never_runs_is_shown_before_what_is_said_of_it(tmp_path: Path) -> None:
+    """Answered from the cache or denied, a call has no start: its line comes with the first
+    event that speaks of it, so the user sees what the model asked for."""
+    (tmp_path / "notes.txt").write_text("one\ntwo\n")
+    read = {"name": "read_file", "arguments": {"path": "notes.txt"}}
+    replies = [
+        {"text": "", "tool_calls": [read]},
+        {"text": "", "tool_calls": [read]},  # an exact repeat: answered from the cache
+        {"text": "", "tool_calls": [{"name": "run_command", "arguments": {"command": "wc -l x"}}]},
+        "FINAL_ANSWER: two lines",
+    ]
+    done = reins("run", "count", "-m", script(tmp_path / "s.json", replies), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    call = '→ read_file({"path": "notes.txt"})\n'
+    assert out.count(call) == 2, out
+    assert call + "← read_file Cached: you made this exact call before" in out, out
+    denied = '→ run_command({"command": "wc -l x"})\n? run_command asks for approval'
+    assert denied in out, out
+    assert "✗ denied run_command (by headless" in out, out

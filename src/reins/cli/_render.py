@@ -41,7 +41,14 @@ from .._events import (
     ToolCallStarted,
     ToolsChanged,
 )
-from .._messages import AssistantMessage, Message, SystemMessage, ToolResultMessage, UserMessage
+from .._messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from .._state import STEERING
 from .._stop import StopReason
 from ..models._catalog import lookup
@@ -65,6 +72,11 @@ class EventRenderer:
         self._live: Live | None = None
         self._running: dict[str, str] = {}
         """The tool calls under way, by call id: what the spinner names."""
+        self._calls: dict[str, ToolCall] = {}
+        """The last response's calls, by id: each is shown once, when it starts or, one that
+        never runs (answered from the cache, refused, denied), before what is said of it."""
+        self._shown: set[str] = set()
+        """The ids of those shown."""
         self._steers: list[str] = []
         """Lines typed that steer the run, not told to the model yet: the spinner shows them
         (the terminal did not echo them), until their `steered` line."""
@@ -173,12 +185,15 @@ class EventRenderer:
                     out.print(Text(message.text, style="dim" if message.tool_calls else ""))
                     self._said = message.text
                 self._step_line(event)
+                self._calls = {call.id: call for call in message.tool_calls}
+                self._shown = set()
             case ToolCallStarted():
-                out.print(f"[cyan]→ {event.call.name}[/]({escape(_args(event.call.arguments))})")
+                self._show_call(event.call.id, event.call)
                 self._running[event.call.id] = event.call.name
                 self._busy("running " + ", ".join(self._running.values()))
             case ToolCallFinished():
                 result = event.result
+                self._show_call(result.call_id)
                 if self._running.pop(result.call_id, None) is not None:
                     if self._running:
                         self._busy("running " + ", ".join(self._running.values()))
@@ -193,11 +208,13 @@ class EventRenderer:
                     self._cost += event.cost or 0.0
             case ApprovalRequested():
                 self._idle()  # a prompt may follow
+                self._show_call(event.call.id, event.call)
                 rule = escape(event.rule)
                 self._held_ask = (
                     f"[yellow]? {event.call.name} asks for approval[/] [dim]({rule})[/]"
                 )
             case PermissionDecided():
+                self._show_call(event.call_id)
                 verdict = "[green]✓ allowed[/]" if event.allowed else "[red]✗ denied[/]"
                 scope = f", always for {escape(event.grant)!r}" if event.always else ""
                 out.print(
@@ -249,6 +266,7 @@ class EventRenderer:
             case QuestionAsked():
                 self._idle()
                 self._end_line()
+                self._shown.add(event.call_id)  # the question is shown, not its call
                 offered = f" ({' / '.join(event.choices)})" if event.choices else ""
                 out.print(
                     f"[magenta]? asks:[/] {escape(event.question)}{escape(offered)} "
@@ -314,6 +332,14 @@ class EventRenderer:
         for child in self._children.values():
             child._show_held_ask()
         self._idle()
+
+    def _show_call(self, call_id: str, call: ToolCall | None = None) -> None:
+        """The call's line, unless it was shown."""
+        call = call or self._calls.get(call_id)
+        if call is None or call_id in self._shown:
+            return
+        self._shown.add(call_id)
+        self.console.print(f"[cyan]→ {call.name}[/]({escape(_args(call.arguments))})")
 
     def prompting(self) -> None:
         """A prompt is about to ask on this terminal: the spinner stops, and the approval
