@@ -114,6 +114,8 @@ def chat(
     )
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+        import asyncio  # here, as the core: `reins --help` never needs it
+
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory
         from prompt_toolkit.patch_stdout import patch_stdout
@@ -125,8 +127,6 @@ def chat(
             session_id = find_session(await log.runs(), session)
         prompt: PromptSession[str] = PromptSession(history=FileHistory(store / "chat_history"))
         talk = Chat(choices, config, log, prompt, session_id)
-        import asyncio  # here, as the core: `reins --help` never needs it
-
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, talk.quit)

@@ -67,9 +67,8 @@ CREATE TABLE journals (
 first_seq..last_seq, one per line. Spans written by two processes may overlap; readers skip
 the events they already have."""
 SCHEMA_VERSION = 3
-RUN_INDEX_KINDS = frozenset({"run_started", "run_resumed", "run_finished"})
 RUN_INDEX_TYPES = frozenset({RunStarted, RunResumed, RunFinished})
-"""The events that change a run's line in the index (told apart by type on the append path)."""
+"""The events that change a run's line in the index (told apart by their exact type)."""
 INDEX_EVERY = 0.05
 """Seconds a busy loop may run ahead of the index; a real model call takes longer than this,
 so in practice the index follows each commit."""
@@ -471,7 +470,7 @@ class SQLiteLog:
                 break
             end = start + len(line) + 1
             _extend(tails, spans, event.run_id, event.seq, event.seq, session_id, start, end)
-            if event.kind in RUN_INDEX_KINDS:
+            if type(event) in RUN_INDEX_TYPES:
                 run_events.append(event)
             start = end
         done = start if damage is not None else tail.end
