@@ -281,6 +281,34 @@ def test_a_second_signal_stops_at_once_without_a_traceback(project: Path) -> Non
     assert reins("sessions", cwd=project).returncode == 0  # the log is whole
 
 
+@pytest.mark.parametrize("json_lines", [False, True])
+def test_a_reader_that_goes_away_cancels_the_run_quietly(project: Path, json_lines: bool) -> None:
+    model = script(
+        project / "s.json",
+        [{"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 1"}}]}, "never"],
+    )
+    flags = ["--json"] if json_lines else []
+    child = subprocess.Popen(
+        [*REINS, "run", "wait", "-m", model, "-w", "ws", "--yes", *flags],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    assert child.stdout is not None
+    assert child.stderr is not None
+    with child.stderr:
+        for line in child.stdout:  # as `| head` does: read a while, then close
+            if "run_command" in line:
+                break
+        child.stdout.close()  # the tool's result is written to nobody
+        assert child.wait(timeout=20) == 130
+        assert child.stderr.read() == ""
+    listing = reins("sessions", cwd=project)
+    assert "cancelled" in listing.stdout, listing.stdout  # recorded, not left unfinished
+
+
 def test_help_lists_the_commands(project: Path) -> None:
     done = reins("--help", cwd=project)
     assert done.returncode == 0

@@ -91,9 +91,19 @@ def _main(
         )
 
 
+class _Console(Console):
+    """A reader that goes away (`reins run | head`) is a BrokenPipeError, as for a plain
+    write, which the command handles (a run is cancelled and recorded, quietly); rich's own
+    answer is SystemExit(1), which would end the process mid-run, the run left unfinished."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # what is left to print goes nowhere
+        raise BrokenPipeError
+
+
 # No emoji codes, no highlighting: what a tool or model wrote is shown as it is (our own markup
 # is the only markup, and every text from outside is escaped).
-out = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 120)
+out = _Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)  # one line an error
 
 StoreOpt = Annotated[

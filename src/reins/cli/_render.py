@@ -113,7 +113,7 @@ class EventRenderer:
         if child is None:
             out = self.console
             indent = "  │ " * len(path)
-            console = Console(
+            console = type(out)(  # as the parent's (a reader gone away: see cli._app)
                 file=cast(IO[str], _Indented(out.file, indent)),
                 width=max(40, out.width - len(indent)),
                 color_system="auto" if out.color_system else None,
@@ -539,7 +539,7 @@ def render_findings(out: Console, findings: list[Finding]) -> None:
     if not findings:
         out.print("the log is sound: every journal reads to its end")
         return
-    out = Console(file=out.file, highlight=False, emoji=False, soft_wrap=True)  # no wrapping
+    out = type(out)(file=out.file, highlight=False, emoji=False, soft_wrap=True)  # no wrapping
     for f in findings:
         out.print(f"[bold]{escape(str(f.path))}[/]: {escape(f.problem)}")
         if f.busy:
