@@ -126,6 +126,16 @@ def test_a_projects_mcp_json_waits_for_trust(project: Path) -> None:
     assert rows["time"]["tools"] == ["get_current_time", "convert_time"]
 
 
+def test_mcp_list_with_no_servers_says_where_to_add_one(project: Path) -> None:
+    (project / "user.toml").write_text("")
+    done = reins(project, "mcp", "list")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "no MCP servers configured: add [mcp_servers.NAME] to the config, or a .mcp.json to "
+        "the project\n"
+    )
+
+
 def test_mcp_list_shows_a_server_that_fails_with_its_reason(project: Path) -> None:
     (project / "user.toml").write_text(TIME + '\n[mcp_servers.gone]\ncommand = "/no/such/server"\n')
     done = reins(project, "mcp", "list")

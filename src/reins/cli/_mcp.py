@@ -68,7 +68,7 @@ def list_servers(
         return
     if not rows:
         out.print(
-            "no MCP servers configured: add [mcp_servers.NAME] to the config, or a .mcp.json "
+            "no MCP servers configured: add \\[mcp_servers.NAME] to the config, or a .mcp.json "
             "to the project"
         )
         return
