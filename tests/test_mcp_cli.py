@@ -210,3 +210,30 @@ async def test_mcp_serve_runs_goals_and_reads_the_log_for_the_sdks_client(
         listed = await client.call_tool("sessions", {})
         assert len(listed.structured_content["result"]) == 2  # type: ignore[index]  # none ran
     assert (project / "ws" / "a.txt").read_text() == "A"
+
+
+def test_mcp_serve_says_a_bad_model_or_workspace_before_it_serves(project: Path) -> None:
+    for args, message in [
+        (["-m", "nope:thing"], "error: unknown model 'nope:thing'"),
+        (["-m", "script:gone.json"], "error: cannot read script gone.json"),
+        (["-m", "script:gone.json", "-w", "nowhere"], "error: workspace 'nowhere'"),
+    ]:
+        done = reins(project, "mcp", "serve", *args, "--store", str(project / "store"))
+        assert done.returncode == 2
+        assert done.stderr.startswith(message), done.stderr
+        assert len(done.stderr.splitlines()) == 1
+
+
+async def test_mcp_serve_tells_the_client_why_a_run_cannot_start(project: Path) -> None:
+    model = script(project / "s.json", ["FINAL_ANSWER: done"])
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "reins", "mcp", "serve", "-w", "ws", "--store", "store"],
+        env=env_for(project, REINS_MODEL=model),
+        cwd=str(project),
+    )
+    async with Client(params) as client:
+        (project / "s.json").unlink()  # the model each run reads is gone
+        ran = await client.call_tool("run", {"goal": "go"})
+        assert ran.is_error
+        assert "cannot read script" in ran.content[0].text  # type: ignore[union-attr]

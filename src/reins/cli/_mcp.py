@@ -121,6 +121,7 @@ def serve(
     from .._resolve import default_model, resolve_model
     from ..store import SQLiteLog
     from ..tools import builtin_tools
+    from ..tools._workspace import Workspace
     from ._app import _permissions, _stop_hooks
     from ._serve import reins_server
 
@@ -130,6 +131,9 @@ def serve(
         spec, why = default_model()
         if why:
             err.print(f"[dim]{escape(why)}[/]")  # stdout is the MCP channel
+    with _one_line_errors():  # a bad model or workspace is said now, not at each run's call
+        Workspace(workspace)
+        resolve_model(spec, config)
 
     async def go() -> None:
         log = SQLiteLog(store)

@@ -46,8 +46,8 @@ def reins_server(make_agent: Callable[[int | None], Agent], log: EventLog) -> SD
                 unique prefix of one, or `last`).
             max_steps: Cap on the agent's model calls (default: the configured one).
         """
-        agent = make_agent(max_steps)
         try:
+            agent = make_agent(max_steps)  # one that cannot be made: the client is told why
             if session_id is not None:
                 session_id = find_session(await log.runs(), session_id)
             result = await agent.run(goal, session_id=session_id)
