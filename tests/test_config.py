@@ -139,6 +139,12 @@ def test_a_project_file_may_not_hold_a_key(user_config: Path, tmp_path: Path) ->
         ("[providers.vllm]\napi = 'grpc'\n", r"providers\.vllm\.api: Input should be"),
         ("providers = 3\n", r"providers: Input should be a valid dictionary"),
         ('model = "\udcff"\n', r"is not UTF-8 text \(byte 9\); TOML files are UTF-8"),
+        (
+            "[[stop_hooks]]\ncommand = 'true'\ntimeout = -1\n",
+            r"stop_hooks\.0\.timeout: Input should be greater than 0",
+        ),
+        ("[[stop_hooks]]\ncommand = ' '\n", r"stop_hooks\.0\.command: .*an empty command"),
+        ("[sandbox]\nmax_timeout = 0\n", r"\.toml: sandbox\.max_timeout: Input should be greater"),
     ],
 )
 def test_a_bad_config_is_one_clear_error(user_config: Path, text: str, message: str) -> None:

@@ -22,6 +22,7 @@ from reins import (
     SQLiteLog,
     StopReason,
     ToolResultMessage,
+    UsageError,
     UserMessage,
     tool,
 )
@@ -190,6 +191,18 @@ async def test_a_command_hook_that_fails_otherwise_stops_the_run_with_error(
     result = await agent_for(["done"], workspace, stop_hooks=[hook]).run("go")
     assert result.stop_reason is StopReason.ERROR
     assert result.detail == f"stop hook `{command}` failed: {detail}"
+
+
+def test_a_command_hook_that_could_check_nothing_is_refused_when_made() -> None:
+    with pytest.raises(UsageError, match="a stop hook is an empty command"):
+        CommandHook(command=" ")
+    with pytest.raises(UsageError, match=r"stop hook `true`: timeout=0: it is seconds"):
+        CommandHook(command="true", timeout=0)
+
+
+async def test_a_blank_command_string_is_refused_before_the_run(workspace: Path) -> None:
+    with pytest.raises(UsageError, match="a stop hook is an empty command"):
+        await agent_for(["done"], workspace, stop_hooks=["  "]).run("go")
 
 
 # the verification gate

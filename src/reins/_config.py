@@ -63,7 +63,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._errors import UsageError
 from .context import ContextSettings
@@ -110,7 +110,7 @@ class SandboxConfig(BaseModel):
     mode: SandboxMode | None = None
     network: bool | None = None
     env: tuple[str, ...] = ()
-    max_timeout: float | None = None
+    max_timeout: float | None = Field(default=None, gt=0)
 
     def policy(self, *, mode: str | None = None, network: bool | None = None) -> SandboxPolicy:
         """The policy, with the command line's flags (`--sandbox`, `--network`) winning."""
@@ -209,7 +209,14 @@ class StopHookConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     command: str
-    timeout: float = 60.0
+    timeout: float = Field(default=60.0, gt=0)
+
+    @field_validator("command")
+    @classmethod
+    def _a_command(cls, command: str) -> str:
+        if not command.strip():  # it would run nothing and accept every answer, unchecked
+            raise ValueError("a stop hook is an empty command: give the command to run")
+        return command
 
 
 class Untrusted(BaseModel):

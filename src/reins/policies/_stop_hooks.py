@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._errors import UsageError
 from .._state import RunState
 from .._stop import StopReason
 from ..sandbox import SandboxPolicy
@@ -38,6 +39,14 @@ class CommandHook:
     command: str
     timeout: float = 60.0
     """Seconds (cut to the sandbox's maximum)."""
+
+    def __post_init__(self) -> None:
+        if not self.command.strip():  # it would run nothing and accept every answer, unchecked
+            raise UsageError("a stop hook is an empty command: give the command to run")
+        if not self.timeout > 0:
+            raise UsageError(
+                f"stop hook `{self.command}`: timeout={self.timeout!r}: it is seconds, more than 0"
+            )
 
 
 StopHook = StopHookFunction | CommandHook
