@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Literal
 
@@ -87,6 +88,37 @@ def test_tool_definitions_are_checked() -> None:
         @tool(path_args=("nope",))
         def f(path: str) -> str:
             return ""
+
+
+async def _rows(x: int) -> AsyncIterator[int]:
+    yield x
+
+
+def _late(x: int, ctx: ToolContext) -> str:
+    return ""
+
+
+def _by_position(x: int, /) -> str:
+    return ""
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [  # each would be offered, then fail every call (or the provider refuse the request)
+        (lambda: tool(name="my tool")(_by_position), r"tool name 'my tool': model APIs take"),
+        (lambda: tool(name="x" * 65)(_by_position), r"tool name 'xxx.*': model APIs take 1 to"),
+        (lambda: tool(_by_position), r"parameter 'x' is positional-only; .* drop the `/`"),
+        (lambda: tool(_rows), r"tool _rows: an async generator is not a tool"),
+        (lambda: tool(timeout=0)(_late), r"tool _late: timeout=0: seconds, more than 0"),
+        (lambda: tool(_late), r"its ToolContext parameter 'ctx' must come first"),
+        (lambda: tool(3), r"@tool makes a tool of a function, not of int"),
+    ],
+)
+def test_a_tool_no_call_could_run_is_refused_when_made(
+    make: Callable[[], object], message: str
+) -> None:
+    with pytest.raises(UsageError, match=message):
+        make()
 
 
 def test_duplicate_tool_names_are_refused(workspace: Path) -> None:

@@ -153,6 +153,10 @@ class Tool:
         return result if isinstance(result, str) else to_json(result).decode()
 
 
+NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A tool's name as the model APIs (OpenAI's, Anthropic's) accept it."""
+
+
 class AnyArguments(BaseModel):
     """The arguments of a tool checked by its JSON schema: any object, as it came."""
 
@@ -186,6 +190,20 @@ def tool(
     `Args:` section the argument descriptions."""
 
     def make(f: Callable[..., Any]) -> Tool:
+        if not callable(f):
+            raise UsageError(f"@tool makes a tool of a function, not of {type(f).__name__}")
+        chosen = name or str(getattr(f, "__name__", ""))
+        if not NAME.fullmatch(chosen):  # else the provider refuses the request, mid-run
+            raise UsageError(
+                f"tool name {chosen!r}: model APIs take 1 to 64 letters, digits, '_' or '-'; "
+                "rename the function or give @tool(name=...)"
+            )
+        if inspect.isasyncgenfunction(f):  # its calls would return a generator, not a result
+            raise UsageError(f"tool {chosen}: an async generator is not a tool; return the result")
+        if timeout is not None and not timeout > 0:
+            raise UsageError(
+                f"tool {chosen}: timeout={timeout!r}: seconds, more than 0 (None: none)"
+            )
         args_model, takes_context, description = _signature_model(f)
         unknown = set(path_args) - set(args_model.model_fields)
         if unknown:
@@ -225,6 +243,16 @@ def _signature_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], bool, str
     for param in params[1:] if takes_context else params:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise UsageError(f"tool {fn.__name__}: *args and **kwargs cannot be described")
+        if param.kind is param.POSITIONAL_ONLY:  # the model's arguments are passed by name
+            raise UsageError(
+                f"tool {fn.__name__}: parameter {param.name!r} is positional-only; its call "
+                "passes arguments by name: drop the `/`"
+            )
+        hint = hints.get(param.name)
+        if hint is ToolContext or get_origin(hint) is ToolContext:
+            raise UsageError(
+                f"tool {fn.__name__}: its ToolContext parameter {param.name!r} must come first"
+            )
         if param.name not in hints:
             raise UsageError(f"tool {fn.__name__}: parameter {param.name!r} needs a type hint")
         default = ... if param.default is param.empty else param.default
