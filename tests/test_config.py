@@ -137,7 +137,11 @@ def test_a_project_file_may_not_hold_a_key(user_config: Path, tmp_path: Path) ->
         ("model = ", r"is not valid TOML"),
         ("[providers.openai]\nbase_ur = 'x'\n", r"providers\.openai\.base_ur: Extra inputs"),
         ("[providers.vllm]\napi = 'grpc'\n", r"providers\.vllm\.api: Input should be"),
-        ("providers = 3\n", r"providers: Input should be a valid dictionary"),
+        ("providers = 3\n", r"providers: must be a table, not an integer"),
+        ("sandbox = 'read-only'\n", r"\.toml: sandbox: must be a table, not a string"),
+        ("[[stop_hooks]]\n[[stop_hooks]]\n", r"stop_hooks\.0\.command: Field required"),
+        ("stop_hooks = ['make check']\n", r"stop_hooks\.0: must be a table, not a string"),
+        ("checks = 'pytest -q'\n", r"checks: must be an array, not a string"),
         ('model = "\udcff"\n', r"is not UTF-8 text \(byte 9\); TOML files are UTF-8"),
         (
             "[[stop_hooks]]\ncommand = 'true'\ntimeout = -1\n",
@@ -450,7 +454,7 @@ def test_a_projects_bad_commands_are_reported_with_its_file(
     with pytest.raises(UsageError, match=r"reins\.toml: providers\.openai\.base_ur: Extra inputs"):
         load_config()
     (tmp_path / "reins.toml").write_text("providers = 3\n")
-    with pytest.raises(UsageError, match=r"reins\.toml: providers: Input should be a valid dict"):
+    with pytest.raises(UsageError, match=r"reins\.toml: providers: must be a table, not an int"):
         load_config()
 
 

@@ -728,9 +728,21 @@ def _sandbox(path: Path, table: object) -> SandboxConfig:
 
 
 def _first_error(exc: ValidationError, *table: str) -> str:
-    """`where: what` of a validation's first error, `where` dotted from the file's top."""
+    """`where: what` of a validation's first error, `where` dotted from the file's top; a
+    value of the wrong shape in TOML's words (pydantic's name a dictionary, a tuple, a class)."""
     error = exc.errors()[0]
-    return f"{'.'.join(str(part) for part in (*table, *error['loc']))}: {error['msg']}"
+    message = error["msg"]
+    if error["type"] in ("model_type", "dict_type"):
+        message = f"must be a table, not {_toml_type(error['input'])}"
+    elif error["type"] in ("tuple_type", "list_type"):
+        message = f"must be an array, not {_toml_type(error['input'])}"
+    return f"{'.'.join(str(part) for part in (*table, *error['loc']))}: {message}"
+
+
+def _toml_type(value: object) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string"}
+    names |= {list: "an array", dict: "a table"}
+    return names.get(type(value), "a date or time")  # what else TOML reads
 
 
 def _tightened(user: SandboxConfig, project: SandboxConfig, path: Path) -> SandboxConfig:
