@@ -142,6 +142,10 @@ def test_a_project_file_may_not_hold_a_key(user_config: Path, tmp_path: Path) ->
         ("[[stop_hooks]]\n[[stop_hooks]]\n", r"stop_hooks\.0\.command: Field required"),
         ("stop_hooks = ['make check']\n", r"stop_hooks\.0: must be a table, not a string"),
         ("checks = 'pytest -q'\n", r"checks: must be an array, not a string"),
+        (  # not explore mode, read-only, in its place
+            "[profiles.coding]\nmode = 'write_test'\n",
+            r"profiles\.coding\.mode: .*no mode 'write_test'; the modes: explore, plan, write-test",
+        ),
         ('model = "\udcff"\n', r"is not UTF-8 text \(byte 9\); TOML files are UTF-8"),
         (
             "[[stop_hooks]]\ncommand = 'true'\ntimeout = -1\n",

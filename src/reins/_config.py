@@ -199,6 +199,16 @@ class ProfileConfig(BaseModel):
     context: ContextConfig = ContextConfig()
     """Over the `[context]` table, key by key."""
 
+    @field_validator("mode")
+    @classmethod
+    def _a_mode(cls, mode: str | None) -> str | None:
+        from .context import MODES
+        from .context._modes import resolve_mode
+
+        if resolve_mode(mode)[1] is not None:  # as --mode: not explore, read-only, in its place
+            raise ValueError(f"no mode {mode!r}; the modes: {', '.join(MODES)}")
+        return mode
+
     def context_over(self, base: ContextConfig) -> ContextConfig:
         return base.model_copy(update=self.context.model_dump(exclude_none=True))
 
