@@ -182,6 +182,7 @@ def test_a_model_error_exits_1_and_is_resumable(project: Path) -> None:
         (["show", "nope"], "error: no run matches 'nope'"),
         (["resume", "nope"], "error: no run matches 'nope'"),
         (["run", "x", "-m", "script:ok.json", "--mode", "writ"], "error: --mode: no mode 'writ'"),
+        (["run", "x", "-m", "script:ok.json", "--tools", ""], "error: unknown tool(s) ''; built"),
         (
             ["run", "x", "-m", "script:ok.json", "--check", " "],
             "error: a check is an empty command",

@@ -367,7 +367,7 @@ def run(
         sandbox=sandbox,
         network=network,
         mcp_servers=_mcp_servers(config, mcp_config),  # a bad file: said before the log opens
-        tools=tools.split(",") if tools else None,
+        tools=tools.split(",") if tools is not None else None,  # "": no name, not all
         max_steps=max_steps,
         token_budget=token_budget,
         time_budget=time_budget,
