@@ -159,6 +159,18 @@ def test_exit_code_per_stop_reason_and_resume(project: Path) -> None:
     assert "already ended its turn" in again.stderr
 
 
+def test_resume_of_a_run_whose_workspace_is_gone_says_so(project: Path) -> None:
+    model = script(project / "s.json", HELLO)
+    reins("run", "say hi", "-m", model, "-w", "ws", "--max-steps", "1", cwd=project)
+    (project / "ws").rename(project / "moved")
+    done = reins("resume", "last", cwd=project)
+    assert done.returncode == 2
+    assert done.stderr == (  # resume has no --workspace: the run's folder is its own
+        f"error: run {only_run_id(project)} works in {project / 'ws'}, which is not a "
+        "directory now; put it back to resume the run\n"
+    )
+
+
 def test_a_model_error_exits_1_and_is_resumable(project: Path) -> None:
     model = script(project / "s.json", HELLO[:1])
     failed = reins("run", "say hi", "-m", model, "-w", "ws", cwd=project)

@@ -457,6 +457,7 @@ def resume(
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         info = find_run(await log.runs(), run_id)
         state = RunState.fold(await log.events(info.run_id))
+        _check_workspace(state)
         answers = _approvals(state, approve or [], deny or [])
         questions = [q.call_id for q in state.unanswered()]
         if answer is not None and not questions:
@@ -499,6 +500,15 @@ def resume(
         return await _drive(stream, json_lines, cancel, lines)
 
     _execute(store, go)
+
+
+def _check_workspace(state: RunState) -> None:
+    """A resumed run works in its own folder (no flag names another): gone, it is said so."""
+    if not Path(state.config.workspace).is_dir():
+        raise UsageError(
+            f"run {state.run_id} works in {state.config.workspace}, which is not a directory "
+            "now; put it back to resume the run"
+        )
 
 
 sessions_app = typer.Typer(rich_markup_mode="markdown", help="List the sessions and their runs.")

@@ -36,8 +36,8 @@ class Workspace:
         real = os.path.realpath(os.path.expanduser(root))  # os.path: cheaper than pathlib
         if not os.path.isdir(real):
             raise WorkspaceError(
-                f"workspace {str(root)!r} is not an existing directory; create it or pass "
-                "--workspace with a directory that exists"
+                f"workspace {str(root)!r} is not an existing directory; create it, or give "
+                "one that exists"  # not a flag: a library user gives `workspace=`
             )
         self.root = Path(real)
         self._root = Root.open(real)  # walks start here, wherever the path leads later
