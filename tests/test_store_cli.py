@@ -179,6 +179,11 @@ def test_a_read_only_store_is_read_and_not_written(project: Path) -> None:
         "error: the event log at .reins is read-only (Read-only file system): it can be read "
         "(sessions, show, replay) but not written"
     )
+    doctored = in_read_only(store, "doctor", cwd=project)
+    assert doctored.returncode == 1
+    said = " ".join(doctored.stdout.split())
+    assert "(cannot be opened to repair: [Errno 30] Read-only file system:" in said
+    assert said.endswith("not repaired: nothing of it was changed")  # not: run doctor, again
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
 
 

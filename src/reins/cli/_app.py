@@ -1033,7 +1033,7 @@ def doctor(
         runs = await log.runs()
         named = [find_session(runs, name, journals) for name in sessions or ()]
         findings = examine(log, repair=not check, sessions=named)
-        render_findings(out, findings)
+        render_findings(out, findings, repairing=not check)
         left = [f for f in findings if not f.repaired]
         return StopReason.ERROR if left else StopReason.END_TURN
 

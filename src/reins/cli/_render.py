@@ -534,8 +534,9 @@ def render_runs(out: Console, runs: list[RunInfo]) -> None:
     out.print(table)
 
 
-def render_findings(out: Console, findings: list[Finding]) -> None:
-    """What `reins doctor` found, and for each damaged session what was kept and what moved."""
+def render_findings(out: Console, findings: list[Finding], *, repairing: bool) -> None:
+    """What `reins doctor` found, and for each damaged session what was kept and what moved
+    (`repairing`: what was, else what would be)."""
     if not findings:
         out.print("the log is sound: every journal reads to its end")
         return
@@ -555,7 +556,9 @@ def render_findings(out: Console, findings: list[Finding]) -> None:
             out.print(f"  {verb}: lines {f.kept_lines + 1}-{last} ({f.moved_bytes} bytes){where}")
         for run in f.runs:
             out.print("  " + escape(_account(run)))
-        if not f.repaired:
+        if not f.repaired and repairing:  # the journal could not be opened (said above)
+            out.print("  [yellow]not repaired[/]: nothing of it was changed")
+        elif not f.repaired:
             out.print("  [yellow]not repaired[/]: run `reins doctor` to set the damage aside")
 
 
