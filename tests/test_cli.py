@@ -284,6 +284,28 @@ def test_a_stop_signal_cancels_cooperatively_and_keeps_the_log(
     assert "stopped: cancelled" in shown.stdout
 
 
+def test_a_run_going_on_in_another_process_is_said_running_not_resumable(
+    project: Path,
+) -> None:
+    child, lines = _start_sleeping_run(project)
+    try:
+        run_id = EVENT.validate_json(lines[0]).run_id
+        listing = reins("sessions", cwd=project)
+        [row] = [line for line in listing.stdout.splitlines() if run_id in line]
+        assert row.split()[2] == "running"
+        for command in ("show", "replay"):
+            shown = reins(command, run_id, cwd=project)
+            assert "running — another process is writing it; this is its log so far" in (
+                shown.stdout
+            )
+            assert "reins resume" not in shown.stdout  # it would be refused: the run is busy
+    finally:
+        child.send_signal(signal.SIGTERM)
+        child.communicate(timeout=20)
+    after = reins("sessions", cwd=project)
+    assert "cancelled" in after.stdout
+
+
 def test_a_second_signal_stops_at_once_without_a_traceback(project: Path) -> None:
     child, _ = _start_sleeping_run(project)
     child.send_signal(signal.SIGTERM)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
     from ..mcp import MCPServerConfig
     from ..permissions import ApprovalHandler, ApprovalMode, Permissions
     from ..policies import CapHandler, CommandHook
-    from ..store import SQLiteLog
+    from ..store import RunInfo, SQLiteLog
     from ..tools import Tool
     from ._render import EventRenderer
 
@@ -502,6 +502,24 @@ def resume(
     _execute(store, go)
 
 
+def _running(log: SQLiteLog, runs: list[RunInfo]) -> set[str]:
+    """The unfinished runs going on now in another process: each the last of its session,
+    whose journal that process holds (a run whose process died holds nothing)."""
+    last = {run.session_id: run for run in runs}  # the index lists them as they started
+    return {
+        run.run_id
+        for run in last.values()
+        if run.stop_reason is None and log.journals.writing(run.session_id)
+    }
+
+
+def _unfinished(state: RunState, running: bool) -> str:
+    """What is said of a run with no end in its log: still going on, or its process died."""
+    if running:
+        return "[yellow]running[/] — another process is writing it; this is its log so far"
+    return f"[yellow]unfinished[/] — `reins resume {state.run_id}` continues it"
+
+
 def _check_workspace(state: RunState) -> None:
     """A resumed run works in its own folder (no flag names another): gone, it is said so."""
     if not Path(state.config.workspace).is_dir():
@@ -523,7 +541,8 @@ def sessions(ctx: typer.Context, store: StoreOpt = DEFAULT_STORE) -> None:
     from ._render import render_runs
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
-        render_runs(out, await log.runs())
+        runs = await log.runs()
+        render_runs(out, runs, running=_running(log, runs))
         return StopReason.END_TURN
 
     _execute(store, go, create=False)
@@ -624,7 +643,8 @@ def show(
     from ._render import render_finish, render_transcript
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
-        info = find_run(await log.runs(), run_id)
+        runs = await log.runs()
+        info = find_run(runs, run_id)
         state = RunState.fold(await log.events(info.run_id))
         messages = state.transcript(whole=not view)
         if json_lines:
@@ -644,7 +664,7 @@ def show(
 
                 out.print(f"[bold]todo[/]\n{escape(render(state.todo))}")
             if state.finished is None:
-                out.print("[yellow]unfinished[/] — `reins resume` continues it")
+                out.print(_unfinished(state, info.run_id in _running(log, runs)))
             else:
                 f = state.finished
                 render_finish(out, f.stop_reason, f.final_answer, f.detail)
@@ -701,7 +721,8 @@ def replay(
     from ..store import find_run
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
-        info = find_run(await log.runs(), run_id)
+        runs = await log.runs()
+        info = find_run(runs, run_id)
         events = await log.events(info.run_id)
         state = RunState.fold(events)  # checks the log before anything is shown
         show_event = _printer(json_lines)
@@ -710,7 +731,7 @@ def replay(
         if state.finished is not None:
             return state.finished.stop_reason
         if not json_lines:
-            out.print(f"[yellow]unfinished[/] — `reins resume {state.run_id}` continues it")
+            out.print(_unfinished(state, info.run_id in _running(log, runs)))
         return StopReason.ERROR
 
     _execute(store, go, create=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Collection
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, assert_never, cast
 
@@ -483,9 +484,10 @@ def render_transcript(out: Console, messages: list[Message]) -> None:
                 assert_never(message)
 
 
-def render_runs(out: Console, runs: list[RunInfo]) -> None:
-    """One line a run. Ids are never cut: in a narrow terminal the goal, the model and the
-    start go first, and narrower still each run takes three lines."""
+def render_runs(out: Console, runs: list[RunInfo], *, running: Collection[str] = ()) -> None:
+    """One line a run (`running`: those going on now, in another process). Ids are never cut:
+    in a narrow terminal the goal, the model and the start go first, and narrower still each
+    run takes three lines."""
     if not runs:
         out.print("no runs yet; start one with `reins run GOAL`")
         return
@@ -493,7 +495,7 @@ def render_runs(out: Console, runs: list[RunInfo]) -> None:
         {
             "session": run.session_id,
             "run": run.run_id,
-            "stop": run.stop_reason.value if run.stop_reason else "unfinished",
+            "stop": _stop(run, running),
             "started (UTC)": f"{run.started_at:%m-%d %H:%M:%S}",
             "model": run.model,
             "goal": run.goal.splitlines()[0] if run.goal else "",
@@ -528,10 +530,16 @@ def render_runs(out: Console, runs: list[RunInfo]) -> None:
         table.add_column(name, overflow="ellipsis", no_wrap=True, width=widths[name])
     for row in rows:
         cells = [escape(row[name]) for name in names]
-        if "stop" in names and row["stop"] == "unfinished":
-            cells[names.index("stop")] = "[yellow]unfinished[/]"
+        if "stop" in names and row["stop"] in ("unfinished", "running"):
+            cells[names.index("stop")] = f"[yellow]{row['stop']}[/]"
         table.add_row(*cells)
     out.print(table)
+
+
+def _stop(run: RunInfo, running: Collection[str]) -> str:
+    if run.stop_reason is not None:
+        return run.stop_reason.value
+    return "running" if run.run_id in running else "unfinished"  # else its process died
 
 
 def render_findings(out: Console, findings: list[Finding], *, repairing: bool) -> None:
