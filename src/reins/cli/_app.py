@@ -716,7 +716,7 @@ def replay(
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
     """Re-render a run from its log, with no model; exits with the run's code (1 for a run
-    that did not finish: its process died)."""
+    with no end in its log: its process died, or it is still running)."""
     from .._state import RunState
     from ..store import find_run
 
