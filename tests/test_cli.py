@@ -284,6 +284,18 @@ def test_a_stop_signal_cancels_cooperatively_and_keeps_the_log(
     assert "stopped: cancelled" in shown.stdout
 
 
+@pytest.mark.parametrize("args", [["--version"], ["sessions"], ["show", "last"]])
+def test_output_to_a_reader_already_gone_exits_quietly(project: Path, args: list[str]) -> None:
+    reins("run", "seed", "-m", script(project / "s.json", ["fine"]), "-w", "ws", cwd=project)
+    read, write = os.pipe()
+    os.close(read)  # as `reins ... | true`: nobody reads
+    done = subprocess.run(
+        [*REINS, *args], cwd=project, stdout=write, stderr=subprocess.PIPE, text=True, env=_env()
+    )
+    os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
 def test_a_run_going_on_in_another_process_is_said_running_not_resumable(
     project: Path,
 ) -> None:

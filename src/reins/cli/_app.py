@@ -218,7 +218,11 @@ def main() -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-    app()
+    try:
+        app()
+    except BrokenPipeError:  # the reader went away from what no command handles (--version)
+        _silence_stdout()
+        sys.exit(141)  # as a tool stopped by SIGPIPE exits, quietly
 
 
 @app.command()
