@@ -238,6 +238,11 @@ def test_no_log_yet(project: Path) -> None:
     done = reins("sessions", cwd=project)
     assert done.returncode == 2
     assert done.stderr.startswith("error: no event log at .reins")
+    for command in (["sessions"], ["show", "last"], ["doctor"]):  # a folder that is no log
+        done = reins(*command, "--store", "ws", cwd=project)
+        assert done.returncode == 2
+        assert done.stderr.startswith("error: no event log at ws; run `reins run GOAL` first")
+    assert list((project / "ws").iterdir()) == []  # no reins.db made in it
 
 
 def _start_sleeping_run(project: Path) -> tuple[subprocess.Popen[str], list[str]]:

@@ -1178,7 +1178,7 @@ def _execute(
                 f"the event log {store} is a file; the log is a folder: pass --store a folder "
                 "(one that does not exist yet is made)"
             )
-        if not create and not store.is_dir():
+        if not create and not _holds_a_log(store):  # a read makes no reins.db in any folder
             raise UsageError(
                 f"no event log at {store}; run `reins run GOAL` first, or pass --store"
             )
@@ -1186,6 +1186,11 @@ def _execute(
 
         reason = asyncio.run(_with_log(store, go))
     raise typer.Exit(EXIT_CODES[reason])
+
+
+def _holds_a_log(store: Path) -> bool:
+    """An index or journals (the index is rebuilt from them): a folder `reins run` made."""
+    return (store / "reins.db").is_file() or (store / "sessions").is_dir()
 
 
 class Warnings(logging.Handler):
