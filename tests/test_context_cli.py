@@ -58,7 +58,8 @@ def test_a_run_past_its_window_is_compacted_and_show_tells_both_views(project: P
     whole = json.loads(reins("show", run, "--json", cwd=project).stdout)
     results = [m["content"] for m in whole if m["role"] == "tool"]
     assert len(results) == 8
-    assert all(r.endswith("row 0399: a line of a long report, read in parts\n") for r in results)
+    last = "row 0399: a line of a long report, read in parts\n\n[400 lines in all]"
+    assert all(r.endswith(last) for r in results)
     view = json.loads(reins("show", run, "--view", "--json", cwd=project).stdout)
     assert any(m.get("content", "").startswith(SUMMARY_HEADER) for m in view)
     assert len(view) < len(whole)

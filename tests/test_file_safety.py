@@ -155,17 +155,18 @@ async def test_symlinks_that_stay_inside_are_followed(workspace: Path, outside: 
     ex = executor(workspace)
     paths = ["rel/a.txt", "src/up", "abs", "src/via", "src/pkg/../pkg/./a.txt", "rel/../pkg/a.txt"]
     for path in paths:
-        assert (await run(ex, "read_file", path=path)).content == "a\n", path
+        assert (await run(ex, "read_file", path=path)).content == "a\n\n[1 line in all]", path
     assert (await run(ex, "write_file", path="abs", content="b\n")).content == (
         "Wrote 2 bytes to src/pkg/a.txt"
     )
     assert (workspace / "abs").is_symlink()
-    assert (await run(ex, "read_file", path="rel/a.txt")).content == "b\n"
+    assert (await run(ex, "read_file", path="rel/a.txt")).content == "b\n\n[1 line in all]"
     assert (await run(ex, "write_file", path="rel/new/n.txt", content="n")).content == (
         "Wrote 1 bytes to src/pkg/new/n.txt"
     )
+    # none to outside or folders
     assert (await run(ex, "find_files", pattern="*")).content == (
-        "abs\nsrc/up\nsrc/via\nsrc/pkg/a.txt\nsrc/pkg/new/n.txt"  # none to outside or folders
+        "abs\nsrc/up\nsrc/via\nsrc/pkg/a.txt\nsrc/pkg/new/n.txt\n[5 files]"
     )
     loop = await run(ex, "read_file", path="loop")
     assert loop.content == "path 'loop' goes through too many symlinks (a loop?)"
@@ -243,7 +244,7 @@ async def test_fifos_sockets_and_devices_do_not_hang_the_tools(workspace: Path) 
         )
     assert (await bounded("grep", pattern="hello")).content == "a.txt:1: hello"
     assert (await bounded("grep", pattern="x", path="fifo")).is_error
-    assert (await bounded("find_files", pattern="*")).content == "a.txt"
+    assert (await bounded("find_files", pattern="*")).content == "a.txt\n[1 file]"
     listing = (await bounded("list_files")).content
     assert listing.split("\n") == sorted(["a.txt", "fifo", "sock", "zero", *(["null"] * device)])
     assert (await bounded("write_file", path="fifo", content="x")).content == (
@@ -423,10 +424,10 @@ async def test_pages_of_a_long_mixed_file_add_up_to_the_file(workspace: Path) ->
     pages, start = [], 1
     while True:
         content = (await run(ex, "read_file", path="mixed.txt", start_line=start)).content
-        page, _, note = content.partition("\n\n[")
-        if not note:
-            pages.append(page)
+        if content.endswith(end := "\n[6000 lines in all]"):  # the last page
+            pages.append(content.removesuffix(end))
             break
+        page, _, note = content.partition("\n\n[")
         assert note.startswith("6000 lines in all; read on with start_line="), note
         pages.append(page + "\n")
         start = int(note.rsplit("=", 1)[1].rstrip("]"))
@@ -449,7 +450,9 @@ async def test_a_grep_that_times_out_stops_searching(workspace: Path) -> None:
             (workspace / f"d{d}/f{f}.txt").write_text("nothing to see\n" * 200)
     ex = executor(workspace)
     start = time.perf_counter()
-    assert (await run(ex, "grep", pattern="needle")).content == "no matches for 'needle'"
+    assert (await run(ex, "grep", pattern="needle")).content == (
+        "no matches for 'needle' (grep searches contents; find_files matches names)"
+    )
     whole = time.perf_counter() - start
     quick = executor(workspace, [replace(grep, timeout=0.005)])
     result = await run(quick, "grep", pattern="needle")

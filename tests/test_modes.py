@@ -56,7 +56,7 @@ async def test_a_read_only_mode_refuses_changes_but_in_its_folder(
     assert command.is_error
     assert command.content.startswith(f"run_command is not available in {mode} mode")
     assert not note.is_error
-    assert read.content == "x = 1\n"
+    assert read.content == "x = 1\n\n[1 line in all]"
     assert (workspace / folder / "NOTES.md").read_text() == "# Notes\n"
     assert not (workspace / "made.txt").exists()
     events = await log.events(result.run_id)

@@ -151,12 +151,14 @@ async def test_write_then_read_with_line_ranges(workspace: Path) -> None:
     assert await ok(workspace, "write_file", path="d/a.txt", content="1\n2\n3\n4\n") == (
         "Wrote 8 bytes to d/a.txt"
     )
-    assert await ok(workspace, "read_file", path="d/a.txt") == "1\n2\n3\n4\n"
+    assert await ok(workspace, "read_file", path="d/a.txt") == "1\n2\n3\n4\n\n[4 lines in all]"
     assert await ok(workspace, "read_file", path="d/a.txt", start_line=2, end_line=3) == (
         "2\n3\n\n[more lines follow; read on with start_line=4]"  # or small models read on
     )  # line by line, past the end
     assert await ok(workspace, "read_file", path="d/a.txt", start_line=2, end_line=4) == "2\n3\n4\n"
-    assert await ok(workspace, "read_file", path="d/a.txt", start_line=4, end_line=99) == "4\n"
+    assert await ok(workspace, "read_file", path="d/a.txt", start_line=4, end_line=99) == (
+        "4\n\n[4 lines in all]"
+    )
     assert "bad line range 3-2" in await error(
         workspace, "read_file", path="d/a.txt", start_line=3, end_line=2
     )
@@ -229,7 +231,7 @@ async def test_paths_outside_the_workspace_are_refused(
 async def test_symlinks_inside_the_workspace_work(workspace: Path) -> None:
     (workspace / "real.txt").write_text("hi")
     (workspace / "alias.txt").symlink_to(workspace / "real.txt")
-    assert await ok(workspace, "read_file", path="alias.txt") == "hi"
+    assert await ok(workspace, "read_file", path="alias.txt") == "hi\n[1 line in all]"
 
 
 async def test_the_event_log_folder_is_not_writable_by_tools(workspace: Path) -> None:
@@ -277,15 +279,19 @@ async def test_grep_honours_gitignore_and_skips_binaries(workspace: Path) -> Non
         "src/app.py:2:     return 'TODO fix'"
     )
     assert await ok(workspace, "grep", pattern="nothing-matches") == (
-        "no matches for 'nothing-matches'"
+        "no matches for 'nothing-matches' (grep searches contents; find_files matches names)"
     )
     assert "bad regular expression '('" in await error(workspace, "grep", pattern="(")
 
 
 async def test_find_and_list_files(workspace: Path) -> None:
     make_tree(workspace)
-    assert await ok(workspace, "find_files", pattern="*.py") == "src/app.py\nsrc/util.py"
-    assert await ok(workspace, "find_files", pattern="*.md", path="docs") == "docs/readme.md"
+    assert await ok(workspace, "find_files", pattern="*.py") == (
+        "src/app.py\nsrc/util.py\n[2 files]"
+    )
+    assert await ok(workspace, "find_files", pattern="*.md", path="docs") == (
+        "docs/readme.md\n[1 file]"
+    )
     assert await ok(workspace, "find_files", pattern="*.rs") == (
         "no files match '*.rs' (find_files matches names; grep searches contents)"
     )

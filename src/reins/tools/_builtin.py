@@ -120,6 +120,9 @@ def _read_note(lines: Lines, size: int, last: int, next_line: int) -> str:
         notes.append(f"binary data from byte {lines.binary_at} on (of {size}) not shown")
     elif not lines.ended:
         notes.append(f"stopped reading after {lines.read} of {size} bytes")
+    if not notes and last and next_line == 0 and lines.ended:
+        # Read to its end: its length said, as `cat -n` shows it (small models miscount).
+        notes.append("1 line in all" if last == 1 else f"{last} lines in all")
     return f"\n[{'; '.join(notes)}]" if notes else ""
 
 
@@ -277,7 +280,8 @@ def find_files(ctx: ToolContext, pattern: str, path: str = ".") -> str:
         return f"no files match {pattern!r} (find_files matches names; grep searches contents)"
     shown = found[:MAX_LIST_ENTRIES]
     more = len(found) - len(shown)
-    return "\n".join(shown) + (f"\n[{more} more files]" if more else "")
+    count = f"{more} more files" if more else "1 file" if len(found) == 1 else f"{len(found)} files"
+    return "\n".join(shown) + f"\n[{count}]"
 
 
 @_stoppable
@@ -375,7 +379,11 @@ class _Search:
                 f"{self.linked} file(s) with more than one hard link not searched: "
                 "their other links may be outside the workspace"
             )
-        text = "\n".join(self.matches) if self.matches else f"no matches for {pattern!r}"
+        text = (
+            "\n".join(self.matches)
+            if self.matches
+            else f"no matches for {pattern!r} (grep searches contents; find_files matches names)"
+        )
         return text + "".join(f"\n[{n}]" for n in self.notes)
 
 
