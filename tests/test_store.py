@@ -484,3 +484,10 @@ async def test_a_session_claimed_by_another_process_is_refused_before_its_histor
     assert [m.content for m in later.messages if isinstance(m, UserMessage)] == ["a", "b"]
     await first.close()
     await second.close()
+
+
+def test_a_log_opened_on_a_file_says_the_log_is_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "notes").write_text("not a log")
+    with pytest.raises(StoreError, match=r"notes is a file; the log is a folder"):
+        SQLiteLog(tmp_path / "notes")
+    assert (tmp_path / "notes").read_text() == "not a log"

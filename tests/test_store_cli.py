@@ -179,6 +179,13 @@ def test_a_read_only_store_is_read_and_not_written(project: Path) -> None:
         "error: the event log at .reins is read-only (Read-only file system): it can be read "
         "(sessions, show, replay) but not written"
     )
+    turn = ["run", "on", "--session", "last", "-m", model, "-w", "ws"]
+    for command in (["resume", run_id], ["compact", "last"], turn):  # each claims the session
+        refused = in_read_only(store, *command, cwd=project)
+        assert refused.returncode == 1, command
+        assert one_line_error(refused).startswith(
+            "error: the event log at .reins is read-only (Read-only file system)"
+        ), command
     doctored = in_read_only(store, "doctor", cwd=project)
     assert doctored.returncode == 1
     said = " ".join(doctored.stdout.split())

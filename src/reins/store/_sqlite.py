@@ -133,6 +133,11 @@ class SQLiteLog:
         self.path = self.directory / "reins.db"
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise StoreError(
+                f"the event log {self.directory} is a file; the log is a folder (one that does "
+                "not exist yet is made)"
+            ) from None
         except OSError as exc:
             raise StoreError(f"cannot open the event log at {self.directory}: {exc}") from None
         self.read_only = not _writable(self.directory, self.path)
@@ -286,12 +291,15 @@ class SQLiteLog:
                 f"the disk holding {where} is full ({exc.strerror}); the log ends at the last "
                 f"whole event: free space and {then}"
             )
+        return self._unwritable(exc)
+
+    def _unwritable(self, exc: OSError) -> StoreError:
         if exc.errno == errno.EROFS or self.read_only:
             return StoreError(
                 f"the event log at {self.directory} is read-only ({exc.strerror}): it can be "
                 "read (sessions, show, replay) but not written; pass --store for a writable one"
             )
-        return StoreError(f"cannot write the journal under {where}: {exc}")
+        return StoreError(f"cannot write the journal under {self.journals.directory}: {exc}")
 
     def _locate(
         self, session_id: str, batch: _Batch, lines: list[bytes], start: int, end: int
@@ -341,7 +349,10 @@ class SQLiteLog:
                 + (f" ({min(others)})" if others else "")
                 + "; a session takes one turn at a time: wait for it, or start a new session"
             )
-        self.journals.claim(session_id)
+        try:
+            self.journals.claim(session_id)
+        except OSError as exc:  # a read-only store: said as an append says it
+            raise self._unwritable(exc) from None
         self._claimed.add(session_id)
 
     def release(self, session_id: str, run_id: str | None = None) -> None:
