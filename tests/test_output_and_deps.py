@@ -214,6 +214,17 @@ def _my_final(text: str) -> str:
         ({"max_steps": 0}, "max_steps=0: it must be 1 or more"),
         ({"time_budget": -5}, "time_budget=-5: a budget is more than 0"),
         ({"checks": ["pytest", " "]}, "a check is an empty command"),
+        # Of the wrong kind: a string read letter by letter, a dict failing at the first run.
+        ({"checks": "pytest"}, "checks='pytest': give a list, as in checks=[...]"),
+        ({"tools": "read_file"}, "tools='read_file': give a list"),
+        ({"tools": print}, "tools=<built-in function print>: give a list"),
+        ({"max_steps": "5"}, "max_steps='5': give a whole number"),
+        ({"cost_budget": "1"}, "cost_budget='1': give a number (None: no budget)"),
+        ({"settings": {"temperature": 0}}, "settings is a dict: give a ModelSettings(...)"),
+        ({"sandbox": "read-only"}, "sandbox is a str: give a SandboxPolicy(...)"),
+        ({"policies": [3]}, "policies[0] is a int, not a Policy"),
+        ({"log": "runs/"}, "log is a str: give an event log, as SQLiteLog(path)"),
+        ({"deps_type": 3}, "deps_type=3: give a type"),
     ],
 )
 def test_a_setting_that_cannot_work_is_said_when_the_agent_is_made(
@@ -259,3 +270,8 @@ def test_model_settings_no_provider_takes_are_said_when_made(
     with pytest.raises(UsageError) as raised:
         ModelSettings(**setting)  # type: ignore[arg-type]
     assert str(raised.value).startswith(message), raised.value
+
+
+def test_a_goal_that_is_not_text_is_said() -> None:
+    with pytest.raises(UsageError, match="the goal is a int: give it as text"):
+        Agent(model=ScriptedModel(["done"])).run_sync(3)  # type: ignore[arg-type]

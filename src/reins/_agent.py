@@ -8,7 +8,7 @@ import inspect
 import os
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -255,6 +255,7 @@ class Agent:
             )
         if not callable(getattr(model, "stream", None)):
             raise UsageError(f"model is a {type(model).__name__}, not a reins model")
+        _check_kinds(self)
         for index, tool in enumerate(self.tools):
             if not isinstance(tool, Tool):
                 name = getattr(tool, "__name__", type(tool).__name__)
@@ -279,7 +280,9 @@ class Agent:
                 "a check is an empty command: give the command that must pass before an answer "
                 "stands (--check 'pytest -q', checks = [...] in the config)"
             )
-        for policy in self.policies:
+        for index, policy in enumerate(self.policies):
+            if not isinstance(policy, Policy):
+                raise UsageError(f"policies[{index}] is a {type(policy).__name__}, not a Policy")
             for hook in hooks_of(type(policy)):
                 if not inspect.iscoroutinefunction(getattr(policy, hook)):
                     raise UsageError(
@@ -505,6 +508,8 @@ class Agent:
         preface: Sequence[Message] = (),
         deps: Any = None,
     ) -> tuple[list[Event], RunLoop]:
+        if not isinstance(goal, str):
+            raise UsageError(f"the goal is a {type(goal).__name__}: give it as text")
         if not goal.strip():
             raise UsageError("the goal is empty; say what the agent should do")
         tracer = tracer_for(self.instrument, parent)  # settled before anything is recorded
@@ -1131,3 +1136,44 @@ def _one_of(name: str, value: object, allowed: tuple[object, ...]) -> None:
     if not callable(value) and value not in allowed:
         names = ", ".join(repr(a) for a in allowed)
         raise UsageError(f"{name}={value!r}: give a function or one of {names}")
+
+
+_LISTS = ("tools", "policies", "checks", "stop_hooks", "skills", "mcp_servers")
+_COUNTS = ("max_steps", "max_parallel_tools", "subagent_steps", "reflect_max_retries")
+_BUDGETS = ("token_budget", "time_budget", "cost_budget")
+_KINDS: tuple[tuple[str, type], ...] = (
+    ("settings", ModelSettings),
+    ("sandbox", SandboxPolicy),
+    ("guards", Guards),
+    ("permissions", Permissions),
+    ("context", ContextSettings),
+)
+
+
+def _check_kinds(agent: Agent) -> None:
+    """An argument of the wrong kind is said when the agent is made: a string where a list
+    goes would be read letter by letter (checks="pytest": six checks), a settings dict would
+    fail at the first run, deep inside it."""
+    for name in _LISTS:
+        value = getattr(agent, name)
+        if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+            raise UsageError(f"{name}={value!r}: give a list, as in {name}=[...]")
+    for name in _COUNTS:
+        value = getattr(agent, name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UsageError(f"{name}={value!r}: give a whole number")
+    for name in _BUDGETS:
+        value = getattr(agent, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise UsageError(f"{name}={value!r}: give a number (None: no budget)")
+    for name, kind in _KINDS:
+        value = getattr(agent, name)
+        if not isinstance(value, kind):
+            raise UsageError(f"{name} is a {type(value).__name__}: give a {kind.__name__}(...)")
+    if not callable(getattr(agent.log, "append", None)):
+        raise UsageError(
+            f"log is a {type(agent.log).__name__}: give an event log, as SQLiteLog(path)"
+        )
+    wanted = agent.deps_type
+    if wanted is not None and not isinstance(get_origin(wanted) or wanted, type):
+        raise UsageError(f"deps_type={wanted!r}: give a type, as deps_type=MyDeps")
