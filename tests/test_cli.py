@@ -31,6 +31,18 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _spawned(project: Path, *args: str) -> subprocess.Popen[str]:
+    """`reins ARGS` started in `project`, its output piped, to read as it runs."""
+    return subprocess.Popen(
+        [*REINS, *args],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+
+
 def script(path: Path, replies: list[object]) -> str:
     path.write_text(json.dumps(replies))
     return f"script:{path}"
@@ -250,14 +262,7 @@ def _start_sleeping_run(project: Path) -> tuple[subprocess.Popen[str], list[str]
         project / "s.json",
         [{"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 30"}}]}, "never"],
     )
-    child = subprocess.Popen(
-        [*REINS, "run", "wait", "-m", model, "-w", "ws", "--json", "--yes"],
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
+    child = _spawned(project, "run", "wait", "-m", model, "-w", "ws", "--json", "--yes")
     assert child.stdout is not None
     lines = []
     for line in child.stdout:
@@ -340,14 +345,7 @@ def test_a_reader_that_goes_away_cancels_the_run_quietly(project: Path, json_lin
         [{"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 1"}}]}, "never"],
     )
     flags = ["--json"] if json_lines else []
-    child = subprocess.Popen(
-        [*REINS, "run", "wait", "-m", model, "-w", "ws", "--yes", *flags],
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
+    child = _spawned(project, "run", "wait", "-m", model, "-w", "ws", "--yes", *flags)
     assert child.stdout is not None
     assert child.stderr is not None
     with child.stderr:
