@@ -193,20 +193,19 @@ async def test_a_command_hook_that_fails_otherwise_stops_the_run_with_error(
     assert result.detail == f"stop hook `{command}` failed: {detail}"
 
 
-def test_a_command_hook_with_no_time_to_run_is_refused_when_made() -> None:
+def test_a_command_hook_that_could_check_nothing_is_refused_when_made() -> None:
+    with pytest.raises(UsageError, match="a stop hook is an empty command"):
+        CommandHook(command=" ")
     with pytest.raises(UsageError, match=r"stop hook `true`: timeout=0: it is seconds"):
         CommandHook(command="true", timeout=0)
 
 
-async def test_an_empty_command_hook_is_a_broken_hook_not_a_pass(
+async def test_a_blank_command_string_is_refused_when_the_agent_is_made(
     workspace: Path, sqlite_log: SQLiteLog
 ) -> None:
-    agent = agent_for(["done"], workspace, stop_hooks=["  "], log=sqlite_log)
-    result = await agent.run("go")
-    assert result.stop_reason is StopReason.ERROR  # it ran nothing: it checked nothing
-    assert result.detail == "stop hook `  ` failed: it is an empty command: give the command to run"
-    [run] = await sqlite_log.runs()
-    assert run.stop_reason is StopReason.ERROR  # the log ends whole
+    with pytest.raises(UsageError, match="a stop hook is an empty command"):
+        agent_for(["done"], workspace, stop_hooks=["  "], log=sqlite_log)
+    assert await sqlite_log.runs() == []  # no run started, none left unfinished
 
 
 # the verification gate

@@ -55,6 +55,7 @@ from .policies import (
     BudgetNotices,
     CapHandler,
     Checks,
+    CommandHook,
     EmptyReply,
     Guards,
     MaxSteps,
@@ -280,6 +281,9 @@ class Agent:
                 "a check is an empty command: give the command that must pass before an answer "
                 "stands (--check 'pytest -q', checks = [...] in the config)"
             )
+        for hook in self.stop_hooks:
+            if isinstance(hook, str):  # made a CommandHook when a run starts: refused now
+                CommandHook(command=hook)
         for index, policy in enumerate(self.policies):
             if not isinstance(policy, Policy):
                 raise UsageError(f"policies[{index}] is a {type(policy).__name__}, not a Policy")

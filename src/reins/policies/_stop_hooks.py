@@ -41,6 +41,8 @@ class CommandHook:
     """Seconds (cut to the sandbox's maximum)."""
 
     def __post_init__(self) -> None:
+        if not self.command.strip():  # it would run nothing and accept every answer, unchecked
+            raise UsageError("a stop hook is an empty command: give the command to run")
         if not self.timeout > 0:  # each answer would end the run `error`, after all its work
             raise UsageError(
                 f"stop hook `{self.command}`: timeout={self.timeout!r}: it is seconds, more than 0"
@@ -99,8 +101,6 @@ class StopHooks(Policy):
     async def _command(self, hook: CommandHook, state: RunState, answer: str) -> str | None:
         from ..sandbox import run_process  # the runner loads on first use
 
-        if not hook.command.strip():  # it would run nothing and accept every answer, unchecked
-            raise _HookFailed("it is an empty command: give the command to run")
         event = {
             "hook_event_name": "Stop",
             "session_id": state.session_id,

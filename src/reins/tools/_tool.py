@@ -226,6 +226,10 @@ def tool(
     return make if fn is None else make(fn)
 
 
+def _is_context(hint: object) -> bool:
+    return hint is ToolContext or get_origin(hint) is ToolContext
+
+
 def _signature_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], bool, str]:
     doc = docstring_parser.parse(inspect.getdoc(fn) or "")
     arg_docs = {p.arg_name: _unwrapped(p.description or "") for p in doc.params}
@@ -237,8 +241,7 @@ def _signature_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], bool, str
             "module level, where the hint's name can be found"
         ) from None
     params = list(inspect.signature(fn).parameters.values())
-    first = hints.get(params[0].name) if params else None
-    takes_context = first is ToolContext or get_origin(first) is ToolContext
+    takes_context = bool(params) and _is_context(hints.get(params[0].name))
     fields: dict[str, Any] = {}
     for param in params[1:] if takes_context else params:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -248,8 +251,7 @@ def _signature_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], bool, str
                 f"tool {fn.__name__}: parameter {param.name!r} is positional-only; its call "
                 "passes arguments by name: drop the `/`"
             )
-        hint = hints.get(param.name)
-        if hint is ToolContext or get_origin(hint) is ToolContext:
+        if _is_context(hints.get(param.name)):
             raise UsageError(
                 f"tool {fn.__name__}: its ToolContext parameter {param.name!r} must come first"
             )
