@@ -28,6 +28,12 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("REINS_CONFIG", str(empty))
 
 
+@pytest.fixture(autouse=True)
+def _no_user_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The developer's own data folder (stores, the log key) stays out of the tests."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "user-data"))
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     path = tmp_path / "ws"
