@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from .._errors import LogCorrupted, ReinsError, UsageError
 from .._guard_settings import GUARD_NAMES
 from .._stop import StopReason
+from ._safe import SafeConsole, visible
 from ._stdin import LineSource, TerminalLines
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
@@ -91,7 +91,7 @@ def _main(
         )
 
 
-class _Console(Console):
+class _Console(SafeConsole):
     """A reader that goes away (`reins run | head`) is a BrokenPipeError, as for a plain
     write, which the command handles (a run is cancelled and recorded, quietly); rich's own
     answer is SystemExit(1), which would end the process mid-run, the run left unfinished."""
@@ -102,9 +102,9 @@ class _Console(Console):
 
 
 # No emoji codes, no highlighting: what a tool or model wrote is shown as it is (our own markup
-# is the only markup, and every text from outside is escaped).
+# is the only markup, and every text from outside is escaped), its control characters visible.
 out = _Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)  # one line an error
+err = SafeConsole(stderr=True, highlight=False, emoji=False, soft_wrap=True)  # one line an error
 
 StoreOpt = Annotated[
     Path,
@@ -1209,7 +1209,7 @@ class Warnings(logging.Handler):
             self.held.append(record)
             return
         try:
-            sys.stderr.write(self.format(record) + "\n")
+            sys.stderr.write(visible(self.format(record), lines=True) + "\n")
         except Exception:
             self.handleError(record)
 

@@ -8,6 +8,7 @@ from rich.text import Text
 
 from .._questions import QuestionRequest
 from ..permissions import Approval, ApprovalRequest
+from ._safe import Quoted, shown
 from ._stdin import LineSource
 
 ANSWERS = {
@@ -22,7 +23,8 @@ ANSWERS = {
 
 
 class TerminalApprover:
-    """Shows the exact call and asks on the terminal (stderr, so `--json` output stays clean)."""
+    """Shows the exact call and asks on the terminal (stderr, so `--json` output stays clean):
+    the command, or the tool and its arguments, verbatim and whole, behind a bar (`Quoted`)."""
 
     def __init__(self, console: Console, lines: LineSource) -> None:
         self.console = console
@@ -31,8 +33,8 @@ class TerminalApprover:
     async def __call__(self, request: ApprovalRequest) -> Approval:
         out = self.console
         self.lines.prompting()
-        out.print(Text(f"\n{request.call.name} asks for approval ({request.rule}):", "bold"))
-        out.print(Text(request.describe()), markup=False, emoji=False, highlight=False)
+        out.print(shown(f"\n{request.call.name} asks for approval ({request.rule}):", "bold"))
+        out.print(Quoted(request.describe()))
         choices = f"[y]es, [n]o, [a]lways allow {request.grant!r} this session"
         while True:
             out.print(
@@ -58,11 +60,11 @@ class TerminalAsker:
     async def __call__(self, request: QuestionRequest) -> str | None:
         out = self.console
         self.lines.prompting()
-        out.print(Text(f"\nThe agent asks: {request.question}", "bold"))
+        out.print(shown(f"\nThe agent asks: {request.question}", "bold"))
         for number, choice in enumerate(request.choices, 1):
-            out.print(Text(f"  {number}. {choice}"))
+            out.print(shown(f"  {number}. {choice}"))
         out.print(
-            Text(f"Answer (empty: its default, {request.default}): "),
+            shown(f"Answer (empty: its default, {request.default}): "),
             end="" if self.lines.inline else "\n",
         )
         line = (await self.lines.line()).strip()

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.text import Text
 
 from ..policies import CapOffer
+from ._safe import shown
 from ._stdin import LineSource
 
 
@@ -19,11 +19,11 @@ class TerminalCapOffer:
     async def __call__(self, offer: CapOffer) -> str | None:
         out = self.console
         self.lines.prompting()
-        out.print(Text(f"\nThe run reached a cap: {offer.detail}.", "bold"))
+        out.print(shown(f"\nThe run reached a cap: {offer.detail}.", "bold"))
         numbered = ", ".join(f"[{i}] {choice}" for i, choice in enumerate(offer.choices, 1))
         while True:
             out.print(
-                Text(f"Continue? {numbered}, [s]top (default stop): "),
+                shown(f"Continue? {numbered}, [s]top (default stop): "),
                 end="" if self.lines.inline else "\n",
             )
             line = await self.lines.line()

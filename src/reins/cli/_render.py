@@ -54,6 +54,7 @@ from .._state import STEERING
 from .._stop import StopReason
 from ..models._catalog import lookup
 from ..store import RunInfo
+from ._safe import shown, visible
 
 if TYPE_CHECKING:
     from ..store._doctor import Finding, RunAccount
@@ -148,7 +149,7 @@ class EventRenderer:
                     f"[bold]resumed[/] {event.run_id}  [dim]step cap {event.max_steps}{more}[/]"
                 )
             case BudgetExtended():
-                out.print(f"[yellow]continued[/] {escape(event.choice)} ({event.source})")
+                out.print(f"[yellow]continued[/] {escape(event.choice)} ({escape(event.source)})")
             case ModelRequested():
                 self._streamed, self._held, self._said = False, "", ""
                 self._asked_at = event.ts
@@ -157,7 +158,7 @@ class EventRenderer:
                 self._busy("thinking")
             case ThinkingDelta():
                 self._idle()
-                self._write(Text(event.text, style="dim italic"))
+                self._write(shown(event.text, "dim italic"))
             case TextDelta():
                 self._idle()
                 text = event.text
@@ -169,7 +170,7 @@ class EventRenderer:
                     self._held = ""
                 self._streamed = True
                 self._said += text
-                self._write(Text(text))  # as sent: a chunk is not markup to escape
+                self._write(shown(text))  # as sent: a chunk is not markup to escape
             case ModelResponded():
                 self._idle()
                 self._end_line()
@@ -180,10 +181,10 @@ class EventRenderer:
                 if message.thinking and not self._streamed:
                     out.print(f"[dim italic]{escape(message.thinking)}[/]")
                 if self._held and not message.tool_calls:
-                    out.print(Text(self._held))  # it was not an action after all
+                    out.print(shown(self._held))  # it was not an action after all
                     self._said = self._held
                 elif message.text and not self._streamed:
-                    out.print(Text(message.text, style="dim" if message.tool_calls else ""))
+                    out.print(shown(message.text, "dim" if message.tool_calls else ""))
                     self._said = message.text
                 self._step_line(event)
                 self._calls = {call.id: call for call in message.tool_calls}
@@ -201,8 +202,8 @@ class EventRenderer:
                     else:
                         self._idle()
                 style = "red" if result.is_error else "green"
-                shown = _clip(result.content.rstrip()).replace("\n", "\n  ")  # under its call
-                out.print(f"[{style}]← {result.name}[/] {escape(shown)}")
+                output = _clip(result.content.rstrip()).replace("\n", "\n  ")  # under its call
+                out.print(f"[{style}]← {escape(result.name)}[/] {escape(output)}")
                 if event.usage is not None:  # a subagent's spending is the run's
                     self._tokens[0] += event.usage.input_tokens
                     self._tokens[1] += event.usage.output_tokens
@@ -212,24 +213,27 @@ class EventRenderer:
                 self._show_call(event.call.id, event.call)
                 rule = escape(event.rule)
                 self._held_ask = (
-                    f"[yellow]? {event.call.name} asks for approval[/] [dim]({rule})[/]"
+                    f"[yellow]? {escape(event.call.name)} asks for approval[/] [dim]({rule})[/]"
                 )
             case PermissionDecided():
                 self._show_call(event.call_id)
                 verdict = "[green]✓ allowed[/]" if event.allowed else "[red]✗ denied[/]"
                 scope = f", always for {escape(event.grant)!r}" if event.always else ""
                 out.print(
-                    f"{verdict} {event.tool} [dim](by {event.by}{scope}: {escape(event.rule)})[/]"
+                    f"{verdict} {escape(event.tool)} "
+                    f"[dim](by {event.by}{scope}: {escape(event.rule)})[/]"
                 )
             case ResponseRejected(source=source) if source == STEERING:
                 out.print("[magenta]↺ calls not run: a steer came after they were chosen[/]")
             case ResponseRejected():
                 out.print(
-                    f"[yellow]✗ response rejected by {event.source}:[/] {escape(event.observation)}"
+                    f"[yellow]✗ response rejected by {escape(event.source)}:[/] "
+                    + escape(event.observation)
                 )
             case AnswerRejected():
                 out.print(
-                    f"[yellow]✗ answer rejected by {event.source}:[/] {escape(event.observation)}"
+                    f"[yellow]✗ answer rejected by {escape(event.source)}:[/] "
+                    + escape(event.observation)
                 )
             case Reflected():
                 self._tokens[0] += event.usage.input_tokens
@@ -340,7 +344,7 @@ class EventRenderer:
         if call is None or call_id in self._shown:
             return
         self._shown.add(call_id)
-        self.console.print(f"[cyan]→ {call.name}[/]({escape(_args(call.arguments))})")
+        self.console.print(f"[cyan]→ {escape(call.name)}[/]({escape(_args(call.arguments))})")
 
     def prompting(self) -> None:
         """A prompt is about to ask on this terminal: the spinner stops, and the approval
@@ -409,9 +413,9 @@ class _Working:
 
     def __rich__(self) -> Spinner:
         elapsed = time.monotonic() - self.since
-        text = Text(f"{self.label} · {elapsed:.1f} s", style="dim")
+        text = shown(f"{self.label} · {elapsed:.1f} s", "dim")
         for steer in self.steers:
-            text.append(f" · » {steer} (queued)", style="magenta")
+            text.append(f" · » {visible(steer)} (queued)", style="magenta")
         self.spinner.update(text=text)
         return self.spinner
 
@@ -448,7 +452,7 @@ _ASSESSMENT_STYLE = {
 
 def _notice(event: Notice) -> str:
     text = escape(event.text.rstrip()).replace("\n", "\n  ")  # under its mark
-    return f"[yellow]! {text}[/] [dim]({event.source})[/]"
+    return f"[yellow]! {text}[/] [dim]({escape(event.source)})[/]"
 
 
 def render_finish(out: Console, reason: StopReason, answer: str | None, detail: str) -> None:
@@ -476,10 +480,10 @@ def render_transcript(out: Console, messages: list[Message]) -> None:
                 if message.text:
                     out.print(f"[bold]assistant:[/] {escape(message.text)}")
                 for call in message.tool_calls:
-                    out.print(f"[cyan]→ {call.name}[/]({escape(_args(call.arguments))})")
+                    out.print(f"[cyan]→ {escape(call.name)}[/]({escape(_args(call.arguments))})")
             case ToolResultMessage():
                 style = "red" if message.is_error else "green"
-                out.print(f"[{style}]← {message.name}[/] {escape(_clip(message.content))}")
+                out.print(f"[{style}]← {escape(message.name)}[/] {escape(_clip(message.content))}")
             case _:
                 assert_never(message)
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import sys
-import unicodedata
 
 from rich.console import Console
 from rich.text import Text
 
 from .._config import Config, Untrusted, record_trust, user_config_path
 from .._errors import UsageError
+from ._safe import visible  # a newline too: what is asked is what runs
 
 ANSWERS = {"y": True, "yes": True, "n": False, "no": False, "": False}
 Items = list[tuple[str, str]]
@@ -138,16 +138,3 @@ def _trust_entry(held: Untrusted) -> str:
     """Where the user trusts the project: its folder, as a TOML string, in their config."""
     folder = json.dumps(str(held.folder), ensure_ascii=False)
     return f"{visible(folder)} to trusted_projects in {visible(str(user_config_path()))}"
-
-
-def visible(text: str) -> str:
-    """`text` with control and format characters (a newline, an escape sequence that would
-    rewrite the screen, a right-to-left override) shown as escapes: what is asked is what runs."""
-    if text.isprintable():
-        return text
-    return "".join(
-        ch.encode("unicode_escape").decode("ascii")
-        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs")
-        else ch
-        for ch in text
-    )
