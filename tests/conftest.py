@@ -29,9 +29,13 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _no_user_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The developer's own data folder (stores, the log key) stays out of the tests."""
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "user-data"))
+def _no_user_data(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The developer's own data folder (stores, the log key) stays out of the tests: each
+    test has its own, beside its tmp_path (a workspace there must not hold it, as a user's
+    does not)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("user-data")))
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from reins._paths import project_store
+
 from .terminal import Terminal, run_in_terminal
 from .test_cli import _env, reins
 
@@ -75,7 +77,7 @@ def test_turns_share_a_session_and_a_typed_line_steers_the_working_run(
     chat.wait_for("started (UTC)")
     chat.line("/exit")
     screen = chat.wait_for("EXITED 0")
-    runs = sqlite3.connect(project / ".reins" / "reins.db").execute(
+    runs = sqlite3.connect(project_store(project) / "reins.db").execute(
         "SELECT session_id, run_id FROM runs ORDER BY started_at"
     )
     (session, first), (same, second) = runs.fetchall()
@@ -154,7 +156,7 @@ def test_without_a_terminal_it_says_to_use_run(project: Path) -> None:
     assert done.returncode == 2
     assert "reins chat needs a terminal" in done.stderr
     assert "Traceback" not in done.stderr
-    assert not (project / ".reins").exists()  # nothing opened, nothing written
+    assert not (project_store(project)).exists()  # nothing opened, nothing written
 
 
 def test_a_workspace_that_is_not_there_is_said_at_the_start(project: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from reins import EVENT, RunFinished, RunStarted, StopReason
+from reins._paths import project_store
 
 ROOT = Path(__file__).resolve().parent.parent
 REINS = [sys.executable, "-m", "reins"]
@@ -70,7 +71,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def only_run_id(project: Path) -> str:
-    [(run_id,)] = sqlite3.connect(project / ".reins" / "reins.db").execute(
+    [(run_id,)] = sqlite3.connect(project_store(project) / "reins.db").execute(
         "SELECT run_id FROM runs"
     )
     return str(run_id)
@@ -235,8 +236,8 @@ def test_bad_input_is_one_clear_line(project: Path, args: list[str], message: st
 
 
 def test_a_corrupt_database_is_reported_and_left_alone(project: Path) -> None:
-    store = project / ".reins"
-    store.mkdir()
+    store = project_store(project)
+    store.mkdir(parents=True)
     (store / "reins.db").write_bytes(b"garbage" * 1000)
     for args in (["sessions"], ["run", "x", "-m", "script:s.json"]):
         done = reins(*args, cwd=project)
@@ -249,7 +250,9 @@ def test_a_corrupt_database_is_reported_and_left_alone(project: Path) -> None:
 def test_no_log_yet(project: Path) -> None:
     done = reins("sessions", cwd=project)
     assert done.returncode == 2
-    assert done.stderr.startswith("error: no event log at .reins")
+    assert done.stderr.startswith(
+        f"error: no event log for {project} (its log would be at {project_store(project)}); run"
+    )
     for command in (["sessions"], ["show", "last"], ["doctor"]):  # a folder that is no log
         done = reins(*command, "--store", "ws", cwd=project)
         assert done.returncode == 2

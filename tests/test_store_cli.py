@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from reins import EVENT
+from reins._paths import project_store
 
 from .test_cli import HELLO, REINS, _env, reins, script
 
@@ -28,7 +29,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def index(project: Path, sql: str, *params: str) -> list[tuple[str, ...]]:
-    with closing(sqlite3.connect(project / ".reins" / "reins.db")) as db:
+    with closing(sqlite3.connect(project_store(project) / "reins.db")) as db:
         return db.execute(sql, params).fetchall()
 
 
@@ -56,7 +57,7 @@ def test_a_corrupt_line_takes_down_its_session_only_until_doctor_sets_it_aside(
     for goal in ("damaged", "healthy"):
         assert reins("run", goal, "-m", model, "-w", "ws", cwd=project).returncode == 0
     runs = run_ids(project)
-    journal = project / ".reins" / "sessions" / f"{session_of(project, runs['damaged'])}.jsonl"
+    journal = project_store(project) / "sessions" / f"{session_of(project, runs['damaged'])}.jsonl"
     lines = journal.read_bytes().splitlines(keepends=True)
     deep = b'{"kind": ' + b"[" * 5000 + b"]" * 5000 + b"}\n"  # nested past any parser's limit
     journal.write_bytes(b"".join([*lines[:5], deep, *lines[6:]]))
@@ -119,7 +120,7 @@ def test_a_corrupt_line_takes_down_its_session_only_until_doctor_sets_it_aside(
 def test_doctor_rebuilds_an_index_that_is_not_a_database(project: Path) -> None:
     model = script(project / "s.json", HELLO)
     assert reins("run", "go", "-m", model, "-w", "ws", cwd=project).returncode == 0
-    store = project / ".reins"
+    store = project_store(project)
     (store / "reins.db").write_bytes(b"garbage" * 1000)
     (store / "reins.db-wal").unlink(missing_ok=True)
     (store / "reins.db-shm").unlink(missing_ok=True)
@@ -158,7 +159,7 @@ def in_read_only(store: Path, *args: str, cwd: Path) -> subprocess.CompletedProc
 def test_a_read_only_store_is_read_and_not_written(project: Path) -> None:
     model = script(project / "s.json", HELLO)
     assert reins("run", "go", "-m", model, "-w", "ws", cwd=project).returncode == 0
-    store = project / ".reins"
+    store = project_store(project)
     run_id = run_ids(project)["go"]
     [journal] = (store / "sessions").glob("*.jsonl")
     with journal.open("ab") as f:

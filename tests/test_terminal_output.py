@@ -31,6 +31,7 @@ from reins import (
     Usage,
     UsageError,
 )
+from reins._paths import project_store
 from reins.cli._render import EventRenderer
 from reins.policies import GUARD_NAMES
 from reins.testing import ScriptedModel
@@ -230,8 +231,8 @@ def test_sessions_rm_and_prune_remove_journal_index_and_outputs(tmp_path: Path) 
     rows = [line.split() for line in listed.splitlines()[1:] if line.strip()]
     ids = [row[0] for row in rows]
     assert len(ids) == 3
-    journals = tmp_path / ".reins" / "sessions"
-    spill = tmp_path / ".reins" / "spill" / rows[2][1]  # a run's saved long outputs
+    journals = project_store(tmp_path) / "sessions"
+    spill = project_store(tmp_path) / "spill" / rows[2][1]  # a run's saved long outputs
     done = reins("sessions", "rm", ids[0][:12], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"removed session {ids[0]} (1 run(s))")

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from reins._paths import project_store
+
 from .terminal import run_in_terminal
 from .test_cli import reins, script
 from .test_store_cli import one_line_error
@@ -57,7 +59,7 @@ def test_untrusted_project_commands_are_refused_headless_and_nothing_runs(projec
     )
     assert done.stdout == ""
     assert ran(project) == set()
-    assert not (project / ".reins").exists()  # refused before the log is opened
+    assert not (project_store(project)).exists()  # refused before the log is opened
 
 
 def test_trust_project_runs_them(project: Path) -> None:
@@ -170,7 +172,7 @@ def test_the_terminal_closed_at_the_prompt_is_a_refusal(project: Path) -> None:
     assert code == 2, screen
     assert "this project is not trusted" in screen
     assert ran(project) == set()
-    assert not (project / ".reins").exists()
+    assert not (project_store(project)).exists()
 
 
 @contextmanager
@@ -241,7 +243,7 @@ def test_untrusted_provider_settings_are_refused_headless_and_nothing_is_sent(
     )
     assert heads == []  # no request made: refused before any model is resolved
     assert done.stdout == ""
-    assert not (project / ".reins").exists()
+    assert not (project_store(project)).exists()
 
 
 @pytest.mark.usefixtures("keys")
@@ -259,7 +261,7 @@ def test_an_untrusted_project_may_not_name_a_new_endpoint_or_a_url_either(projec
                 f'(model = "http://127.0.0.1:{port}/v1")' in one_line_error(done)
             )
     assert heads == []
-    assert not (project / ".reins").exists()
+    assert not (project_store(project)).exists()
 
 
 @pytest.mark.usefixtures("keys")

@@ -74,6 +74,7 @@ from .policies._modes import TestsAfterChanges
 from .sandbox import SandboxPolicy
 from .skills import LOAD_SKILL, Skill, SkillsSection, discover, load_skill_tool
 from .store import EventLog, MemoryLog
+from .store._placement import check_placement
 from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
 from .tools._builtin import sandboxed
 from .tracing import RunSpans, tracer_for
@@ -977,6 +978,8 @@ class Agent:
             return Workspace(self.workspace, protected=self._protected())  # its error says why
         key = (str(self.workspace), found.st_dev, found.st_ino, tuple(self._protected()))
         if self._resolved is None or self._resolved[0] != key:
+            for store in self._protected():
+                check_placement(store, self.workspace)
             made = Workspace(
                 self.workspace,
                 protected=self._protected(),

@@ -107,8 +107,13 @@ out = _Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() e
 err = SafeConsole(stderr=True, highlight=False, emoji=False, soft_wrap=True)  # one line an error
 
 StoreOpt = Annotated[
-    Path,
-    typer.Option("--store", envvar="REINS_STORE", help="Folder of the event log (SQLite + JSONL)."),
+    Path | None,
+    typer.Option(
+        "--store",
+        envvar="REINS_STORE",
+        help="Folder of the event log (SQLite + JSONL); default: the current folder's, in the "
+        "user's data folder ($XDG_DATA_HOME/reins, else ~/.local/share/reins).",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")]
 YesOpt = Annotated[
@@ -208,7 +213,6 @@ McpConfigOpt = Annotated[
         "it), beside the config's; repeatable.",
     ),
 ]
-DEFAULT_STORE = Path(".reins")
 
 
 def main() -> None:
@@ -281,7 +285,7 @@ def run(
     stall_threshold: StallThresholdOpt = None,
     goal_anchor: GoalAnchorOpt = None,
     json_lines: JsonOpt = False,
-    store: StoreOpt = DEFAULT_STORE,
+    store: StoreOpt = None,
     check: Annotated[
         list[str] | None,
         typer.Option(
@@ -401,7 +405,7 @@ def run(
         lines.start(stream.steer)
         return await _drive(stream, json_lines, cancel, lines)
 
-    _execute(store, go)
+    _execute(store, go, workspace=workspace)
 
 
 @app.command()
@@ -442,7 +446,7 @@ def resume(
     stall_threshold: StallThresholdOpt = None,
     goal_anchor: GoalAnchorOpt = None,
     json_lines: JsonOpt = False,
-    store: StoreOpt = DEFAULT_STORE,
+    store: StoreOpt = None,
     trust_project: TrustProjectOpt = False,
     mcp_config: McpConfigOpt = None,
 ) -> None:
@@ -538,7 +542,7 @@ app.add_typer(sessions_app, name="sessions")
 
 
 @sessions_app.callback(invoke_without_command=True)
-def sessions(ctx: typer.Context, store: StoreOpt = DEFAULT_STORE) -> None:
+def sessions(ctx: typer.Context, store: StoreOpt = None) -> None:
     """List the sessions and their runs (`rm` and `prune` remove them)."""
     if ctx.invoked_subcommand is not None:
         return
@@ -558,7 +562,7 @@ def sessions_rm(
         list[str],
         typer.Argument(metavar="SESSION...", help="Session ids, unique prefixes, or `last`."),
     ],
-    store: StoreOpt = DEFAULT_STORE,
+    store: StoreOpt = None,
 ) -> None:
     """Remove sessions for good: their journals, their runs in the index, their saved long
     outputs. A session another process is writing is refused."""
@@ -584,7 +588,7 @@ def sessions_prune(
             help="Remove sessions whose last run started before this: 30d, 12h, 90m.",
         ),
     ],
-    store: StoreOpt = DEFAULT_STORE,
+    store: StoreOpt = None,
 ) -> None:
     """Remove the sessions last used longer ago than AGE (those being written are kept)."""
     from datetime import UTC, datetime
@@ -638,7 +642,7 @@ def show(
             "--view", help="What the model sees now: the history as compacted, not all of it."
         ),
     ] = False,
-    store: StoreOpt = DEFAULT_STORE,
+    store: StoreOpt = None,
 ) -> None:
     """Print a run's transcript, folded from its log: every message (`--view`: the compacted
     history the model sees)."""
@@ -683,7 +687,7 @@ def compact(
         str,
         typer.Argument(metavar="SESSION", help="Session id, a unique prefix of one, or `last`."),
     ],
-    store: StoreOpt = DEFAULT_STORE,
+    store: StoreOpt = None,
     trust_project: TrustProjectOpt = False,
 ) -> None:
     """Compact a session's context now: the middle of its history is summarized (by the
@@ -717,7 +721,7 @@ def replay(
         str, typer.Argument(metavar="RUN", help="Run id, a unique prefix of one, or `last`.")
     ],
     json_lines: JsonOpt = False,
-    store: StoreOpt = DEFAULT_STORE,
+    store: StoreOpt = None,
 ) -> None:
     """Re-render a run from its log, with no model; exits with the run's code (1 for a run
     with no end in its log: its process died, or it is still running)."""
@@ -1039,7 +1043,7 @@ def doctor(
     check: Annotated[
         bool, typer.Option("--check", help="Only report; change nothing (exit 1 if damaged).")
     ] = False,
-    store: StoreOpt = DEFAULT_STORE,
+    store: StoreOpt = None,
 ) -> None:
     """Check the log; move each damaged journal tail aside (kept, never deleted) and say what
     was kept. A session being written by another process is left alone."""
@@ -1048,6 +1052,7 @@ def doctor(
     from ._render import render_findings
 
     logging.getLogger("reins.store").setLevel(logging.ERROR)  # the report says it all
+    store = _store_of(store)
     if not check:
         _set_aside_unreadable_index(store)
 
@@ -1161,18 +1166,31 @@ def _printer(json_lines: bool) -> Callable[[Any], None]:
 
 
 def _execute(
-    store: Path,
+    store: Path | None,
     go: Callable[[SQLiteLog, Cancel], Coroutine[Any, Any, StopReason]],
     *,
     create: bool = True,
+    workspace: Path | None = None,
 ) -> None:
-    """Open the log, run `go` with Ctrl-C wired to a cooperative cancel, exit with its code.
-    Every error of ours becomes one line on stderr; nothing else ever shows a traceback."""
+    """Open the log (`store`, else the current folder's), run `go` with Ctrl-C wired to a
+    cooperative cancel, exit with its code. Every error of ours becomes one line on stderr;
+    nothing else ever shows a traceback. A log a run in `workspace` could reach is refused
+    before it is opened (made)."""
     logging.basicConfig(  # unless -v
         format="warning: %(message)s", level=logging.WARNING, handlers=[WARNINGS]
     )
     WARNINGS.holding = True  # until the command has read what it reads
     with _one_line_errors():
+        where = ""
+        if store is None:
+            store = _store_of(None)
+            where = f"for {os.getcwd()} (its log would be at {store})"
+            if not create:
+                _say_unread_store()
+        if workspace is not None:
+            from ..store._placement import check_placement
+
+            check_placement(store, workspace)
         if store.exists() and not store.is_dir():
             raise UsageError(
                 f"the event log {store} is a file; the log is a folder: pass --store a folder "
@@ -1180,12 +1198,34 @@ def _execute(
             )
         if not create and not _holds_a_log(store):  # a read makes no reins.db in any folder
             raise UsageError(
-                f"no event log at {store}; run `reins run GOAL` first, or pass --store"
+                f"no event log {where or f'at {store}'}; run `reins run GOAL` first, or "
+                "pass --store"
             )
         import asyncio
 
         reason = asyncio.run(_with_log(store, go))
     raise typer.Exit(EXIT_CODES[reason])
+
+
+def _store_of(store: Path | None) -> Path:
+    """The store named, else the current folder's in the user's data folder (one a folder,
+    as `./.reins` was): never one found in the project, which a clone can ship (grants in its
+    journal) and its commands can reach."""
+    from .._paths import project_store
+
+    return store if store is not None else project_store(os.getcwd())
+
+
+def _say_unread_store() -> None:
+    """A reading command tells of a log in `./.reins/` (an earlier reins kept it there; or
+    the project came with it): it is read only when named."""
+    found = Path(".reins")
+    if _holds_a_log(found):
+        err.print(
+            f"[dim]note: {escape(str(found))} holds an event log, which is read only when "
+            f"named (--store {escape(str(found))}): logs live in the user's data folder, and a "
+            "log that came with a project is not yours[/]"
+        )
 
 
 def _holds_a_log(store: Path) -> bool:

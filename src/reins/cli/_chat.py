@@ -19,7 +19,6 @@ from rich.markup import escape
 from .._errors import ReinsError, UsageError
 from .._stop import StopReason
 from ._app import (
-    DEFAULT_STORE,
     WARNINGS,
     AgentChoices,
     McpConfigOpt,
@@ -85,7 +84,7 @@ def chat(
     yes: YesOpt = False,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
-    store: StoreOpt = DEFAULT_STORE,
+    store: StoreOpt = None,
     trust_project: TrustProjectOpt = False,
     mcp_config: McpConfigOpt = None,
 ) -> None:
@@ -125,7 +124,9 @@ def chat(
             from ..store import find_session
 
             session_id = find_session(await log.runs(), session)
-        prompt: PromptSession[str] = PromptSession(history=FileHistory(store / "chat_history"))
+        prompt: PromptSession[str] = PromptSession(
+            history=FileHistory(log.directory / "chat_history")
+        )
         talk = Chat(choices, config, log, prompt, session_id)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -139,7 +140,7 @@ def chat(
             await talk.converse()
         return StopReason.END_TURN
 
-    _execute(store, go)
+    _execute(store, go, workspace=workspace)
 
 
 class ChatLines:

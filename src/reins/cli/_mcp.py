@@ -13,7 +13,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from ._app import (
-    DEFAULT_STORE,
     McpConfigOpt,
     StoreOpt,
     TrustProjectOpt,
@@ -111,7 +110,7 @@ def serve(
         str | None,
         typer.Option("--model", "-m", envvar="REINS_MODEL", help="The agents' model."),
     ] = None,
-    store: StoreOpt = DEFAULT_STORE,
+    store: StoreOpt = None,
     trust_project: TrustProjectOpt = False,
 ) -> None:
     """Serve reins over MCP on stdin/stdout: `run` (an agent run on a goal: its answer and
@@ -120,9 +119,10 @@ def serve(
     from .._agent import Agent
     from .._resolve import default_model, resolve_model
     from ..store import SQLiteLog
+    from ..store._placement import check_placement
     from ..tools import builtin_tools
     from ..tools._workspace import Workspace
-    from ._app import _permissions, _stop_hooks
+    from ._app import _permissions, _stop_hooks, _store_of
     from ._serve import reins_server
 
     config = _config(trust_project)
@@ -133,10 +133,11 @@ def serve(
             err.print(f"[dim]{escape(why)}[/]")  # stdout is the MCP channel
     with _one_line_errors():  # a bad model or workspace is said now, not at each run's call
         Workspace(workspace)
+        check_placement(_store_of(store), workspace)
         resolve_model(spec, config)
 
     async def go() -> None:
-        log = SQLiteLog(store)
+        log = SQLiteLog(_store_of(store))
         try:
 
             def make_agent(max_steps: int | None) -> Agent:
