@@ -170,6 +170,35 @@ def test_run_show_replay_and_sessions_show_outside_text_with_its_controls_visibl
     assert "go [bold red]" in sessions, sessions  # the goal, cut to its column
 
 
+def test_json_output_writes_what_a_terminal_obeys_as_escapes_and_keeps_the_data(
+    tmp_path: Path,
+) -> None:
+    """`--json` is read on terminals too: JSON encoders escape ESC but leave C1 (the 8-bit
+    CSI), DEL, bidi and zero-width characters raw. They come out as `\\u` escapes: the same
+    data to a parser."""
+    (tmp_path / "ws").mkdir()
+    replies = [
+        {"text": f"saying {HOSTILE}", "tool_calls": [{"name": "read_file", "arguments": {}}]},
+        f"FINAL_ANSWER: the answer {HOSTILE}",
+    ]
+    model = script(tmp_path / "s.json", replies)
+    run = reins("run", f"go {HOSTILE}", "-m", model, "-w", "ws", "--json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    outputs = {"run": run.stdout}
+    for command in ("show", "replay"):
+        done = reins(command, "last", "--json", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        outputs[command] = done.stdout
+    for name, output in outputs.items():
+        assert hidden(output) == set(), (name, output)
+    said = [json.loads(line) for line in outputs["run"].splitlines()]
+    assert said[0]["goal"] == f"go {HOSTILE}"  # the data is whole
+    assert said[-1]["final_answer"].startswith("the answer \x1b[1K")
+    replayed = [json.loads(line) for line in outputs["replay"].splitlines()]
+    assert replayed
+    assert all(event in said for event in replayed)  # the live run also streams its deltas
+
+
 def test_markup_from_outside_makes_no_style_and_no_hyperlink() -> None:
     """On a colour terminal: rich's own escapes are the only ones, and none from the text."""
     screen = io.StringIO()

@@ -21,7 +21,7 @@ from rich.markup import escape
 from .._errors import LogCorrupted, ReinsError, UsageError
 from .._guard_settings import GUARD_NAMES
 from .._stop import StopReason
-from ._safe import SafeConsole, visible
+from ._safe import SafeConsole, json_visible, visible
 from ._stdin import LineSource, TerminalLines
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
@@ -658,7 +658,7 @@ def show(
         if json_lines:
             from .._messages import MESSAGES
 
-            sys.stdout.write(MESSAGES.dump_json(messages, indent=2).decode() + "\n")
+            sys.stdout.write(json_visible(MESSAGES.dump_json(messages, indent=2).decode()) + "\n")
         else:
             render_transcript(out, messages)
             if state.compactions and not view:
@@ -1158,7 +1158,7 @@ def _printer(json_lines: bool) -> Callable[[Any], None]:
                 line = f'{{"subagent": {json.dumps(list(event.path))}, "event": {inner}}}'
             else:
                 line = EVENT.dump_json(event).decode()
-            sys.stdout.write(line + "\n")
+            sys.stdout.write(json_visible(line) + "\n")
             sys.stdout.flush()
 
         return write

@@ -72,6 +72,28 @@ def pieces(text: str, *, lines: bool = False) -> list[tuple[str, bool]]:
     return found
 
 
+def json_visible(line: str) -> str:
+    """A JSON text with each control and format character that JSON encoders leave raw (DEL,
+    C1 such as the 8-bit CSI, bidi overrides, zero-width characters) as its `\\u` escape: the
+    same data to a parser, nothing a terminal obeys (`--json` output is often read on one)."""
+    if line.isascii() and "\x7f" not in line:
+        return line
+    return _SUSPECT.sub(_json_escapes, line)
+
+
+def _json_escapes(match: re.Match[str]) -> str:
+    return "".join(
+        ch if ch.isprintable() or unicodedata.category(ch) not in HIDDEN else _utf16(ch)
+        for ch in match.group()
+    )
+
+
+def _utf16(ch: str) -> str:
+    """`ch` as JSON's `\\u` escape (a surrogate pair past the BMP)."""
+    units = ch.encode("utf-16-be", "surrogatepass")
+    return "".join(f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2))
+
+
 def shown(text: str, style: str = "") -> Text:
     """A `Text` (no markup) of outside text, its lines kept."""
     return Text(visible(text, lines=True), style=style)
