@@ -118,6 +118,8 @@ class Agent:
     change waits for a test run), `write-no-test`; told to the model. An unknown name runs
     in explore mode, with a notice. None: no mode."""
     workspace: str | Path = "."
+    """The project's folder: the tools' root. Not `/`, the home folder or one holding it
+    (a `WorkspaceError` at the first run)."""
     max_steps: int = 30
     token_budget: int | None = None
     """Cap on the tokens (input + output) of the run's model calls; it stops `token_budget`."""
@@ -145,11 +147,13 @@ class Agent:
     permissions: Permissions = field(default_factory=Permissions)
     """Which tool calls are allowed, asked about or denied (default: tools that only read and
     tools that write inside the workspace are allowed; `run_command` and tools marked
-    `needs_approval` ask)."""
+    `needs_approval` ask; a write to a place that runs code later, such as `.git`, asks each
+    time, whatever the rules)."""
     approval: ApprovalHandler | ApprovalMode = "deny"
     """Who answers an ask: a function (sync or async) given an `ApprovalRequest`, returning
     True/False or an `Approval`; `"pause"` (the run ends `waiting`, to be resumed with the
-    answers); `"allow"` (approve everything: approvals off); `"deny"` (nobody to ask)."""
+    answers); `"allow"` (approve everything but writes to places that run code later, which
+    only a function or a resume's answer allows); `"deny"` (nobody to ask)."""
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     """What the commands tools start may do; the log's folder and `.git` stay read-only."""
     guards: Guards = field(default_factory=Guards)
@@ -709,7 +713,7 @@ class Agent:
         for call_id, given in approvals.items():
             answer = given if isinstance(given, Approval) else Approval(bool(given))
             request = awaiting[call_id]
-            always = answer.allowed and answer.always
+            always = answer.allowed and answer.always and bool(request.grant)  # none: each time
             decided = PermissionDecided(
                 session_id=state.session_id,
                 run_id=state.run_id,

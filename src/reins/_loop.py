@@ -658,6 +658,7 @@ class RunLoop:
             rule=ruling.rule,
             grant=ruling.grant,
             command_arg=self.executor.tools[call.name].command_arg,
+            each_time=ruling.each_time,
         )
         try:
             answer = await self.cancel.race(self.approver(request))
@@ -670,7 +671,7 @@ class RunLoop:
                 detail = "cancelled while waiting for an approval"
                 yield await self._finish(StopReason.CANCELLED, detail=detail)
             return
-        always = answer.allowed and answer.always
+        always = answer.allowed and answer.always and not ruling.each_time
         yield await self._emit(
             PermissionDecided,
             allowed=answer.allowed,

@@ -36,6 +36,8 @@ class TerminalApprover:
         out.print(shown(f"\n{request.call.name} asks for approval ({request.rule}):", "bold"))
         out.print(Quoted(request.describe()))
         choices = f"[y]es, [n]o, [a]lways allow {request.grant!r} this session"
+        if request.each_time:  # a write that runs code later: this once, or not
+            choices = "[y]es, this once, [n]o"
         while True:
             out.print(
                 Text(f"Allow? {choices} (default no): "), end="" if self.lines.inline else "\n"
@@ -45,7 +47,7 @@ class TerminalApprover:
                 out.print()
                 return Approval(False)
             answer = ANSWERS.get(line.strip().lower())
-            if answer is not None:
+            if answer is not None and not (answer.always and request.each_time):
                 return answer
 
 

@@ -3,7 +3,8 @@
 Three ways to answer: a handler in this process (the CLI's terminal prompt, an API callback,
 sync or async), a pause (the run ends `waiting`; a later process answers with
 `Agent.resume(run_id, approvals=...)`), or nobody (headless: the call is denied and the model
-is told so). `"allow"` answers every request yes (`reins run --yes`): the sandbox still holds.
+is told so). `"allow"` answers every request yes (`reins run --yes`): the sandbox still holds,
+and a write to a place that runs code later (`each_time`) is denied, as with nobody to ask.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class ApprovalRequest:
     grant: str
     """What "always" allows for the rest of the session (a tool, or a command prefix)."""
     command_arg: str | None = None
+    each_time: bool = False
+    """A write to a place that runs code later (`rule` names it): only a yes to this call
+    allows it; "always" is not recorded, and a blanket yes does not answer it."""
 
     def describe(self) -> str:
         """The exact call, as the person should see it."""
@@ -68,7 +72,7 @@ def approver(handler: ApprovalHandler | ApprovalMode) -> Approver:
         case "deny":
             return _fixed(Approval(False, by="headless"))
         case "allow":
-            return _fixed(Approval(True, by="auto"))
+            return _yes_but_code
         case "pause":
             return _fixed(None)
         case str():
@@ -81,6 +85,12 @@ def approver(handler: ApprovalHandler | ApprovalMode) -> Approver:
         return answer if isinstance(answer, Approval) else Approval(bool(answer))
 
     return ask
+
+
+async def _yes_but_code(request: ApprovalRequest) -> Approval:
+    """Yes to all, as with nobody there for a write that runs code later: a blanket yes is
+    not a person's look at what git or an editor will run."""
+    return Approval(False, by="headless") if request.each_time else Approval(True, by="auto")
 
 
 def _fixed(answer: Approval | None) -> Approver:

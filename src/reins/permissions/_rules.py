@@ -6,12 +6,16 @@ writing tools allow inside the workspace, `run_command` and tools marked `needs_
 the user's rules (per tool, and per argv prefix for commands: the longest prefix that matches
 wins), then the project's rules, which can only make it stricter.
 An "ask" the user has answered "always" earlier in the session becomes an allow.
+
+A write to a place that runs code later (`.git`, `.reins`, `.envrc`, ...: see
+`reins._code_paths`) asks a person each time: no rule, "always" answer or blanket yes allows
+it, though a rule may still deny it.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal
@@ -65,6 +69,9 @@ class Ruling:
     rule: str
     grant: str
     by: Literal["rule", "session"] = "rule"
+    each_time: bool = False
+    """Only a person's yes to this very call allows it: no rule, no "always" (`grant` is
+    empty), no blanket yes (`approval="allow"`, `--yes`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +114,18 @@ class Permissions:
             tool.read_only or not self.read_only
         )
 
-    def judge(self, tool: Tool, arguments: Mapping[str, Any], grants: Set[str]) -> Ruling | None:
-        """The ruling on a call; None when a default allows it (nothing worth recording)."""
-        if self.allows(tool):
+    def judge(
+        self,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        grants: Set[str],
+        *,
+        runs_code: Sequence[str] = (),
+    ) -> Ruling | None:
+        """The ruling on a call; None when a default allows it (nothing worth recording).
+        `runs_code`: why the call's writes run code later (each names its path), which makes
+        the ruling a person's to give, each time (unless a rule denies it)."""
+        if self.allows(tool) and not runs_code:
             return None
         if self.read_only and not (tool.read_only or tool.command_arg):  # commands: the OS
             return Ruling("deny", "sandbox read-only: tools that write are denied", tool.name)
@@ -139,6 +155,9 @@ class Permissions:
                         _match(self._project_prefixes, argv, strict, " (project)")
                     )
         vote = vote.stricter(strict)
+        if runs_code and vote.decision != "deny":
+            why = f"{'; '.join(runs_code)}; each write there needs a person's yes"
+            return Ruling("ask", why, "", each_time=True)
         if vote.decision == "ask" and grant in grants:
             return Ruling("allow", f"allowed for this session ({grant})", grant, by="session")
         if vote.decision == "allow" and not vote.explicit:

@@ -9,7 +9,9 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from .._code_paths import COMMANDS_READ_ONLY, git_dir_of
 from .._errors import SandboxUnavailable
+from .._hidden import hidden_paths
 from ._policy import SandboxPolicy
 
 INSTALL_HINT = (
@@ -17,55 +19,12 @@ INSTALL_HINT = (
     "bubblewrap`, Arch: `pacman -S bubblewrap`), or, to run commands unconfined, choose the "
     "sandbox mode danger-full-access (`--sandbox danger-full-access`)"
 )
-PROTECTED_NAMES = (".git", ".reins")
+PROTECTED_NAMES = COMMANDS_READ_ONLY
 """Read-only in the workspace and in its folders one level down (a repository kept inside
-another), besides the workspace's own protected paths (the event log's folder). One made by
-the command itself is not: it did not exist when the sandbox was set up."""
-HIDDEN_IN_HOME = (
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".kube",
-    ".docker",
-    ".netrc",
-    ".git-credentials",
-    ".config/gh",
-    ".config/reins",
-    ".pypirc",
-    ".npmrc",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".password-store",
-    ".local/share/keyrings",
-    ".bash_history",
-    ".zsh_history",
-    ".python_history",
-)
-"""Credentials and histories: an empty read-only folder or an empty file takes their place."""
-HIDDEN = (
-    "/etc/shadow",
-    "/etc/gshadow",
-    "/etc/ssh",
-    "/etc/ssl/private",
-    "/run/user",
-    "/run/dbus",
-    "/run/docker.sock",
-    "/run/containerd",
-    "/run/podman",
-    "/run/crio",
-    "/run/k3s",
-    "/run/libvirt",
-    "/run/snapd.socket",
-    "/run/snapd-snap.socket",
-    "/run/systemd/private",
-    "/var/lib/lxd/unix.socket",
-    "/var/snap/lxd/common/lxd/unix.socket",
-)
-"""Host secrets (root-owned files root may still read without capabilities) and the sockets of
-host daemons: a Unix socket on a read-only mount still connects, and the Docker socket is the
-host's root."""
+another), with the folder a `.git` file there points to, besides the workspace's own protected
+paths (the event log's folder). One made by the command itself is not: it did not exist when
+the sandbox was set up. The file tools ask before writing these and the other places that run
+code later (`reins._code_paths`)."""
 
 
 def bwrap_path() -> str:
@@ -128,11 +87,10 @@ def bwrap_argv(
         argv += ["--ro-bind", str(root), str(root)]  # visible even under the private /tmp
     else:
         argv += ["--bind", str(root), str(root)]
-    # After the workspace, so that a workspace holding them (say, the home folder) hides them
-    # too; one that holds the workspace is left alone.
-    home = os.environ.get("HOME") or str(Path.home())
+    # After the workspace, so that a workspace holding them hides them too (the file tools
+    # hide the same list); one that holds the workspace is left alone.
     shown = [os.path.realpath(p) for p in policy.readable if os.path.isdir(p)]
-    for hidden in (*(os.path.join(home, name) for name in HIDDEN_IN_HOME), *HIDDEN):
+    for hidden in hidden_paths():
         if not os.path.lexists(hidden):  # most are not there: one cheap check each
             continue
         real = os.path.realpath(hidden)
@@ -160,11 +118,14 @@ def _ro_binds(paths: Sequence[str]) -> list[str]:
 
 
 def _named_paths(root: Path) -> list[str]:
-    """PROTECTED_NAMES at the root and one folder down (a scandir: cheap beside a spawn)."""
+    """PROTECTED_NAMES at the root and one folder down (a scandir: cheap beside a spawn), and
+    the folders `.git` files there point to (a worktree's, a submodule's)."""
     folders = [str(root)]
     try:
         with os.scandir(root) as entries:
             folders += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
     except OSError:
         pass
-    return [os.path.join(folder, name) for folder in folders for name in PROTECTED_NAMES]
+    named = [os.path.join(folder, name) for folder in folders for name in PROTECTED_NAMES]
+    pointed = [git_dir_of(path) for path in named if os.path.basename(path) == ".git"]
+    return named + [path for path in pointed if path is not None]

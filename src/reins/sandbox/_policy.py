@@ -33,7 +33,7 @@ class SandboxPolicy:
 
     `read-only`: reads anywhere except hidden credential folders, writes nowhere but a private
     /tmp; `workspace-write` (the default): also writes the workspace, except its protected paths
-    (`.git`, the event log); `danger-full-access`: no OS sandbox at all (only the scrubbed
+    (`.git`, `.reins`, the event log); `danger-full-access`: no OS sandbox at all (only the scrubbed
     environment, the limits, the timeout and the output cap still apply)."""
 
     mode: SandboxMode = "workspace-write"
@@ -93,7 +93,7 @@ class SandboxPolicy:
         writes = (
             "it may not write files (only a private /tmp, discarded afterwards)"
             if self.mode == "read-only"
-            else "it may write only inside the workspace (not .git or the run log) and a "
+            else "it may write only inside the workspace (not .git, .reins or the run log) and a "
             "private /tmp, discarded afterwards"
         )
         network = "it may use the network" if self.network else "it has no network"

@@ -130,7 +130,9 @@ def _read_note(lines: Lines, size: int, last: int, next_line: int) -> str:
 @tool(path_args=("path",))
 def write_file(ctx: ToolContext, path: str, content: str, append: bool = False) -> str:
     """Create a text file, replace its whole content, or add to its end; parent folders are
-    created. To change part of a file, use edit_file.
+    created. To change part of a file, use edit_file. A write to a file that runs code later
+    (anything in .git/ or .reins/, .envrc, .vscode/tasks.json, .pre-commit-config.yaml and the
+    like) needs a person's approval of that call.
 
     Args:
         path: File path, relative to the workspace root.
@@ -158,7 +160,8 @@ def write_file(ctx: ToolContext, path: str, content: str, append: bool = False) 
 @tool(path_args=("path",))
 def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool = False) -> str:
     """Replace an exact piece of text in a file (new empty: delete it; a whole line deleted
-    goes with its line break).
+    goes with its line break). Files that run code later need a person's approval, as with
+    write_file.
 
     Args:
         path: File path, relative to the workspace root.
@@ -243,7 +246,9 @@ def list_files(ctx: ToolContext, path: str = ".") -> str:
     try:
         with _folder(ctx, path) as folder, os.scandir(folder.fd) as it:
             entries = sorted(
-                e.name + ("/" if e.is_dir() else "") for e in it if e.name not in ALWAYS_IGNORED
+                e.name + ("/" if e.is_dir() else "")
+                for e in it
+                if e.name not in ALWAYS_IGNORED and not ctx.workspace.hidden_entry(folder, e)
             )
     except ToolError as exc:  # a file is listed as `ls FILE` does: an error sent models searching
         if not str(exc).endswith("is a file, not a folder"):
@@ -392,9 +397,9 @@ async def run_command(ctx: ToolContext, command: str, timeout: float = 60.0) -> 
     """Run a shell command in the workspace root: copy, move or delete files (cp, mv, rm),
     count lines, words or files (wc -l, wc -w), run programs and tests (python3). Prints its
     exit code and output (of a long output, the head and the tail). It runs in a sandbox: it may
-    write only inside the workspace (not .git or the run log) and a private /tmp, discarded
-    afterwards; it has no network; it sees a reduced environment; processes it leaves in the
-    background are killed when it ends.
+    write only inside the workspace (not .git, .reins or the run log) and a private /tmp,
+    discarded afterwards; it has no network; it sees a reduced environment; processes it leaves
+    in the background are killed when it ends.
 
     Args:
         command: The command line, run by /bin/sh.

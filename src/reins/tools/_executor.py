@@ -16,6 +16,7 @@ from .._errors import ToolError, UsageError
 from .._messages import ToolCall, ToolResultMessage, ToolSpec
 from ._builtin import BUILTIN_TOOLS
 from ._disclosure import LOAD, SEARCH, Disclosure
+from ._places import CodeWrite, approved_writes
 from ._scope import ReadOnlyScope
 from ._source import ToolChange, ToolSource
 from ._spill import spill
@@ -85,6 +86,8 @@ class ToolExecutor:
         """How many calls of one response may run at once (the loop schedules them)."""
         self._path_locks: dict[Path, asyncio.Lock] = {}
         self._deadlines = _Deadlines()
+        self._approved: dict[str, tuple[str, ...]] = {}
+        """By call id: the places that run code which a call was put to a person to write."""
 
     @property
     def refresh_due(self) -> bool:
@@ -172,17 +175,27 @@ class ToolExecutor:
 
     def judge(self, call: ToolCall, grants: Set[str]) -> Ruling | None:
         """The permission ruling on a call before it runs; None when a default allows it.
-        A call whose arguments are invalid is not judged: it fails on them, harmlessly."""
-        if call.name not in self._judged or call.raw_arguments is not None:
+        A call whose arguments are invalid is not judged: it fails on them, harmlessly.
+        A write to a place that runs code later is put to a person, whatever the rules say
+        (with no permissions to ask through, the write is refused when it comes)."""
+        tool = self.tools.get(call.name)
+        if tool is None or call.raw_arguments is not None:
             return None
-        tool = self.tools[call.name]
+        code = self._code_writes(tool, call)
+        if call.name not in self._judged and not code:
+            return None
         if self.scope is not None:  # a call the mode refuses is not put to anyone
             try:
                 self.scope.check(tool, tool.validate(call.arguments), self.context.workspace)
             except ToolError:
                 return None
-        assert self.permissions is not None
-        ruling = self.permissions.judge(tool, call.arguments, grants)
+        if self.permissions is None:
+            return None
+        ruling = self.permissions.judge(
+            tool, call.arguments, grants, runs_code=tuple(w.why for w in code)
+        )
+        if ruling is not None and ruling.each_time and ruling.decision == "ask":
+            self._approved[call.id] = tuple(w.path for w in code)
         if ruling is not None and ruling.decision != "allow":
             try:
                 tool.validate(call.arguments)
@@ -190,10 +203,23 @@ class ToolExecutor:
                 return None
         return ruling
 
+    def _code_writes(self, tool: Tool, call: ToolCall) -> list[CodeWrite]:
+        """The places that run code later this call would write."""
+        if not tool.path_args or tool.read_only:
+            return []
+        try:
+            args = tool.validate(call.arguments)
+        except ToolError:
+            return []
+        workspace = self.context.workspace
+        found = (workspace.runs_code(str(getattr(args, name))) for name in tool.path_args)
+        return [w for w in found if w is not None]
+
     async def execute(self, call: ToolCall, scope: object = None) -> ToolResultMessage:
         """Run one call; `scope` goes to a tool that starts runs of its own."""
         try:
-            content = await self._execute(call, scope)
+            with approved_writes(self._approved.pop(call.id, ())):
+                content = await self._execute(call, scope)
             is_error = False
         except ToolError as exc:
             content, is_error = str(exc), True

@@ -5,7 +5,8 @@ send a read or a write outside. Here the check is the use: each component is ope
 to the folder before it with O_NOFOLLOW, a symlink is read and followed by hand (at most
 `MAX_LINKS`, never above the root, absolute targets only into the root), and what comes back
 is a descriptor, not a path. `..` goes back to the folder the walk came from. Plain POSIX, so
-it works on macOS as on Linux.
+it works on macOS as on Linux. The hidden paths (credentials) are refused on the way, by name
+and by identity, so no symlink or rename leads into them.
 
 Not covered: a folder on the way renamed to outside the workspace while it is walked, which
 takes write access outside the workspace."""
@@ -17,6 +18,7 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .._errors import ToolError
@@ -60,6 +62,40 @@ class Protected:
 
 
 @dataclass(frozen=True)
+class Hidden:
+    """What no tool opens (`reins._hidden`), below the root: by path, and by identity (a
+    folder renamed since). `shown` are folders inside hidden ones that stay readable (a
+    skill's, the log's saved outputs): the way to them is open, nothing beside it."""
+
+    parts: frozenset[tuple[str, ...]] = frozenset()
+    ids: frozenset[tuple[int, int]] = frozenset()
+    shown: tuple[tuple[str, ...], ...] = ()
+
+    def hides(self, parts: Sequence[str], *, final: bool = True) -> bool:
+        """Whether the path `parts` is hidden; not `final`: a folder passed on the way."""
+        if not self.parts:
+            return False
+        parts = tuple(parts)
+        if not any(parts[:i] in self.parts for i in range(1, len(parts) + 1)):
+            return False
+        if any(parts[: len(s)] == s for s in self.shown):
+            return False
+        return final or not any(s[: len(parts)] == parts for s in self.shown)
+
+    def holds(self, st: os.stat_result) -> bool:
+        return bool(self.ids) and (st.st_dev, st.st_ino) in self.ids
+
+    def refusal(self, path: str) -> ToolError:
+        return ToolError(
+            f"{path!r} is hidden: credentials, secrets and reins's own data are kept from "
+            "the agent (commands do not see them either)"
+        )
+
+
+NOTHING_HIDDEN = Hidden()
+
+
+@dataclass(frozen=True)
 class Opened:
     fd: int
     st: os.stat_result
@@ -78,11 +114,12 @@ class Beneath:
         *,
         protected: Protected | None = None,
         create: Stop | None = None,
+        hidden: Hidden = NOTHING_HIDDEN,
     ) -> None:
         """`protected`: folders nothing may be written in; `create`: make missing folders,
-        unless that Stop was abandoned."""
+        unless that Stop was abandoned; `hidden`: paths not to be opened at all."""
         self.root, self.path, self.create = root.path, path, create
-        self.protected = protected
+        self.protected, self.hidden = protected, hidden
         if "\0" in path:
             raise ToolError(f"path {path!r} contains a NUL byte")
         path = os.path.expanduser(path)
@@ -121,6 +158,8 @@ class Beneath:
                 self.parts.pop()
             elif not self.pending:
                 self.guard(part)
+                if self.hidden.hides((*self.parts, part), final=False):
+                    raise self.hidden.refusal(self.path)
                 return part
             else:
                 self._enter(part)
@@ -181,6 +220,8 @@ class Beneath:
             if self.create is None:
                 raise ToolError(f"{self.path!r} does not exist") from None
             self.guard(part)
+            if self.hidden.hides((*self.parts, part), final=False):
+                raise self.hidden.refusal(self.path) from None
             self.create.check()  # a call given up creates no folders
             try:
                 os.mkdir(part, dir_fd=self.top)
@@ -200,6 +241,9 @@ class Beneath:
         self.stack.append(fd)
         self.parts.append(part)
         self.guard()
+        hidden = self.hidden
+        if hidden.hides(self.parts, final=False) or (hidden.ids and hidden.holds(os.fstat(fd))):
+            raise hidden.refusal(self.path)
 
 
 def _is_file(name: str, dir_fd: int) -> bool:
@@ -224,9 +268,11 @@ def _refuse_devices(name: str, dir_fd: int, path: str) -> None:
         )
 
 
-def open_beneath(root: Root, path: str, flags: int = READ) -> Opened:
+def open_beneath(
+    root: Root, path: str, flags: int = READ, hidden: Hidden = NOTHING_HIDDEN
+) -> Opened:
     """Open `path` (a file or a folder) below `root`, symlinks followed only inside it."""
-    with Beneath(root, path) as walk:
+    with Beneath(root, path, hidden=hidden) as walk:
         while True:
             name = walk.last()
             if name is not None:
@@ -244,7 +290,15 @@ def open_beneath(root: Root, path: str, flags: int = READ) -> Opened:
                     raise ToolError(f"{path!r} is a file, not a folder") from None
                 walk.follow(name)  # a symlink, or changed since: look again
                 continue
-            return Opened(fd, os.fstat(fd), walk.rel(name))
+            st = os.fstat(fd)
+            if hidden.holds(st) or (  # renamed since; or a file beside the way to a shown one
+                name is not None
+                and not stat.S_ISDIR(st.st_mode)
+                and hidden.hides((*walk.parts, name))
+            ):
+                os.close(fd)
+                raise hidden.refusal(path)
+            return Opened(fd, st, walk.rel(name))
 
 
 @dataclass(frozen=True)
@@ -258,15 +312,24 @@ class Target:
 
 
 def locate_for_write(
-    root: Root, path: str, protected: Protected, stop: Stop, *, make: bool
+    root: Root,
+    path: str,
+    protected: Protected,
+    stop: Stop,
+    *,
+    make: bool,
+    hidden: Hidden = NOTHING_HIDDEN,
 ) -> Target:
     """The folder and name a write to `path` replaces (a symlink's target, if it stays inside);
     missing folders are made if `make`."""
-    with Beneath(root, path, protected=protected, create=stop if make else None) as walk:
+    create = stop if make else None
+    with Beneath(root, path, protected=protected, create=create, hidden=hidden) as walk:
         while True:
             name = walk.last()
             if name is None:
                 raise ToolError(f"{path!r} is a folder")
+            if hidden.hides((*walk.parts, name)):
+                raise hidden.refusal(path)
             try:
                 st = os.stat(name, dir_fd=walk.top, follow_symlinks=False)
             except FileNotFoundError:
@@ -277,6 +340,8 @@ def locate_for_write(
                     continue
                 if not stat.S_ISREG(st.st_mode):
                     raise ToolError(f"{path!r} is {kind(st)}; only regular files can be written")
+                if hidden.holds(st):
+                    raise hidden.refusal(path)
                 mode = stat.S_IMODE(st.st_mode)
             return Target(os.dup(walk.top), name, walk.rel(name), mode)
 

@@ -13,6 +13,7 @@ import pathspec
 
 from .._errors import ToolError, WorkspaceError
 from ._fs import DIR, READ, Opened, Protected, Root, Target, locate_for_write, open_beneath
+from ._places import CodePlaces, CodeWrite, approved, hidden_below, refuse_broad
 from ._stop import Stop
 
 ALWAYS_IGNORED = (".git", ".reins")
@@ -24,7 +25,12 @@ MAX_IGNORE_BYTES = 1 << 20
 class Workspace:
     """Resolves every path inside `root`; `..`, outside absolute paths and symlink escapes
     are refused. Writes into `protected` paths (the event log) are refused too. `readable`
-    folders outside it may be read by their absolute paths (the store's saved long outputs)."""
+    folders outside it may be read by their absolute paths (the store's saved long outputs).
+
+    The hidden paths (`reins._hidden`: credentials, reins's own folders) are never opened, nor
+    listed; a write to a place that runs code later (`reins._code_paths`) needs a person's
+    approval of that call (the executor asks; see `runs_code`). A root of `/`, the home folder
+    or one holding it is refused: no list of hidden paths covers all that lies there."""
 
     def __init__(
         self,
@@ -39,6 +45,7 @@ class Workspace:
                 f"workspace {str(root)!r} is not an existing directory; create it, or give "
                 "one that exists"  # not a flag: a library user gives `workspace=`
             )
+        refuse_broad(real, root)
         self.root = Path(real)
         self._root = Root.open(real)  # walks start here, wherever the path leads later
         weakref.finalize(self, os.close, self._root.fd)
@@ -48,6 +55,8 @@ class Workspace:
         )
         self._protected_ids = self._ids()  # as they are now: a renamed folder keeps its id
         self.readable = tuple(os.path.realpath(p) for p in readable)
+        self._hidden = hidden_below(self.root, self.readable)
+        self._code = CodePlaces(self.root, self._root.fd)
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -65,7 +74,19 @@ class Workspace:
             )
         if write and any(candidate.is_relative_to(p) for p in self.protected):
             raise ToolError(f"path {path!r} is in the run log's folder, which tools may not write")
+        if self._hidden.hides(candidate.relative_to(self.root).parts):
+            raise self._hidden.refusal(path)
         return candidate
+
+    def runs_code(self, path: str) -> CodeWrite | None:
+        """A write to `path` that runs code later: its real path below the root and why; None
+        if nothing runs it unasked, or the path is refused anyway."""
+        try:
+            rel = self.relative(self.resolve(path, write=True))
+        except ToolError:
+            return None  # the call fails on it, harmlessly
+        place = self._code.place(rel)
+        return None if place is None else CodeWrite(rel, f"{rel} runs code later: {place.runs}")
 
     def _realpath(self, path: str) -> Path:
         for _ in range(3):
@@ -96,7 +117,17 @@ class Workspace:
                 return open_beneath(root, rel, flags)
             finally:
                 os.close(root.fd)
-        return open_beneath(self._root, path, flags)
+        return open_beneath(self._root, path, flags, self._hidden)
+
+    def hidden_entry(self, folder: Opened, entry: os.DirEntry[str]) -> bool:
+        """Whether an entry of the open `folder` is hidden (for a listing)."""
+        rel = f"{folder.rel}/{entry.name}" if folder.rel else entry.name
+        return self.hides(rel, folder=entry.is_dir(follow_symlinks=False))
+
+    def hides(self, rel: str, *, folder: bool = False) -> bool:
+        """Whether the path `rel` below the root is hidden (a folder: unless on the way to a
+        readable one)."""
+        return self._hidden.hides(rel.split("/"), final=not folder)
 
     def _readable(self, path: str) -> tuple[str, str] | None:
         """The readable folder an absolute `path` lies in, and the path below it."""
@@ -110,9 +141,23 @@ class Workspace:
 
     def locate_for_write(self, path: str, stop: Stop, *, make_folders: bool = True) -> Target:
         """Where a write to `path` lands, missing folders made (or a ToolError); outside the
-        workspace and in `protected` folders it is refused. Close `.dir_fd` when done."""
+        workspace, in `protected` folders and hidden paths it is refused, and in a place that
+        runs code later unless a person approved this call's write there (`approved_writes`:
+        checked again here, on the real path, as a symlink may have changed since the ask).
+        Close `.dir_fd` when done."""
         protected = Protected(self._protected_parts, self._protected_ids | self._ids())
-        return locate_for_write(self._root, path, protected, stop, make=make_folders)
+        target = locate_for_write(
+            self._root, path, protected, stop, make=make_folders, hidden=self._hidden
+        )
+        place = self._code.place(target.rel)
+        if place is not None and not approved(target.rel):
+            os.close(target.dir_fd)
+            raise ToolError(
+                f"{path!r} is {target.rel}, which runs code later ({place.runs}): a write there "
+                "needs a person's yes to the call, and this call had none (or the path changed "
+                "since it was asked)"
+            )
+        return target
 
     def _ids(self) -> frozenset[tuple[int, int]]:
         ids = set()
@@ -155,9 +200,13 @@ class Workspace:
         for entry in entries:
             child = f"{rel}/{entry.name}" if rel else entry.name
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in ALWAYS_IGNORED and not _ignored(child, rules, is_dir=True):
+                if (
+                    entry.name not in ALWAYS_IGNORED
+                    and not self.hides(child, folder=True)
+                    and not _ignored(child, rules, is_dir=True)
+                ):
                     folders.append((entry.name, child))
-            elif _ignored(child, rules, is_dir=False):
+            elif self.hides(child) or _ignored(child, rules, is_dir=False):
                 continue
             elif entry.is_file(follow_symlinks=False):
                 yield Found(child, fd, entry.name, link=False)
@@ -170,6 +219,9 @@ class Workspace:
                 sub = os.open(name, DIR, dir_fd=fd)
             except OSError:  # gone, or swapped for a symlink, since the listing
                 continue
+            if self._hidden.ids and self._hidden.holds(os.fstat(sub)):  # renamed since
+                os.close(sub)
+                continue
             try:
                 yield from self._walk(sub, child, rules, stop, depth + 1)
             finally:
@@ -180,7 +232,11 @@ class Workspace:
         if found.link:
             return self.open(found.rel)
         fd = os.open(found.name, READ, dir_fd=found.dir_fd)
-        return Opened(fd, os.fstat(fd), found.rel)
+        st = os.fstat(fd)
+        if self._hidden.holds(st):
+            os.close(fd)
+            raise self._hidden.refusal(found.rel)
+        return Opened(fd, st, found.rel)
 
     def _links_to_a_file(self, rel: str) -> bool:
         try:
