@@ -121,7 +121,9 @@ YesOpt = Annotated[
     typer.Option(
         "--yes",
         "-y",
-        help="Approve every call the permission rules ask about (the sandbox still holds).",
+        help="Approve every call the permission rules ask about (the sandbox still holds; "
+        "writes to files that run code later, such as .git/ or .envrc, are still denied: "
+        "only a yes at the prompt allows one).",
     ),
 ]
 SandboxOpt = Annotated[
@@ -263,7 +265,12 @@ def run(
         ),
     ] = None,
     workspace: Annotated[
-        Path, typer.Option("--workspace", "-w", help="Folder the tools work in.")
+        Path,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="Folder the tools work in: a project's, not / or your home folder (refused).",
+        ),
     ] = Path("."),
     session: Annotated[
         str | None, typer.Option("--session", "-s", help="Continue this session as a new turn.")
@@ -362,10 +369,13 @@ def run(
     ] = None,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
+    from ..tools._workspace import Workspace
+
     config = _config(trust_project)  # asked and settled before the log is opened
     flags = _guard_flags(no_guard, guard, loop_threshold, stall_threshold, goal_anchor)
     with _one_line_errors():
         chosen, inferred = _profile(config, goal, profile)
+        Workspace(workspace)  # one refused (missing, /, the home folder) is said first
     choices = AgentChoices(
         model=model,
         workspace=workspace,
