@@ -982,13 +982,13 @@ class Agent:
             return Workspace(self.workspace, protected=self._protected())  # its error says why
         key = (str(self.workspace), found.st_dev, found.st_ino, tuple(self._protected()))
         if self._resolved is None or self._resolved[0] != key:
-            for store in self._protected():
-                check_placement(store, self.workspace)
-            made = Workspace(
+            made = Workspace(  # first: a workspace refused for itself (`~`) says so
                 self.workspace,
                 protected=self._protected(),
                 readable=[*self._readable(), *self._skill_folders()],
             )
+            for store in self._protected():
+                check_placement(store, self.workspace)
             self._resolved = (key, made)
         return self._resolved[1]
 

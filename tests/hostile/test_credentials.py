@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from reins import Agent, ToolCall, ToolContext, Workspace, WorkspaceError
+from reins import Agent, SQLiteLog, ToolCall, ToolContext, Workspace, WorkspaceError
 from reins._hidden import hidden_paths
-from reins._paths import config_home, data_home, log_key_path
+from reins._paths import config_home, data_home, log_key_path, project_store
 from reins.sandbox import SandboxPolicy, run_process
 from reins.testing import ScriptedModel
 from reins.tools import BUILTIN_TOOLS, ToolExecutor
@@ -57,6 +57,18 @@ def test_the_library_refuses_a_workspace_holding_the_home_folder(home: Path, whe
     assert message.startswith(f"workspace {workspace!r} is ")
     assert message.endswith("; give the project's folder as the workspace")
     assert "\n" not in message
+
+
+def test_a_home_workspace_is_refused_for_itself_before_its_log_is_judged(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default log lies in the home folder (~/.local/share/reins): the error a user gets
+    is about the workspace, the cause, not about the log inside it."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    log = SQLiteLog(project_store(home))
+    agent = Agent(model=ScriptedModel(["done"]), workspace=home, log=log)
+    with pytest.raises(WorkspaceError, match=r"^workspace '.*' is your home folder"):
+        agent.run_sync("go")
 
 
 @pytest.mark.parametrize("where", ["home", "root"])
