@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from reins import AssistantMessage, ToolCall
+from reins import EVENT, AssistantMessage, Event, ToolCall
+from reins._paths import log_key_path
+from reins.store._chain import load_key, opened
 
 
 def call(tool_name: str, call_id: str | None = None, /, **arguments: Any) -> ToolCall:
@@ -13,3 +16,18 @@ def call(tool_name: str, call_id: str | None = None, /, **arguments: Any) -> Too
 
 def reply(text: str = "", *calls: ToolCall) -> AssistantMessage:
     return AssistantMessage(text=text, tool_calls=calls)
+
+
+def journal_events(data: bytes) -> list[Event]:
+    """The events on a journal's lines (each line's MAC taken off)."""
+    return [EVENT.validate_json(opened(line)[0]) for line in data.splitlines()]
+
+
+def sign_again(journal: Path) -> None:
+    """Sign a journal edited by a test with the user's key, as a reins that wrote it so
+    would have (a test of what the fold makes of such a log, not of the chain)."""
+    chain = load_key(log_key_path())
+    assert chain is not None
+    bodies = [opened(line)[0] for line in journal.read_bytes().splitlines()]
+    lines, _ = chain.seal(chain.genesis(journal.stem), bodies)
+    journal.write_bytes(b"".join(line + b"\n" for line in lines))

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from reins import (
-    EVENT,
     Agent,
     AssistantMessage,
     Notice,
@@ -26,7 +25,7 @@ from reins import (
 )
 from reins.testing import ScriptedModel
 
-from .helpers import call, reply
+from .helpers import call, journal_events, reply, sign_again
 
 ODD = "odd \ud800 text"
 """A lone surrogate: a str Python holds, that UTF-8 (so JSON, SQLite, a terminal) cannot."""
@@ -87,7 +86,7 @@ async def test_unencodable_text_from_the_model_and_a_tool_is_stored_escaped(
     reopened = SQLiteLog(store)
     events = await reopened.events(capped.run_id)
     journal = (store / "sessions" / f"{capped.session_id}.jsonl").read_bytes()
-    assert [EVENT.validate_json(line) for line in journal.splitlines()] == events
+    assert journal_events(journal) == events
     replies = [e.message for e in events if e.kind == "model_response"]
     assert replies[0].text == "odd \\ud800 text"
     assert replies[0].thinking == "hm \\udfff"
@@ -231,7 +230,9 @@ async def test_a_log_without_read_only_tools_takes_every_started_call_as_interru
     lines = path.read_text().splitlines()
     first = json.loads(lines[0])
     del first["config"]["read_only_tools"]
+    del first["mac"]  # signed again below
     path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    sign_again(path)
     (store / "reins.db").unlink()
 
     after = SQLiteLog(store)
@@ -268,7 +269,7 @@ async def test_a_write_that_fails_half_way_is_cut_back_to_the_last_event(
     with pytest.raises(StoreError) as caught:
         async for _ in run:
             pass
-    monkeypatch.undo()
+    monkeypatch.setattr(os, "write", real_write)  # not undo(): it would undo the data folder
     assert str(caught.value) == (
         f"the disk holding {store / 'sessions'} is full (No space left on device); the log ends "
         f"at the last whole event: free space and `reins resume {started.run_id}`"
@@ -303,7 +304,7 @@ async def test_a_reply_nested_too_deep_to_record_stops_the_run_cleanly(
         "Maximum serialization depth exceeded); nothing of it was written"
     )
     path = store / "sessions" / f"{started.session_id}.jsonl"
-    assert [EVENT.validate_json(line).seq for line in path.read_bytes().splitlines()] == [1]
+    assert [event.seq for event in journal_events(path.read_bytes())] == [1]
     await log.close()
 
 
@@ -334,11 +335,36 @@ async def test_an_index_that_cannot_be_written_mid_run_does_not_stop_it(
             pass
     assert caplog.text.count("the run goes on, recorded in its journal") == 1
     journal = store / "sessions" / f"{started.session_id}.jsonl"
-    written = [EVENT.validate_json(line) for line in journal.read_bytes().splitlines()]
+    written = journal_events(journal.read_bytes())
     assert written[-1].kind == "run_finished"
     await log.close()
     reopened = SQLiteLog(store)
     assert await reopened.events(started.run_id) == written
     [info] = await reopened.runs()
     assert info.stop_reason is StopReason.END_TURN
+    await reopened.close()
+
+
+async def test_an_index_on_a_full_disk_says_the_disk_is_full(
+    tmp_path: Path, workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SQLite rolls a transaction back itself when its disk is full (here a page cap makes the
+    same SQLITE_FULL): the ROLLBACK after it failed, and 'cannot rollback - no transaction is
+    active' was all that was said."""
+    store = tmp_path / "store"
+    log = SQLiteLog(store)
+    [(pages,)] = log._db.execute("PRAGMA page_count").fetchall()
+    log._db.execute(f"PRAGMA max_page_count = {pages}")  # not one page more
+    agent = Agent(model=ScriptedModel(["FINAL_ANSWER: done"]), workspace=workspace, log=log)
+    with caplog.at_level("WARNING", logger="reins.store"):
+        result = await agent.run("go " + "x" * 10_000)  # a run line that needs pages
+        await log.close()
+    assert result.stop_reason is StopReason.END_TURN  # the journal is the record
+    assert "cannot rollback" not in caplog.text
+    assert f"the disk holding {store / 'reins.db'} is full; free space and run the command" in (
+        caplog.text
+    )
+    reopened = SQLiteLog(store)  # room again: the index catches up from the journal
+    [info] = await reopened.runs()
+    assert (info.run_id, info.stop_reason) == (result.run_id, StopReason.END_TURN)
     await reopened.close()

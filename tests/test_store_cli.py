@@ -17,6 +17,7 @@ import pytest
 from reins import EVENT
 from reins._paths import project_store
 
+from .helpers import journal_events
 from .test_cli import HELLO, REINS, _env, reins, script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -260,9 +261,7 @@ run {" ".join(REINS)} resume last --max-steps 5
     [journal] = (out / "store-full" / "sessions").glob("*.jsonl")
     data = journal.read_bytes()
     assert data.endswith(b"\n")  # a clean event boundary
-    assert [EVENT.validate_json(line).seq for line in data.splitlines()] == list(
-        range(1, data.count(b"\n") + 1)
-    )
+    assert [event.seq for event in journal_events(data)] == list(range(1, data.count(b"\n") + 1))
     rc, stdout, stderr = result(2)
     assert rc == 0, stderr + stdout
     assert "done" in stdout

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ._errors import (
         ContextTooLarge,
         LogCorrupted,
+        LogUnverified,
         ModelConnectionError,
         ModelError,
         ModelHTTPError,
@@ -129,6 +130,7 @@ _LAZY: dict[str, str] = {
     "RunResult": "._run",
     "Cancel": "._cancel",
     "LogCorrupted": "._errors",
+    "LogUnverified": "._errors",
     "ModelConnectionError": "._errors",
     "ModelError": "._errors",
     "ModelHTTPError": "._errors",
@@ -284,6 +286,7 @@ __all__ = [
     "Guards",
     "Inject",
     "LogCorrupted",
+    "LogUnverified",
     "MaxSteps",
     "MaxTokensRecovery",
     "MemoryLog",

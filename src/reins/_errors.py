@@ -13,6 +13,7 @@ Every error reins raises derives from `ReinsError`, split by who must act::
     │   │   └── ModelTimeout          no first chunk, or a stalled stream
     │   └── StoreError       the event log cannot be read or written (disk full, read-only)
     │       ├── LogCorrupted a database or journal failed its checks (`reins doctor`)
+    │       ├── LogUnverified  a session not signed with the user's key: read, never continued
     │       └── SessionBusy  another run of the session is going on, here or elsewhere
     └── UsageError           developer misuse: bad configuration or input, fix and retry
         ├── UnknownModel     a model string no provider understands
@@ -90,6 +91,11 @@ class StoreError(RunError):
 
 class LogCorrupted(StoreError):
     """The database or a JSONL mirror failed an integrity check."""
+
+
+class LogUnverified(StoreError):
+    """A session's journal is not signed with the user's key (written before logs were
+    signed, or in another store, or by another user): it can be read, not continued."""
 
 
 class SessionBusy(StoreError):

@@ -10,7 +10,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
@@ -531,6 +531,18 @@ def _running(log: SQLiteLog, runs: list[RunInfo]) -> set[str]:
     }
 
 
+def _say_unverified(log: SQLiteLog, session_ids: Iterable[str]) -> None:
+    """Of each session whose journal is not signed with the user's key: it is read, and
+    never continued (what it allowed would not be the user's)."""
+    for session_id in dict.fromkeys(session_ids):
+        why = log.unverified(session_id)
+        if why is not None:
+            err.print(
+                f"[yellow]unverified:[/] session {session_id}: {escape(why)}; it is read, "
+                "never continued"
+            )
+
+
 def _unfinished(state: RunState, running: bool) -> str:
     """What is said of a run with no end in its log: still going on, or its process died."""
     if running:
@@ -561,6 +573,7 @@ def sessions(ctx: typer.Context, store: StoreOpt = None) -> None:
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         runs = await log.runs()
         render_runs(out, runs, running=_running(log, runs))
+        _say_unverified(log, (run.session_id for run in runs))
         return StopReason.END_TURN
 
     _execute(store, go, create=False)
@@ -664,6 +677,7 @@ def show(
         runs = await log.runs()
         info = find_run(runs, run_id)
         state = RunState.fold(await log.events(info.run_id))
+        _say_unverified(log, [info.session_id])
         messages = state.transcript(whole=not view)
         if json_lines:
             from .._messages import MESSAGES
@@ -743,6 +757,7 @@ def replay(
         info = find_run(runs, run_id)
         events = await log.events(info.run_id)
         state = RunState.fold(events)  # checks the log before anything is shown
+        _say_unverified(log, [info.session_id])
         show_event = _printer(json_lines)
         for event in events:
             show_event(event)

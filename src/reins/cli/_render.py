@@ -558,6 +558,12 @@ def render_findings(out: Console, findings: list[Finding], *, repairing: bool) -
         if f.busy:
             out.print("  being written by another process: left alone; run doctor when it ends")
             continue
+        if f.unverified:
+            out.print(
+                "  left as it is: it is read (show, replay), never continued; "
+                "`reins sessions rm` removes it"
+            )
+            continue
         kept = f"lines 1-{f.kept_lines}" if f.kept_lines else "nothing"
         verb = "kept" if f.repaired else "would keep"
         out.print(f"  {verb}: {kept} ({f.kept_bytes} bytes)")

@@ -3,6 +3,7 @@
 An append is one `write` of whole lines, flushed to the OS at each commit: from then on it
 survives any crash of the process (with `durable`, an fsync makes it survive power loss too).
 A writer holds an exclusive `flock` on the file, so a session is driven by one process at a time.
+Each line ends in a MAC chained on from the line before (`_chain`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .._errors import SessionBusy
+from .._errors import SessionBusy, StoreError
+from ._chain import TAIL, Chain, mac_before
 
 log = logging.getLogger("reins.store")
 
@@ -43,9 +45,28 @@ class Journals:
     def path(self, session_id: str) -> Path:
         return self.directory / f"{session_id}.jsonl"
 
-    def append(self, session_id: str, data: bytes) -> int:
-        """Write whole lines and hand them to the OS; returns the file's new size. If the
-        write fails (a full disk), what it wrote is cut off again: the journal ends on a line."""
+    def head(self, session_id: str, chain: Chain) -> bytes:
+        """The MAC the session's next line chains on from (see `_chain`), its journal opened
+        for writing if it is not yet: the session's genesis for a new journal, else the MAC
+        its last line ends with."""
+        out = self._open.get(session_id) or self._claim(session_id)
+        if out.head is None:
+            if out.size == 0:
+                out.head = chain.genesis(session_id)
+            else:
+                start = max(0, out.size - TAIL - 1)
+                out.head = mac_before(os.pread(out.fd, out.size - start, start))
+                if out.head is None:
+                    raise StoreError(
+                        f"session {session_id}'s journal does not end in a signed event, so "
+                        "nothing more is written to it: `reins doctor` checks it"
+                    )
+        return out.head
+
+    def append(self, session_id: str, data: bytes, head: bytes) -> int:
+        """Write whole lines and hand them to the OS; returns the file's new size. `head` is
+        the MAC of the last of them (see `head`). If the write fails (a full disk), what it
+        wrote is cut off again: the journal ends on a line."""
         out = self._open.get(session_id) or self._claim(session_id)
         try:
             written = os.write(out.fd, data)
@@ -59,6 +80,7 @@ class Journals:
                 os.ftruncate(out.fd, out.size)
             raise
         out.size += len(data)
+        out.head = head
         return out.size
 
     def claim(self, session_id: str) -> None:
@@ -72,7 +94,7 @@ class Journals:
             self._made = True
         # A raw descriptor: one syscall per commit, no buffer to flush.
         path = os.path.join(self.directory, f"{session_id}.jsonl")  # not `path()`: pathlib is slow
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)  # read: its head
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -147,13 +169,15 @@ class Journals:
 
 
 class _Writer:
-    """A journal this process holds: its locked descriptor and its size."""
+    """A journal this process holds: its locked descriptor, its size and the MAC of its last
+    line (None until asked for)."""
 
-    __slots__ = ("fd", "size")
+    __slots__ = ("fd", "head", "size")
 
     def __init__(self, fd: int, size: int) -> None:
         self.fd = fd
         self.size = size
+        self.head: bytes | None = None
 
 
 def _fsync_directory(directory: Path) -> None:

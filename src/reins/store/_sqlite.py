@@ -7,21 +7,30 @@ events. It is filled from what this process wrote at most `INDEX_EVERY` seconds 
 the journals themselves when it lags (after a crash, or for another process's runs). Delete it
 and it is rebuilt.
 
-A journal that fails its checks (a line that is not an event, a file cut shorter than the index
-says) takes down its own session only: what precedes the damage is indexed, the session is set
-aside (reading it says where the damage is and to run `reins doctor`), and every other session
-goes on. The checks run when journals are caught up, never on the append path.
+Each journal line carries a MAC chained on from the line before, under the user's key (`_chain`):
+a line changed, added, removed or moved by anyone without the key breaks the chain there. The
+index keeps each session's head (its size and last MAC). Reading a run checks the MACs of its
+lines; `claim` (a new turn, a resume) checks the whole session, and refuses one not signed with
+the user's key (`LogUnverified`): what it allowed "always" would not be the user's.
+
+A journal that fails its checks (a line that is not an event or whose MAC does not match, a
+file cut shorter than the index says) takes down its own session only: what precedes the damage
+is indexed, the session is set aside (reading it says where the damage is and to run `reins
+doctor`), and every other session goes on. The checks run when journals are caught up and
+read, never on the append path.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import hmac
 import logging
 import os
 import shutil
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -30,10 +39,30 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .._errors import LogCorrupted, RunNotFound, SessionBusy, StoreError
+from .._errors import (
+    LogCorrupted,
+    LogUnverified,
+    RunNotFound,
+    SessionBusy,
+    StoreError,
+    UsageError,
+)
 from .._events import EVENT, Event, RunFinished, RunResumed, RunStarted
+from .._paths import log_key_path
 from .._stop import StopReason
 from .._unicode import NOTE, escape_model
+from ._chain import (
+    SIGNED,
+    TAIL,
+    UNSIGNED,
+    Chain,
+    create_key,
+    load_key,
+    mac_before,
+    mismatch,
+    opened,
+    trust_of,
+)
 from ._journal import Journals
 from ._log import RunInfo, index_update
 
@@ -60,13 +89,22 @@ CREATE TABLE spans (
 ) WITHOUT ROWID;
 CREATE TABLE journals (
     session_id TEXT PRIMARY KEY,
-    indexed_bytes INTEGER NOT NULL
+    indexed_bytes INTEGER NOT NULL,
+    head BLOB,
+    trust TEXT NOT NULL
+);
+CREATE TABLE meta (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 );
 """
 """`spans`: the bytes [start_byte, end_byte) of the session's journal are the run's events
 first_seq..last_seq, one per line. Spans written by two processes may overlap; readers skip
-the events they already have."""
-SCHEMA_VERSION = 3
+the events they already have. `journals`: how far each journal is indexed, the MAC of the line
+ending there (`head`), and whether the journal is signed with the user's key (`trust`: signed,
+unsigned or foreign). `meta`: the id of the key the index was built under (another key: the
+index is built again, since what was signed changes)."""
+SCHEMA_VERSION = 4
 RUN_INDEX_TYPES = frozenset({RunStarted, RunResumed, RunFinished})
 """The events that change a run's line in the index (told apart by their exact type)."""
 INDEX_EVERY = 0.05
@@ -78,10 +116,14 @@ SAVE_SPAN = (
     "SET last_seq = max(last_seq, excluded.last_seq), end_byte = max(end_byte, excluded.end_byte)"
 )
 SAVE_RUN = "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)"
-SAVE_JOURNAL = (
-    "INSERT INTO journals VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE "
-    "SET indexed_bytes = max(indexed_bytes, excluded.indexed_bytes)"
+SAVE_JOURNAL = (  # the head and trust go with the furthest reach (SET reads the old row)
+    "INSERT INTO journals VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+    "head = iif(excluded.indexed_bytes > indexed_bytes, excluded.head, head), "
+    "trust = iif(excluded.indexed_bytes > indexed_bytes, excluded.trust, trust), "
+    "indexed_bytes = max(indexed_bytes, excluded.indexed_bytes)"
 )
+Reach = tuple[int, bytes | None, str]
+"""How far a journal is indexed: its bytes, the MAC of the line ending there, its trust."""
 
 
 @dataclass(frozen=True)
@@ -124,11 +166,18 @@ class Span:
 class SQLiteLog:
     """Event log under `directory`: `sessions/<id>.jsonl` journals and `reins.db`, their index."""
 
-    def __init__(self, directory: str | Path, *, durable: bool = False) -> None:
-        """`durable=True` fsyncs every commit (survives power loss, not only a crash).
+    def __init__(
+        self, directory: str | Path, *, durable: bool = False, key: bytes | None = None
+    ) -> None:
+        """`durable=True` fsyncs every commit (survives power loss, not only a crash). `key`
+        signs the journals (see `_chain`); by default the user's, at `reins._paths.
+        log_key_path()`, made by the first write.
 
         On a read-only folder the log can be read, not written: the index is built in memory
         from the journals, and an append says the store is read-only."""
+        if key is not None and (not isinstance(key, bytes) or len(key) < 16):
+            raise UsageError("key: give at least 16 random bytes (the default: the user's key)")
+        self._chain: Chain | None = Chain(key) if key is not None else load_key(log_key_path())
         self.directory = Path(directory)
         self.path = self.directory / "reins.db"
         try:
@@ -176,7 +225,7 @@ class SQLiteLog:
         """The last span of each run going on here, extended while its events follow on."""
         self._unindexed: dict[tuple[str, int], Span] = {}
         self._run_events: list[Event] = []
-        self._journal_sizes: dict[str, int] = {}
+        self._journal_sizes: dict[str, Reach] = {}
         self._live: dict[str, set[str]] = {}
         """Runs going on in this process, by session: a journal is kept open while it has one."""
         self._claimed: set[str] = set()
@@ -188,27 +237,66 @@ class SQLiteLog:
 
     def _setup(self) -> None:
         db = self._db
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise sqlite3.DatabaseError(f"schema version {version} is newer than this reins")
         if self.read_only:
             db.executescript(SCHEMA)
             return
+        db.execute("PRAGMA busy_timeout=5000")  # first: the next ones wait for other openers
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise sqlite3.DatabaseError(f"schema version {version} is newer than this reins")
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA busy_timeout=5000")
-        if version < SCHEMA_VERSION:  # an index: dropped, and rebuilt from the journals
-            tables = [
-                name
-                for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-                if not name.startswith("sqlite_")
-            ]
-            db.executescript(
-                "BEGIN;"
-                + "".join(f'DROP TABLE "{name}";' for name in tables)
-                + SCHEMA
-                + f"PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
-            )
+        if version == SCHEMA_VERSION and self._key_noted() == self._key_id():
+            return
+        # Made or changed by one process at a time: many started at once on a new store
+        # each find the schema missing, and all but the first find it made once they hold
+        # the lock.
+        with _transaction(db):
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version < SCHEMA_VERSION:  # an index: dropped, and rebuilt from the journals
+                for (name,) in db.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'"
+                ).fetchall():
+                    if not name.startswith("sqlite_"):
+                        db.execute(f'DROP TABLE "{name}"')
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            if self._key_noted() != self._key_id():  # what verifies changed: index again
+                for table in ("runs", "spans", "journals"):
+                    db.execute(f"DELETE FROM {table}")
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('key', ?)", (self._key_id(),))
+
+    def _key_noted(self) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE name = 'key'").fetchone()
+        return None if row is None else str(row[0])
+
+    def _key_id(self) -> str:
+        return self._chain.key_id if self._chain is not None else ""
+
+    def _verifier(self) -> Chain | None:
+        """The key that checks the journals: the user's, once there is one (another process
+        may make it while this one reads)."""
+        if self._chain is None:
+            self._adopt(load_key(log_key_path()))
+        return self._chain
+
+    def _signer(self) -> Chain:
+        """The key that signs what is written: the user's, made by the first write."""
+        chain = self._verifier()
+        if chain is None:
+            chain = create_key(log_key_path())
+            self._adopt(chain)
+        return chain
+
+    def _adopt(self, chain: Chain | None) -> None:
+        """Use the user's key, new since the log was opened (none was): nothing indexed was
+        signed with it, so the index stands; it notes the key."""
+        self._chain = chain
+        if chain is not None and not self.read_only:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('key', ?)", (chain.key_id,))
 
     async def append(self, event: Event, *, commit: bool = True) -> None:
         run_id, seq = event.run_id, event.seq
@@ -249,18 +337,22 @@ class SQLiteLog:
         for session_id, batch in batches.items():
             events = batch.events
             try:
+                chain = self._signer()
                 try:
-                    lines = [e.__pydantic_serializer__.to_json(e) for e in events]
+                    bodies = [e.__pydantic_serializer__.to_json(e) for e in events]
                 except PydanticSerializationError:  # text JSON cannot hold: the rare path
                     events = batch.events = [_escaped(e) for e in events]
-                    lines = [e.__pydantic_serializer__.to_json(e) for e in events]
+                    bodies = [e.__pydantic_serializer__.to_json(e) for e in events]
+                lines, head = chain.seal(self.journals.head(session_id, chain), bodies)
                 data = b"\n".join(lines) + b"\n"
-                end = self.journals.append(session_id, data)
-            except (OSError, ValueError, RecursionError) as exc:  # none of it is in the journal
-                for event in reversed(events):
+                end = self.journals.append(session_id, data, head)
+            except (OSError, ValueError, RecursionError, StoreError) as exc:
+                for event in reversed(events):  # none of it is in the journal
                     self._next_seq[event.run_id] = event.seq
+                if isinstance(exc, StoreError):
+                    raise
                 raise self._write_error(exc, _culprit(events, exc)) from None
-            self._journal_sizes[session_id] = end
+            self._journal_sizes[session_id] = (end, head, SIGNED)
             self._locate(session_id, batch, lines, end - len(data), end)
         if time.monotonic() - self._indexed_at >= INDEX_EVERY:
             try:
@@ -341,7 +433,12 @@ class SQLiteLog:
         """Reserve the session for a new turn (or for resuming its run `run_id`) before its
         history is read, so that two turns never fork it: another run of the session going on,
         in this process or another, raises SessionBusy. The reservation passes to the run
-        its first event starts, and ends with that run or with `release`."""
+        its first event starts, and ends with that run or with `release`.
+
+        The session goes on only if its whole journal verifies under the user's key (and ends
+        where the index says): else `LogCorrupted` names the first event that does not match,
+        or `LogUnverified` says it is not signed by the user (what it allowed "always" must
+        never widen what a run of the user's may do)."""
         others = self._live.get(session_id, set()) - {run_id}
         if session_id in self._claimed or others:
             raise SessionBusy(
@@ -349,11 +446,70 @@ class SQLiteLog:
                 + (f" ({min(others)})" if others else "")
                 + "; a session takes one turn at a time: wait for it, or start a new session"
             )
+        if session_id not in self._live:  # else this process wrote it all: it is checked
+            self._refresh()  # a torn last line set aside, before the lock keeps it
+            if (noted := self._damaged.get(session_id)) is not None:
+                raise noted[1].error()
         try:
             self.journals.claim(session_id)
         except OSError as exc:  # a read-only store: said as an append says it
             raise self._unwritable(exc) from None
+        if session_id not in self._live:
+            try:
+                self._verify(session_id)
+            except StoreError:
+                self.journals.release(session_id)
+                raise
         self._claimed.add(session_id)
+
+    def _verify(self, session_id: str) -> None:
+        """Check the session's whole journal against the chain and the index's head (the
+        journal is locked: nobody of ours writes it meanwhile)."""
+        path = self.journals.path(session_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return  # a new session: nothing to check
+        except OSError as exc:
+            raise LogCorrupted(f"{path} cannot be read: {exc}") from None
+        lines = data.split(b"\n")[:-1]  # whole lines (a torn one was set aside)
+        trust, damage = self._walk(session_id, lines)
+        if trust != SIGNED:
+            raise LogUnverified(_not_ours(session_id, trust, lines))
+        if damage is not None:
+            self._damaged[session_id] = (len(data), damage)
+            raise damage.error()
+
+    def _walk(self, session_id: str, lines: list[bytes]) -> tuple[str, Damage | None]:
+        """What a session's journal (its whole `lines`) is, and in a signed one the first line
+        whose MAC does not match, or where it departs from the index (cut short, replaced)."""
+        chain = self._verifier()
+        trust = trust_of(chain, session_id, lines)
+        if trust != SIGNED or chain is None:
+            return trust, None
+        path = self.journals.path(session_id)
+        indexed, noted = self.head(session_id)
+        head = chain.genesis(session_id)
+        at, at_indexed = 0, head if indexed == 0 else None
+        for number, line in enumerate(lines):
+            body, mac = opened(line)
+            if mac is None or not chain.check(head, body, mac):
+                return trust, _broken(session_id, path, at, number + 1, body)
+            head, at = mac, at + len(line) + 1
+            if at == indexed:
+                at_indexed = head
+        if at < indexed:
+            return trust, _shorter(session_id, path, at, indexed)
+        if noted is not None and (at_indexed is None or not hmac.compare_digest(at_indexed, noted)):
+            return trust, Damage(
+                session_id,
+                path,
+                indexed,
+                None,
+                f"is not the journal the index holds (no line of it ends at byte {indexed} "
+                "with the MAC the index holds): it was replaced after it was written",
+            )
+        return trust, None
 
     def release(self, session_id: str, run_id: str | None = None) -> None:
         """Give up a reservation whose run did not start; with `run_id`, the run stopped here
@@ -385,27 +541,28 @@ class SQLiteLog:
         self._indexed_at = time.monotonic()
 
     def _write_index(
-        self, spans: list[tuple[Any, ...]], run_events: list[Event], sizes: dict[str, int]
+        self, spans: list[tuple[Any, ...]], run_events: list[Event], reach: dict[str, Reach]
     ) -> None:
         db = self._db
         try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.executemany(SAVE_SPAN, spans)
-                db.executemany(SAVE_RUN, self._run_rows(run_events))
-                db.executemany(SAVE_JOURNAL, list(sizes.items()))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                self._runs.clear()
-                raise
+            with _transaction(db):
+                try:
+                    db.executemany(SAVE_SPAN, spans)
+                    db.executemany(SAVE_RUN, self._run_rows(run_events))
+                    db.executemany(SAVE_JOURNAL, [(s, *r) for s, r in reach.items()])
+                except BaseException:
+                    self._runs.clear()
+                    raise
         except sqlite3.Error as exc:
-            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
-                raise StoreError(
-                    f"the disk holding {self.path} is full; free space and run the command "
-                    "again (the journals are whole: the index catches up from them)"
-                ) from None
-            raise StoreError(f"cannot write the index {self.path}: {exc}") from None
+            raise self._index_error(exc) from None
+
+    def _index_error(self, exc: sqlite3.Error) -> StoreError:
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            return StoreError(
+                f"the disk holding {self.path} is full; free space and run the command "
+                "again (the journals are whole: the index catches up from them)"
+            )
+        return StoreError(f"cannot write the index {self.path}: {exc}")
 
     def _run_rows(self, run_events: list[Event]) -> list[tuple[Any, ...]]:
         """One row for each run these events change: how it stands after the last of them."""
@@ -431,7 +588,10 @@ class SQLiteLog:
         """Index journal lines the database lacks: left by a crash, or by another process.
         A damaged journal sets its session aside (once per damage, with a warning); it never
         stops the others."""
-        known = dict(self._query("SELECT session_id, indexed_bytes FROM journals"))
+        known: dict[str, Reach] = {
+            row[0]: (int(row[1]), row[2], str(row[3]))
+            for row in self._query("SELECT session_id, indexed_bytes, head, trust FROM journals")
+        }
         directory = self.journals.directory
         for path in sorted(directory.glob("*.jsonl")) if directory.is_dir() else []:
             session_id = path.stem
@@ -442,22 +602,24 @@ class SQLiteLog:
             noted = self._damaged.get(session_id)
             if noted is not None and noted[0] == size:
                 continue  # unchanged since the damage was found: nothing new to read
-            indexed = int(known.get(session_id, 0))
+            reach = known.get(session_id, (0, None, SIGNED))
+            indexed = reach[0]
             damage: Damage | None = None
             if size < indexed:
-                damage = Damage(
-                    session_id,
-                    path,
-                    size,
-                    None,
-                    f"is shorter ({size} bytes) than the index says it was ({indexed}); it was "
-                    "truncated or replaced after it was written",
-                )
+                damage = _shorter(session_id, path, size, indexed)
             elif size > indexed:
                 try:
-                    damage = self._ingest(path, session_id, indexed)
+                    damage = self._ingest(path, session_id, reach)
                 except OSError as exc:
                     damage = Damage(session_id, path, indexed, None, f"cannot be read: {exc}")
+            if damage is not None and indexed > 0:
+                # A line changed or taken out before the end of the index: the chain from the
+                # journal's start says where (the error path only: it reads the whole file).
+                with contextlib.suppress(OSError):
+                    lines = path.read_bytes().split(b"\n")[:-1]
+                    walked = self._walk(session_id, lines)[1]
+                    if walked is not None and walked.offset < damage.offset:
+                        damage = walked
             if damage is not None:
                 if noted is None or noted[1] != damage:
                     log.warning("%s", damage.error())
@@ -465,17 +627,33 @@ class SQLiteLog:
             elif noted is not None:
                 del self._damaged[session_id]
 
-    def _ingest(self, path: Path, session_id: str, offset: int) -> Damage | None:
-        """Index the whole lines after `offset`, up to the first that is not an event."""
+    def _ingest(self, path: Path, session_id: str, reach: Reach) -> Damage | None:
+        """Index the whole lines after `reach` (where the index ends), up to the first that is
+        not an event or, in a journal signed with the user's key, whose MAC does not match."""
+        offset, head, trust = reach
         tail = self.journals.read_from(session_id, offset)
+        chain = self._verifier()
+        if offset == 0:  # what the journal is, its first line says
+            trust = trust_of(chain, session_id, tail.lines)
+            head = chain.genesis(session_id) if chain is not None else None
+        elif trust == SIGNED and head is None:
+            head = mac_before(self.journals.read(session_id, max(0, offset - TAIL - 1), offset))
+        check = chain if trust == SIGNED else None
         spans: dict[tuple[str, int], Span] = {}
         tails: dict[str, Span] = {}
         run_events: list[Event] = []
         start = offset
         damage: Damage | None = None
         for number, line in enumerate(tail.lines):
+            body, mac = opened(line)
+            if check is not None:
+                if head is None or mac is None or not check.check(head, body, mac):
+                    number = _line_number(path, offset, number)
+                    damage = _broken(session_id, path, start, number, body)
+                    break
+                head = mac
             try:
-                event = _parse_line(path, line, offset, number)
+                event = _parse_line(path, body, offset, number)
             except BadLine as exc:
                 damage = Damage(session_id, path, start, exc.line, exc.problem)
                 break
@@ -485,13 +663,37 @@ class SQLiteLog:
                 run_events.append(event)
             start = end
         done = start if damage is not None else tail.end
-        self._write_index([s.row() for s in spans.values()], run_events, {session_id: done})
+        reached = {session_id: (done, head if check is not None else None, trust)}
+        self._write_index([s.row() for s in spans.values()], run_events, reached)
         return damage
 
     def damage(self) -> list[Damage]:
         """The sessions set aside, as of the last catch-up."""
         self._refresh()
         return [damage for _, damage in self._damaged.values()]
+
+    def unverified(self, session_id: str) -> str | None:
+        """Why the session's journal is not known to be the user's, as of the index (None: it
+        is signed with the user's key; reading it checks each MAC); such a session is read,
+        never continued."""
+        row = self._query("SELECT trust FROM journals WHERE session_id = ?", session_id)
+        if not row or row[0][0] == SIGNED:
+            return None
+        if row[0][0] == UNSIGNED:
+            return "its journal is not signed (from a reins before signed logs, or another program)"
+        return "its journal is not signed with your key (from another store or another user)"
+
+    def verifier(self) -> Chain | None:
+        """The key that checks the journals (None: the user has none yet)."""
+        return self._verifier()
+
+    def head(self, session_id: str) -> tuple[int, bytes | None]:
+        """How far the index holds the session's journal, and the MAC of the line ending
+        there (None: not signed, or nothing indexed)."""
+        row = self._query(
+            "SELECT indexed_bytes, head FROM journals WHERE session_id = ?", session_id
+        )
+        return (int(row[0][0]), row[0][1]) if row else (0, None)
 
     def indexed_sessions(self) -> set[str]:
         """The sessions the index holds runs of."""
@@ -503,17 +705,15 @@ class SQLiteLog:
         self._index()
         db = self._db
         try:
-            db.execute("BEGIN IMMEDIATE")
-            for table in ("spans", "runs", "journals"):
-                db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
-            db.execute("COMMIT")
+            with _transaction(db):
+                for table in ("spans", "runs", "journals"):
+                    db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         except sqlite3.Error as exc:
-            db.execute("ROLLBACK")
-            raise StoreError(f"cannot write the index {self.path}: {exc}") from None
+            raise self._index_error(exc) from None
         self._runs.clear()
         self._damaged.pop(session_id, None)
         path = self.journals.path(session_id)
-        damage = self._ingest(path, session_id, 0) if path.exists() else None
+        damage = self._ingest(path, session_id, (0, None, SIGNED)) if path.exists() else None
         if damage is not None:
             self._damaged[session_id] = (path.stat().st_size, damage)
         return damage
@@ -527,13 +727,25 @@ class SQLiteLog:
         )
         if not spans:
             raise RunNotFound(f"no run {run_id!r} in {self.directory}")
-        if (noted := self._damaged.get(spans[0][2])) is not None:
+        session_id = spans[0][2]
+        if (noted := self._damaged.get(session_id)) is not None:
             raise noted[1].error()
+        chain = self._verifier()
+        signed = self._query(
+            "SELECT 1 FROM journals WHERE session_id = ? AND trust = ?", session_id, SIGNED
+        )
+        check = chain if signed else None
         events: list[Event] = []
-        for first, last, session_id, start, end in spans:
-            if events and last <= events[-1].seq:
-                continue  # indexed twice (two processes caught up on one journal)
-            events.extend(self._read_span(run_id, first, last, session_id, start, end, events))
+        try:
+            for first, last, _, start, end in spans:
+                if events and last <= events[-1].seq:
+                    continue  # indexed twice (two processes caught up on one journal)
+                span = (run_id, first, last, session_id, start, end)
+                events.extend(self._read_span(*span, events, check))
+        except LogCorrupted:
+            if check is not None:
+                self._verify(session_id)  # names the first line that does not match
+            raise
         return events
 
     def _read_span(
@@ -545,21 +757,34 @@ class SQLiteLog:
         start: int,
         end: int,
         before: list[Event],
+        check: Chain | None,
     ) -> list[Event]:
+        """The run's events `first`..`last`, on the bytes [start, end) of the journal; with
+        `check`, each line's MAC is checked (the first's against the line before it)."""
         path = self.journals.path(session_id)
+        ahead = 0 if check is None else min(start, TAIL + 1)  # the MAC ending the line before
         try:
-            data = self.journals.read(session_id, start, end)
+            data = self.journals.read(session_id, start - ahead, end)
         except OSError as exc:
             raise LogCorrupted(
                 f"run {run_id}: its journal cannot be read ({exc}); `reins doctor` checks the log"
             ) from None
+        head: bytes | None = None
+        if check is not None:
+            head = check.genesis(session_id) if start == 0 else mac_before(data[:ahead])
+            data = data[ahead:]
         lines = data.split(b"\n")
         if len(data) != end - start or lines.pop() != b"" or len(lines) != last - first + 1:
             raise _moved(path, run_id, first, last)
         seen = before[-1].seq if before else 0
         events: list[Event] = []
         for number, line in enumerate(lines):
-            event = _parse_line(path, line, start, number)
+            body, mac = opened(line)
+            if check is not None:
+                if head is None or mac is None or not check.check(head, body, mac):
+                    raise _moved(path, run_id, first, last)  # `events` says which line
+                head = mac
+            event = _parse_line(path, body, start, number)
             if event.run_id != run_id or event.seq != first + number:
                 raise _moved(path, run_id, first, last)
             if event.seq > seen:
@@ -609,15 +834,12 @@ class SQLiteLog:
 
     def _forget(self, session_id: str, runs: list[str]) -> None:
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
         try:
-            db.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))
-            db.execute("DELETE FROM spans WHERE session_id = ?", (session_id,))
-            db.execute("DELETE FROM journals WHERE session_id = ?", (session_id,))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+            with _transaction(db):
+                for table in ("runs", "spans", "journals"):
+                    db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+        except sqlite3.Error as exc:
+            raise self._index_error(exc) from None
         for run_id in runs:
             self._runs.pop(run_id, None)
             self._next_seq.pop(run_id, None)
@@ -698,13 +920,74 @@ class BadLine(LogCorrupted):
 
 
 def _parse_line(path: Path, line: bytes, offset: int, index: int) -> Event:
-    """The event on a journal line: the `index`-th line after byte `offset`."""
+    """The event on a journal line (its MAC taken off): the `index`-th line after `offset`."""
     try:
         return EVENT.validate_json(line)
     except ValidationError as exc:
-        with path.open("rb") as f:
-            number = f.read(offset).count(b"\n") + index + 1
+        number = _line_number(path, offset, index)
         raise BadLine(path, number, f"is not a reins event: {exc.errors()[0]['msg']}") from None
+
+
+def _line_number(path: Path, offset: int, index: int) -> int:
+    """The number (1-based) of the `index`-th line after byte `offset` (on the error path)."""
+    with path.open("rb") as f:
+        return f.read(offset).count(b"\n") + index + 1
+
+
+def _broken(session_id: str, path: Path, start: int, line: int, body: bytes) -> Damage:
+    """A line (at byte `start`) whose MAC does not match: which event it holds, if any."""
+    try:
+        event = EVENT.validate_json(body)
+    except ValidationError as exc:
+        problem = f"is not a reins event: {exc.errors()[0]['msg']}"
+        return Damage(session_id, path, start, line, problem)
+    return Damage(session_id, path, start, line, mismatch(event.run_id, event.seq))
+
+
+def _shorter(session_id: str, path: Path, size: int, indexed: int) -> Damage:
+    return Damage(
+        session_id,
+        path,
+        size,
+        None,
+        f"is shorter ({size} bytes) than the index says it was ({indexed}); it was "
+        "truncated or replaced after it was written",
+    )
+
+
+def _not_ours(session_id: str, trust: str, lines: list[bytes]) -> str:
+    """Why a session not signed with the user's key is not continued, and what to do."""
+    try:
+        first = EVENT.validate_json(opened(lines[0])[0]) if lines else None
+    except ValidationError:
+        first = None
+    where = f" (line 1: run {first.run_id}, event seq {first.seq})" if first else ""
+    why = (
+        "its journal is not signed (written by a reins from before logs were signed, or by "
+        "another program)"
+        if trust == UNSIGNED
+        else "its journal is not signed with your key (it came from another store or another "
+        "user, or its start was changed)"
+    )
+    return (
+        f"session {session_id} cannot go on: {why}{where}, so what it allowed cannot be "
+        "shown to be yours; `reins show` still reads it: start a new session instead"
+    )
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on an error unless SQLite has already done so
+    (a full disk can roll it back: a ROLLBACK then fails, and would hide the cause)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+        raise
 
 
 def _escaped(event: Event) -> Event:
