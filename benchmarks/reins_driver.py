@@ -42,7 +42,7 @@ async def measure(runs: int, store: str, read_only: bool = False) -> list[float]
     from reins.testing import ScriptedModel
 
     noop, script = workload(read_only)
-    log = SQLiteLog(store)
+    log = SQLiteLog(os.path.join(store, "log"))  # in the workspace, not holding it
     model = ScriptedModel(script, usage=Usage(input_tokens=1, output_tokens=1, requests=1))
     agent = Agent(model=model, tools=[noop], workspace=store, log=log)
     samples: list[float] = []

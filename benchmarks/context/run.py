@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -63,7 +64,7 @@ def reins_run(rounds: int, window: int, compaction: bool) -> dict[str, Any]:
     context = ContextSettings(window=window if compaction else 10**12, compaction=compaction)
 
     async def go(folder: str) -> dict[str, Any]:
-        log = SQLiteLog(folder)
+        log = SQLiteLog(os.path.join(folder, "log"))  # in the workspace, not holding it
         # No provider count (input_tokens 0): reins estimates every request at chars/3, as
         # this table measures them; a real provider's count would replace the estimate.
         model = Counting(script, usage=Usage(input_tokens=0, output_tokens=1, requests=1))
