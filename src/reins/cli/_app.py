@@ -224,11 +224,16 @@ def main() -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-    try:
-        app()
-    except BrokenPipeError:  # the reader went away from what no command handles (--version)
-        _silence_stdout()
-        sys.exit(141)  # as a tool stopped by SIGPIPE exits, quietly
+    from .._threads import Watchdog
+
+    # This process is ours: a tool that holds the interpreter past its timeout ends it, and
+    # one still running when the command is done does not keep it alive.
+    with Watchdog():
+        try:
+            app()
+        except BrokenPipeError:  # the reader went away from what no command handles (--version)
+            _silence_stdout()
+            sys.exit(141)  # as a tool stopped by SIGPIPE exits, quietly
 
 
 @app.command()

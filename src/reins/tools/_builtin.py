@@ -11,12 +11,11 @@ from contextlib import contextmanager
 from dataclasses import replace
 from functools import lru_cache
 
-import pathspec
-
 from .._errors import ToolError, UsageError
 from ..sandbox import SandboxPolicy
 from ._fs import READ, Opened, Target, kind, replace_file
 from ._lines import Lines, is_binary
+from ._patterns import Regex, glob_spec
 from ._stop import Stop
 from ._stop import current as current_stop
 from ._tool import Tool, ToolContext, tool
@@ -273,7 +272,7 @@ def find_files(ctx: ToolContext, pattern: str, path: str = ".") -> str:
         pattern: Glob pattern, relative to `path`.
         path: Folder to search in, relative to the workspace root.
     """
-    spec = pathspec.GitIgnoreSpec.from_lines([pattern])
+    spec = glob_spec(pattern)
     with _folder(ctx, path) as folder:
         skip = len(folder.rel) + 1 if folder.rel else 0
         found = [
@@ -302,15 +301,13 @@ def grep(
     Files ignored by .gitignore and binary files are skipped.
 
     Args:
-        pattern: Python regular expression.
+        pattern: Regular expression, in RE2 syntax (as ripgrep's): no backreferences or
+            lookaround.
         path: File or folder to search, relative to the workspace root.
         glob: Only search files matching this glob, e.g. `*.py`.
         ignore_case: Match without regard to case.
     """
-    try:
-        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
-        raise ToolError(f"bad regular expression {pattern!r}: {exc}") from None
+    regex = Regex(pattern, ignore_case=ignore_case)
     stop = current_stop()
     search = _Search(regex, stop)
     target = ctx.workspace.open(path)
@@ -318,7 +315,7 @@ def grep(
         with _checked(target, path) as opened:
             search.file(opened)
         return search.report(pattern)
-    only = pathspec.GitIgnoreSpec.from_lines([glob]) if glob else None
+    only = glob_spec(glob) if glob else None
     try:
         for found in ctx.workspace.walk(target, stop):
             if only and not only.match_file(found.name):
@@ -340,7 +337,7 @@ def grep(
 class _Search:
     """grep's matches and notes, file after file."""
 
-    def __init__(self, regex: re.Pattern[str], stop: Stop) -> None:
+    def __init__(self, regex: Regex, stop: Stop) -> None:
         self.regex, self.stop = regex, stop
         self.matches: list[str] = []
         self.notes: list[str] = []
@@ -362,15 +359,16 @@ class _Search:
             budget=MAX_SCAN_BYTES,
             stop=self.stop,
         )
-        search, number = self.regex.search, 0
+        number = 0
         for batch, _ in lines:
-            for line in [t.rstrip("\r") for t in batch] if lines.cr else batch:
-                number += 1
-                if search(line):
-                    self.matches.append(f"{opened.rel}:{number}: {line[:300]}")
-                    if len(self.matches) == MAX_GREP_MATCHES:
-                        self.notes.append(f"stopped at {MAX_GREP_MATCHES} matches")
-                        return True
+            if lines.cr:
+                batch = [t.rstrip("\r") for t in batch]
+            for i in self.regex.matching(batch):
+                self.matches.append(f"{opened.rel}:{number + i + 1}: {batch[i][:300]}")
+                if len(self.matches) == MAX_GREP_MATCHES:
+                    self.notes.append(f"stopped at {MAX_GREP_MATCHES} matches")
+                    return True
+            number += len(batch)
         size = opened.st.st_size
         if lines.binary_at is not None:
             self.notes.append(f"{opened.rel}: binary from byte {lines.binary_at} on, not searched")

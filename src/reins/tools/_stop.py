@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from .._threads import in_thread
+
 T = TypeVar("T")
 
 
@@ -54,13 +56,15 @@ def current() -> Stop:
     return _CURRENT.get() or _NEVER
 
 
-async def run_stoppable(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """`fn` in a thread (which sees its Stop: to_thread copies the context), abandoned if the
+async def run_stoppable(
+    fn: Callable[..., T], /, *args: Any, limit: float | None, **kwargs: Any
+) -> T:
+    """`fn` in a thread (which sees its Stop: `in_thread` copies the context), abandoned if the
     awaiting task is cancelled."""
     stop = Stop()
     token = _CURRENT.set(stop)
     try:
-        return await asyncio.to_thread(fn, *args, **kwargs)
+        return await in_thread(fn, *args, limit=limit, **kwargs)
     except asyncio.CancelledError:
         stop.abandon()
         _GIVEN_UP.set(stop)  # for the executor's message, in this task's context

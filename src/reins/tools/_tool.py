@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 from collections.abc import Callable
@@ -25,7 +24,9 @@ from typing_extensions import TypeVar
 
 from .._errors import ToolError, UsageError
 from .._messages import ToolSpec
+from .._threads import in_thread
 from ..sandbox import SandboxPolicy
+from ._patterns import linear_schemas
 from ._stop import run_stoppable
 from ._workspace import Workspace
 
@@ -116,7 +117,9 @@ class Tool:
         from jsonschema.validators import validator_for
 
         kind = validator_for(self.schema, default=Draft202012Validator)
-        return kind(self.schema, format_checker=kind.FORMAT_CHECKER)
+        # A server's regexes (`pattern`) matched by RE2: Python's backtracking `re` could hang
+        # the event loop on one written to, against an argument that feeds it.
+        return linear_schemas(kind)(self.schema, format_checker=kind.FORMAT_CHECKER)
 
     def validate(self, arguments: dict[str, Any]) -> BaseModel:
         """The call's arguments checked against the tool's schema; a `ToolError` saying what
@@ -147,9 +150,9 @@ class Tool:
         if self._is_async:
             result = await self.fn(*positional, **kwargs)
         elif self.stoppable:
-            result = await run_stoppable(self.fn, *positional, **kwargs)
+            result = await run_stoppable(self.fn, *positional, limit=self.timeout, **kwargs)
         else:
-            result = await asyncio.to_thread(self.fn, *positional, **kwargs)
+            result = await in_thread(self.fn, *positional, limit=self.timeout, **kwargs)
         return result if isinstance(result, str) else to_json(result).decode()
 
 

@@ -13,6 +13,7 @@ import pathspec
 
 from .._errors import ToolError, WorkspaceError
 from ._fs import DIR, READ, Opened, Protected, Root, Target, locate_for_write, open_beneath
+from ._patterns import ignore_rules
 from ._places import CodePlaces, CodeWrite, approved, hidden_below, refuse_broad
 from ._stop import Stop
 
@@ -264,7 +265,7 @@ class Workspace:
         finally:
             os.close(opened.fd)
         lines = data.decode("utf-8", errors="replace").splitlines()
-        rules.append((rel, pathspec.GitIgnoreSpec.from_lines(lines)))
+        rules.append((rel, ignore_rules(lines)))  # RE2: a hostile glob cannot hang a walk
 
 
 @dataclass(frozen=True)
