@@ -66,6 +66,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._errors import UsageError
+from ._files import NotAFile, read_regular
 from .context import ContextSettings
 from .mcp._config import MCPServerConfig, servers_from_json, servers_from_table
 from .permissions import PermissionRules
@@ -599,10 +600,12 @@ def project_skills(folder: Path) -> list[Path]:
 def _recorded_trust(user: Path) -> list[Path]:
     path = user.parent / TRUSTED_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path).decode("utf-8"))
     except FileNotFoundError:
         return []
-    except (OSError, ValueError) as exc:
+    except OSError as exc:  # a FIFO, a folder: said so, never waited on
+        raise UsageError(f"cannot read {path}: {exc.strerror}; fix or delete it") from None
+    except ValueError as exc:
         raise UsageError(f"cannot read {path}: {exc}; fix or delete it") from None
     folders = data.get("trusted_projects") if isinstance(data, dict) else None
     if not isinstance(folders, list) or not all(isinstance(f, str) for f in folders):
@@ -626,7 +629,7 @@ def record_trust(folder: Path) -> Path:
 
 def _user_mcp_json(user: Path) -> dict[str, MCPServerConfig]:
     path = user.parent / MCP_JSON
-    return servers_from_json(path) if path.is_file() else {}
+    return servers_from_json(path) if path.exists() else {}  # not a file: an error says so
 
 
 def project_mcp_json(start: Path | None, project: Path | None) -> Path | None:
@@ -647,13 +650,16 @@ def _launch(server: MCPServerConfig) -> str:
 
 def _read(path: Path) -> dict[str, object]:
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        return tomllib.loads(read_regular(path).decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise UsageError(
             f"config file {path} is not UTF-8 text (byte {exc.start}); TOML files are UTF-8"
+        ) from None
+    except NotAFile as exc:
+        raise UsageError(
+            f"config file {path} is {exc.strerror}; remove it, or put a TOML file in its place"
         ) from None
     except OSError as exc:
         raise UsageError(f"cannot read the config file {path}: {exc.strerror}") from None

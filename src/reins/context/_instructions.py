@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._files import read_regular
 from .._messages import Message, ToolResultMessage
 
 INSTRUCTION_FILES = ("AGENTS.md",)
@@ -106,14 +107,13 @@ def discover(
     used = 0
     for found in filter(None, (_instruction_file(f, names) for f in chain)):
         shown = Path(os.path.relpath(found, root)).as_posix()
-        try:
-            with open(found, "rb") as file:
-                data = file.read()
-        except OSError as exc:
-            notes.append(f"instruction file {shown} could not be read: {exc.strerror}")
-            continue
         if used >= limit:
             notes.append(f"instruction file {shown} left out: the {limit}-byte cap was reached")
+            continue
+        try:  # no more than the cap: a file may be huge; and never a FIFO swapped in, waited on
+            data = read_regular(found, limit - used + 1)
+        except OSError as exc:
+            notes.append(f"instruction file {shown} could not be read: {exc.strerror}")
             continue
         if used + len(data) > limit:
             notes.append(f"instruction file {shown} cut to {limit - used} bytes (cap {limit})")
@@ -155,10 +155,10 @@ class FolderHints:
                     continue
                 self.attached.add(found)
                 try:
-                    text = found.read_text(encoding="utf-8", errors="replace")
+                    data = read_regular(found, MAX_INSTRUCTION_BYTES)
                 except OSError:
                     continue
-                text = text[:MAX_INSTRUCTION_BYTES]
+                text = data.decode("utf-8", errors="replace")
                 shown = found.relative_to(root).as_posix()
                 hint = HINT.format(folder=step.relative_to(root).as_posix(), file=shown)
                 notes.append(f"{hint}\n{text.strip()}")

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .._errors import UsageError
+from .._files import read_regular
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 
@@ -162,8 +163,8 @@ def servers_from_table(
 def servers_from_json(path: Path, *, project: bool = False) -> dict[str, MCPServerConfig]:
     """The servers of a JSON file in Claude Desktop's shape (`{"mcpServers": {...}}`)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
+        data = json.loads(read_regular(path).decode("utf-8"))
+    except OSError as exc:  # a FIFO, a device: said so, never waited on
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path} is not valid JSON: {exc}") from None

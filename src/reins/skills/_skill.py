@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._files import read_regular
+
 SKILL_FILE = "SKILL.md"
 PROJECT_FOLDERS = (".reins/skills", ".agents/skills")
 """Where a project keeps its skills, below its folder."""
@@ -33,7 +35,7 @@ class Skill:
 
     def body(self) -> str:
         """The instructions: SKILL.md after its front-matter."""
-        return _split(self.file.read_text(encoding="utf-8"))[1].strip()
+        return _split(read_regular(self.file).decode("utf-8"))[1].strip()
 
     def bundled(self) -> list[Path]:
         """The files beside SKILL.md (hidden ones left out), at most `MAX_FILES`."""
@@ -59,8 +61,10 @@ def read_skill(folder: Path) -> Skill:
 
     file = folder / SKILL_FILE
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_regular(file).decode("utf-8")
+    except OSError as exc:  # a FIFO, a device: said so, never waited on
+        raise SkillError(f"{file}: cannot be read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
         raise SkillError(f"{file}: cannot be read: {exc}") from None
     head, _ = _split(text)
     if head is None:
@@ -96,10 +100,11 @@ def discover(places: Iterable[Skill | str | Path]) -> tuple[list[Skill], list[st
             found: list[Skill | SkillError] = [place]
         else:
             root = Path(place).expanduser()
-            if (root / SKILL_FILE).is_file():
+            # exists, not is_file: a SKILL.md that is a FIFO or a folder is left out with a note
+            if (root / SKILL_FILE).exists():
                 folders = [root]
             elif root.is_dir():
-                folders = sorted(p for p in root.iterdir() if (p / SKILL_FILE).is_file())
+                folders = sorted(p for p in root.iterdir() if (p / SKILL_FILE).exists())
             else:
                 continue
             found = [_read_or_error(folder.resolve()) for folder in folders]

@@ -15,6 +15,7 @@ from .._errors import ToolError, UsageError
 from ..sandbox import SandboxPolicy
 from ._fs import READ, Opened, Target, kind, replace_file
 from ._lines import Lines, is_binary
+from ._names import as_listed
 from ._patterns import Regex, glob_spec
 from ._stop import Stop
 from ._stop import current as current_stop
@@ -151,8 +152,8 @@ def write_file(ctx: ToolContext, path: str, content: str, append: bool = False) 
     finally:
         os.close(target.dir_fd)
     if append:
-        return f"Appended {len(content.encode())} bytes to {target.rel}"
-    return f"Wrote {len(data)} bytes to {target.rel}"
+        return f"Appended {len(content.encode())} bytes to {as_listed(target.rel)}"
+    return f"Wrote {len(data)} bytes to {as_listed(target.rel)}"
 
 
 @_stoppable
@@ -237,7 +238,9 @@ def _whole_text(target: Target, path: str) -> str:
 @_stoppable
 @tool(read_only=True, path_args=("path",))
 def list_files(ctx: ToolContext, path: str = ".") -> str:
-    """List the entries of a folder (folders end with /).
+    """List the entries of a folder (folders end with /). A name holding a line break or
+    another control character is shown as a JSON string, quoted and escaped ("a\\nb.txt"):
+    pass it back so.
 
     Args:
         path: Folder path, relative to the workspace root.
@@ -245,7 +248,7 @@ def list_files(ctx: ToolContext, path: str = ".") -> str:
     try:
         with _folder(ctx, path) as folder, os.scandir(folder.fd) as it:
             entries = sorted(
-                e.name + ("/" if e.is_dir() else "")
+                as_listed(e.name) + ("/" if e.is_dir() else "")
                 for e in it
                 if e.name not in ALWAYS_IGNORED and not ctx.workspace.hidden_entry(folder, e)
             )
@@ -254,7 +257,8 @@ def list_files(ctx: ToolContext, path: str = ".") -> str:
             raise
         opened = ctx.workspace.open(path)
         os.close(opened.fd)
-        return f"{opened.rel} ({opened.st.st_size} bytes; a file: read_file shows its content)"
+        rel = as_listed(opened.rel)
+        return f"{rel} ({opened.st.st_size} bytes; a file: read_file shows its content)"
     if not entries:
         return f"{path} is empty"
     shown = entries[:MAX_LIST_ENTRIES]
@@ -266,7 +270,8 @@ def list_files(ctx: ToolContext, path: str = ".") -> str:
 @tool(read_only=True, path_args=("path",))
 def find_files(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     """Find files by glob pattern (gitignore style: `*.py` matches at any depth,
-    `src/**/test_*.py` below src). Ignored files are skipped.
+    `src/**/test_*.py` below src). Ignored files are skipped. Names are shown as list_files
+    shows them.
 
     Args:
         pattern: Glob pattern, relative to `path`.
@@ -276,7 +281,7 @@ def find_files(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     with _folder(ctx, path) as folder:
         skip = len(folder.rel) + 1 if folder.rel else 0
         found = [
-            f.rel
+            as_listed(f.rel)
             for f in ctx.workspace.walk(folder, current_stop())
             if spec.match_file(f.rel[skip:])
         ]
@@ -297,8 +302,8 @@ def grep(
     glob: str | None = None,
     ignore_case: bool = False,
 ) -> str:
-    """Search file contents with a regular expression; prints `file:line: text`.
-    Files ignored by .gitignore and binary files are skipped.
+    """Search file contents with a regular expression; prints `file:line: text` (the file's
+    name as list_files shows it). Files ignored by .gitignore and binary files are skipped.
 
     Args:
         pattern: Regular expression, in RE2 syntax (as ripgrep's): no backreferences or
@@ -359,21 +364,21 @@ class _Search:
             budget=MAX_SCAN_BYTES,
             stop=self.stop,
         )
-        number = 0
+        number, name = 0, as_listed(opened.rel)
         for batch, _ in lines:
             if lines.cr:
                 batch = [t.rstrip("\r") for t in batch]
             for i in self.regex.matching(batch):
-                self.matches.append(f"{opened.rel}:{number + i + 1}: {batch[i][:300]}")
+                self.matches.append(f"{name}:{number + i + 1}: {batch[i][:300]}")
                 if len(self.matches) == MAX_GREP_MATCHES:
                     self.notes.append(f"stopped at {MAX_GREP_MATCHES} matches")
                     return True
             number += len(batch)
         size = opened.st.st_size
         if lines.binary_at is not None:
-            self.notes.append(f"{opened.rel}: binary from byte {lines.binary_at} on, not searched")
+            self.notes.append(f"{name}: binary from byte {lines.binary_at} on, not searched")
         elif not lines.ended:
-            self.notes.append(f"{opened.rel}: searched the first {lines.read} of {size} bytes")
+            self.notes.append(f"{name}: searched the first {lines.read} of {size} bytes")
         return False
 
     def report(self, pattern: str) -> str:
