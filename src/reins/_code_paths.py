@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
+from ._files import read_regular
+
 
 @dataclass(frozen=True)
 class CodePlace:
@@ -104,8 +106,7 @@ def git_dir_of(dot_git: str) -> str | None:
     """The folder a `.git` file points to (`gitdir: PATH`, as worktrees and submodules have),
     absolute; None if `dot_git` is not such a file."""
     try:
-        with open(dot_git, "rb") as file:
-            head = file.read(4096)
+        head = read_regular(dot_git, 4096)  # a clone's FIFO must not hang every run
     except OSError:  # a folder, or gone
         return None
     text = head.decode("utf-8", errors="replace").strip()
@@ -115,16 +116,17 @@ def git_dir_of(dot_git: str) -> str | None:
     return os.path.normpath(os.path.join(os.path.dirname(dot_git), target)) if target else None
 
 
-_HOOKS_PATH = re.compile(r"^\s*hookspath\s*=\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
-_SECTION = re.compile(r"^\s*\[([^\]]*)\]", re.MULTILINE)
-
-
 def hooks_path(config_text: str) -> str | None:
-    """core.hooksPath as a git config file sets it (the last one wins); includes not read."""
-    found = None
-    sections = [(m.start(), m.group(1).strip().lower()) for m in _SECTION.finditer(config_text)]
-    for match in _HOOKS_PATH.finditer(config_text):
-        section = [name for at, name in sections if at < match.start()]
-        if section and section[-1] == "core":
-            found = match.group(1).strip('"') or None
+    """core.hooksPath as a git config file sets it (the last one wins); includes not read.
+    Line by line, in linear time: the file is the project's, and a regex whose `\\s*` spans
+    lines took quadratic time on a config of blank lines (a megabyte of them: hours)."""
+    found, section = None, ""
+    for line in config_text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            name, _, line = line[1:].partition("]")
+            section = name.strip().lower()
+        key, equals, value = line.partition("=")
+        if section == "core" and equals and key.strip().lower() == "hookspath":
+            found = value.strip().strip('"') or None
     return found

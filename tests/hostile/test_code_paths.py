@@ -5,7 +5,9 @@ folder (hooks, core.fsmonitor), reins's project folder, the editors' and hook ma
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from reins import (
     Workspace,
     tool,
 )
+from reins._code_paths import hooks_path
 from reins.sandbox import SandboxPolicy, run_process
 from reins.testing import ScriptedModel
 from reins.tools import BUILTIN_TOOLS, ToolExecutor
@@ -235,6 +238,37 @@ async def test_the_folder_core_hooks_path_names_is_a_hooks_folder(repo: Path) ->
     [request] = asked(events)
     assert request.rule.startswith("tools/hooks/pre-commit runs code later: git runs the hooks")
     assert not (repo / "tools" / "hooks" / "pre-commit").exists()
+
+
+def test_core_hooks_path_is_read_from_a_hostile_config_in_linear_time() -> None:
+    """A regex whose `\\s*` spanned lines took quadratic time: a cloned repository's config
+    of a megabyte of blank lines held every run for hours."""
+    start = time.monotonic()
+    assert hooks_path("\n" * (1 << 20) + "[core]\n" + " " * (1 << 20) + "\n") is None
+    assert time.monotonic() - start < 5  # it was 7.7 s at 32 thousand lines, growing as n²
+    config = '[user]\n\thooksPath = no\n[core]\n\tbare = false\n\tHooksPath = "tools/h"\n'
+    assert hooks_path(config) == "tools/h"
+    assert hooks_path("[core] hooksPath = same/line\n") == "same/line"
+    assert hooks_path('[core "sub"]\nhooksPath = x\n') is None
+
+
+@pytest.mark.parametrize("fifo", [".git/config", ".git/commondir", ".git"])
+def test_a_fifo_where_git_keeps_its_config_does_not_hang_a_run(tmp_path: Path, fifo: str) -> None:
+    """The workspace's git config is read at a run's start (for core.hooksPath); a FIFO a
+    clone made there waited for a writer, for ever."""
+    workspace = tmp_path / "ws"
+    (workspace / ".git").mkdir(parents=True)
+    if fifo == ".git":
+        (workspace / ".git").rmdir()
+    os.mkfifo(workspace / fifo)
+    model = script(tmp_path / "s.json", [reply_writing("notes.txt"), "FINAL_ANSWER: done"])
+    done = reins("run", "go", "-m", model, "-w", "ws", cwd=tmp_path)  # a hang times out
+    assert done.returncode == 0, done.stderr
+    assert (workspace / "notes.txt").read_text() == "x"
+
+
+def reply_writing(path: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": "x"}}]}
 
 
 async def test_ordinary_files_are_written_without_asking(repo: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .._code_paths import GIT_FOLDER, HOOKS_PATH, CodePlace, fold, git_dir_of, hooks_path, place_of
 from .._errors import WorkspaceError
+from .._files import read_regular
 from .._hidden import hidden_paths
 from .._paths import config_home, data_home
 from ._fs import Hidden
@@ -134,9 +135,8 @@ def _hooks_folder(root: Path) -> tuple[str, ...] | None:
 
 
 def _read(path: str) -> str:
-    try:
-        with open(path, "rb") as file:
-            return file.read(1 << 20).decode("utf-8", errors="replace")
+    try:  # a clone's FIFO (or device) must not hang every run
+        return read_regular(path, 1 << 20).decode("utf-8", errors="replace")
     except OSError:
         return ""
 
