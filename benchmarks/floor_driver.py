@@ -2,7 +2,8 @@
 
 Each of the 10 rounds makes the four events a round of a run makes (model_request,
 model_response, tool_call_started, tool_call_finished; the last round's answer and run_finished),
-validated as the loop makes them, and journals them in the same two writes a round (one before
+validated as the loop makes them, signs them (each line's chained MAC, `store/_chain.py`), and
+journals them in the same two writes a round (one before
 the tool runs, one after); the tool's arguments are validated and the tool is called. No
 policies, context, executor, fold or index: `instructions.py` counts this beside a real run, to
 show how much of a round is the events themselves.
@@ -34,13 +35,17 @@ async def measure(runs: int, folder: str) -> list[float]:
         ToolCallFinished,
         ToolCallStarted,
     )
+    from reins.store._chain import Chain
 
     noop, replies = workload()
     usage = Usage(input_tokens=1, output_tokens=1, requests=1)
 
+    chain = Chain(b"k" * 32)
+
     async def run(fd: int) -> None:
         seq = 0
         batch: list[Any] = []
+        head = chain.genesis("s")
 
         def event(kind: type[Any], **fields: Any) -> None:
             nonlocal seq
@@ -49,7 +54,10 @@ async def measure(runs: int, folder: str) -> list[float]:
             batch.append(kind.__pydantic_validator__.validate_python(fields))
 
         def commit() -> None:
-            os.write(fd, b"".join(e.__pydantic_serializer__.to_json(e) + b"\n" for e in batch))
+            nonlocal head
+            bodies = [e.__pydantic_serializer__.to_json(e) for e in batch]
+            data, head = chain.seal(head, bodies)
+            os.write(fd, data)
             batch.clear()
 
         for step, reply in enumerate(replies, 1):

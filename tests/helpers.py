@@ -29,5 +29,4 @@ def sign_again(journal: Path) -> None:
     chain = load_key(log_key_path())
     assert chain is not None
     bodies = [opened(line)[0] for line in journal.read_bytes().splitlines()]
-    lines, _ = chain.seal(chain.genesis(journal.stem), bodies)
-    journal.write_bytes(b"".join(line + b"\n" for line in lines))
+    journal.write_bytes(chain.seal(chain.genesis(journal.stem), bodies)[0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import os
@@ -11,12 +12,14 @@ from pathlib import Path
 import pytest
 
 from reins import (
+    EVENT,
     Agent,
     AssistantMessage,
     BeforeRound,
     Continue,
     Event,
     LogCorrupted,
+    LogUnverified,
     MemoryLog,
     Message,
     Notice,
@@ -35,6 +38,7 @@ from reins import (
     UserMessage,
     tool,
 )
+from reins._paths import log_key_path
 from reins.testing import FunctionModel, ScriptedModel
 
 from .helpers import call, journal_events, reply
@@ -510,3 +514,86 @@ async def test_many_runs_started_at_once_on_a_new_store_all_run(tmp_path: Path) 
         log.claim(run.session_id)
         log.release(run.session_id)
     await log.close()
+
+
+async def test_each_journal_line_ends_in_a_mac_chained_on_from_the_line_before(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """The format, recomputed here from the key file: keyed BLAKE2b-256 of the previous MAC
+    (first: of the session's id) and the event's bytes; the field last on the line."""
+    log = SQLiteLog(tmp_path / "store")
+    result = await Agent(model=scripted(1), tools=[pause], workspace=workspace, log=log).run("go")
+    await log.close()
+    key_file = log_key_path()
+    assert (key_file.stat().st_mode & 0o777, key_file.parent.stat().st_mode & 0o777) == (
+        0o600,
+        0o700,
+    )
+    key = key_file.read_bytes()
+    assert len(key) == 32
+
+    def mac(data: bytes) -> bytes:
+        return hashlib.blake2b(data, key=key, digest_size=32).digest()
+
+    head = mac(b"reins journal\0" + result.session_id.encode())
+    lines = journal(tmp_path / "store", result.session_id).read_bytes().splitlines()
+    for line in lines:
+        body, field = line[:-74] + b"}", line[-74:]
+        head = mac(head + body)
+        assert field == b',"mac":"' + head.hex().encode() + b'"}'
+        assert json.loads(line)["mac"] == head.hex()  # a JSON object still
+    assert [EVENT.validate_json(line[:-74] + b"}") for line in lines] == await SQLiteLog(
+        tmp_path / "store"
+    ).events(result.run_id)
+
+
+@pytest.mark.parametrize("bad", ["a folder", "5 bytes"])
+def test_a_key_that_cannot_be_read_is_one_clear_error(tmp_path: Path, bad: str) -> None:
+    key_file = log_key_path()
+    key_file.parent.mkdir(parents=True)
+    if bad == "a folder":
+        key_file.mkdir()
+        why = "Is a directory"
+    else:
+        key_file.write_bytes(b"12345")
+        why = "it holds 5 bytes, not the 32 of a key"
+    with pytest.raises(StoreError) as caught:
+        SQLiteLog(tmp_path / "store")
+    assert str(caught.value) == (
+        f"cannot read {key_file}, the key that signs your event logs ({why}); if it is "
+        "damaged, move it aside: a new key is made, and the logs it signed read as not yours"
+    )
+
+
+async def test_a_key_that_cannot_be_made_stops_the_first_write_with_nothing_written(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "not-a-folder").write_text("")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "not-a-folder"))
+    log = SQLiteLog(tmp_path / "store")
+    with pytest.raises(StoreError, match=r"cannot make .*log\.key, the key that signs your"):
+        await Agent(model=scripted(0), workspace=workspace, log=log).run("go")
+    assert not any(p.stat().st_size for p in (tmp_path / "store").glob("sessions/*"))
+    await log.close()
+
+
+async def test_a_key_given_signs_and_another_key_reads_the_log_as_not_its_own(
+    tmp_path: Path, workspace: Path
+) -> None:
+    store = tmp_path / "store"
+    mine = SQLiteLog(store, key=b"k" * 32)
+    result = await Agent(model=scripted(0), workspace=workspace, log=mine).run("go")
+    await mine.close()
+    assert not log_key_path().exists()  # the user's key was not needed
+    again = SQLiteLog(store, key=b"k" * 32)
+    assert again.unverified(result.session_id) is None
+    await again.close()
+    other = SQLiteLog(store)  # the user's key: made now, another one
+    assert other.unverified(result.session_id) is not None
+    with pytest.raises(LogUnverified):
+        await Agent(model=scripted(0), workspace=workspace, log=other).run(
+            "more", session_id=result.session_id
+        )
+    await other.close()
+    with pytest.raises(UsageError, match="key: give at least 16 random bytes"):
+        SQLiteLog(store, key=b"short")

@@ -337,14 +337,13 @@ class SQLiteLog:
         for session_id, batch in batches.items():
             events = batch.events
             try:
-                chain = self._signer()
+                chain = self._chain or self._signer()
                 try:
                     bodies = [e.__pydantic_serializer__.to_json(e) for e in events]
                 except PydanticSerializationError:  # text JSON cannot hold: the rare path
                     events = batch.events = [_escaped(e) for e in events]
                     bodies = [e.__pydantic_serializer__.to_json(e) for e in events]
-                lines, head = chain.seal(self.journals.head(session_id, chain), bodies)
-                data = b"\n".join(lines) + b"\n"
+                data, head = chain.seal(self.journals.head(session_id, chain), bodies)
                 end = self.journals.append(session_id, data, head)
             except (OSError, ValueError, RecursionError, StoreError) as exc:
                 for event in reversed(events):  # none of it is in the journal
@@ -353,7 +352,7 @@ class SQLiteLog:
                     raise
                 raise self._write_error(exc, _culprit(events, exc)) from None
             self._journal_sizes[session_id] = (end, head, SIGNED)
-            self._locate(session_id, batch, lines, end - len(data), end)
+            self._locate(session_id, batch, bodies, end - len(data), end)
         if time.monotonic() - self._indexed_at >= INDEX_EVERY:
             try:
                 self._index()
@@ -394,17 +393,18 @@ class SQLiteLog:
         return StoreError(f"cannot write the journal under {self.journals.directory}: {exc}")
 
     def _locate(
-        self, session_id: str, batch: _Batch, lines: list[bytes], start: int, end: int
+        self, session_id: str, batch: _Batch, bodies: list[bytes], start: int, end: int
     ) -> None:
-        """Note where the events just written lie, to index them."""
+        """Note where the events just written (`bodies`, each on a line with its MAC) lie,
+        to index them."""
         events = batch.events
         if batch.one_run:  # the usual: consecutive events of one run (`append` checks seqs)
             last_seq = batch.first_seq + len(events) - 1
             span = (batch.run_id, batch.first_seq, last_seq, session_id, start, end)
             _extend(self._tails, self._unindexed, *span)
         else:
-            for event, line in zip(events, lines, strict=True):
-                stop = start + len(line) + 1
+            for event, body in zip(events, bodies, strict=True):
+                stop = start + len(body) + TAIL  # the body, its MAC field, the newline
                 span = (event.run_id, event.seq, event.seq, session_id, start, stop)
                 _extend(self._tails, self._unindexed, *span)
                 start = stop
@@ -476,6 +476,18 @@ class SQLiteLog:
         trust, damage = self._walk(session_id, lines)
         if trust != SIGNED:
             raise LogUnverified(_not_ours(session_id, trust, lines))
+        if damage is not None:
+            self._damaged[session_id] = (len(data), damage)
+            raise damage.error()
+
+    def _name_damage(self, session_id: str) -> None:
+        """Raise the first place a signed journal departs from its chain or its index, if one
+        is found (the session is set aside)."""
+        try:
+            data = self.journals.path(session_id).read_bytes()
+        except OSError:
+            return
+        damage = self._walk(session_id, data.split(b"\n")[:-1])[1]
         if damage is not None:
             self._damaged[session_id] = (len(data), damage)
             raise damage.error()
@@ -743,8 +755,8 @@ class SQLiteLog:
                 span = (run_id, first, last, session_id, start, end)
                 events.extend(self._read_span(*span, events, check))
         except LogCorrupted:
-            if check is not None:
-                self._verify(session_id)  # names the first line that does not match
+            if check is not None:  # which line does not match, from the journal's start
+                self._name_damage(session_id)
             raise
         return events
 
