@@ -7,6 +7,8 @@ import hashlib
 import json
 import logging
 import os
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,7 @@ from reins import (
     tool,
 )
 from reins._paths import log_key_path
+from reins.store._doctor import doctor
 from reins.testing import FunctionModel, ScriptedModel
 
 from .helpers import call, journal_events, reply
@@ -597,3 +600,32 @@ async def test_a_key_given_signs_and_another_key_reads_the_log_as_not_its_own(
     await other.close()
     with pytest.raises(UsageError, match="key: give at least 16 random bytes"):
         SQLiteLog(store, key=b"short")
+
+
+async def test_a_store_from_before_logs_were_signed_is_read_and_not_continued(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """Its index (schema 3) is built again; its journals, with no MACs, read as unsigned."""
+    store = tmp_path / "store"
+    path, lines = await journal_of_one_run(store, workspace)
+    path.write_bytes(b"".join(line[:-75] + b"}\n" for line in lines))  # as an older reins wrote
+    with closing(sqlite3.connect(store / "reins.db")) as db:
+        db.execute("DROP TABLE meta")
+        db.execute("PRAGMA user_version = 3")
+        db.commit()
+    log = SQLiteLog(store)
+    [info] = await log.runs()
+    assert len(await log.events(info.run_id)) == len(lines)  # read: show, replay
+    assert log.unverified(info.session_id) == (
+        "its journal is not signed (from a reins before signed logs, or another program)"
+    )
+    agent = Agent(model=scripted(0), workspace=workspace, log=log)
+    with pytest.raises(LogUnverified, match=rf"session {info.session_id} cannot go on: its "):
+        await agent.run("more", session_id=info.session_id)
+    [finding] = doctor(log, repair=True)
+    assert (finding.problem, finding.unverified, finding.repaired) == (
+        "is not signed (from a reins before logs were signed, or another program)",
+        True,
+        False,
+    )
+    await log.close()

@@ -223,12 +223,12 @@ mount -t tmpfs -o size=400k tmpfs {small} || exit 77
 cd {small} && mkdir ws
 run() {{ "$@" > {out}/$n.out 2> {out}/$n.err; echo $? > {out}/$n.rc; n=$((n+1)); }}
 n=0
-run {" ".join(REINS)} run go -m {model} -w ws --json --max-steps 1
+run {" ".join(REINS)} run go -m {model} -w ws --json --max-steps 1 --store .reins
 head -c 1000000 /dev/zero > ws/ballast 2>/dev/null
-run {" ".join(REINS)} resume last --max-steps 5
+run {" ".join(REINS)} resume last --max-steps 5 --store .reins
 rm ws/ballast
 cp -r .reins {out}/store-full
-run {" ".join(REINS)} resume last --max-steps 5
+run {" ".join(REINS)} resume last --max-steps 5 --store .reins
 """
     done = subprocess.run(
         ["unshare", "-m", "sh", "-c", steps],

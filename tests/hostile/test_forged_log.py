@@ -162,6 +162,12 @@ async def test_a_changed_journal_is_caught_by_resume_and_doctor_at_its_first_cha
     [finding] = doctor(log, repair=False)
     assert finding.problem == where.replace(",", "", 1)  # "line N holds ..."
     assert finding.kept_lines == at
+    [repaired] = doctor(log, repair=True)  # what precedes the change is kept: it goes on
+    assert journal.read_bytes() == b"".join(lines[:at])
+    assert repaired.repaired
+    resumed = await agent.resume(run_id, max_steps=5)
+    assert resumed.stop_reason is StopReason.END_TURN
+    assert not any("OK" in m or "rm -rf" in m or "allows everything" in m for m in seen)
     await log.close()
 
 
