@@ -107,8 +107,8 @@ def main() -> None:
         "reins",
         import_s,
         samples,
-        "4 events a round validated, serialized, journaled in 2 writes; the tool validated and "
-        "called; no policies, context, executor, fold or index",
+        "4 events a round validated, serialized, signed, journaled in 2 writes; the tool "
+        "validated and called; no policies, context, executor, fold or index",
     )
 
 

@@ -82,8 +82,8 @@ def main() -> None:
         "reins",
         import_s,
         samples,
-        "ScriptedModel, async no-op @tool, every event journaled (JSONL) and indexed (SQLite); "
-        + ("1 commit a round" if args.read_only else "2 commits a round"),
+        "ScriptedModel, async no-op @tool, every event signed, journaled (JSONL) and indexed "
+        "(SQLite); " + ("1 commit a round" if args.read_only else "2 commits a round"),
     )
 
 

@@ -28,7 +28,7 @@ DRIVERS = [
     ("reins (read-only tool)", [HERE / "reins_driver.py", "--read-only"]),
     # The same log on tmpfs: what is the harness, and what is this machine's disk.
     ("reins, log on /dev/shm", [HERE / "reins_driver.py", "--dir", "/dev/shm"]),
-    # The part of a round no loop can cut: its four events validated, serialized, journaled.
+    # The part of a round no loop can cut: its four events validated, serialized, signed, journaled.
     ("reins' events alone (the floor)", [HERE / "floor_driver.py", "--dir", "/dev/shm"]),
     ("pydantic-ai", [HERE / "peers" / "pydantic_ai_driver.py"]),
     ("smolagents", [HERE / "peers" / "smolagents_driver.py"]),

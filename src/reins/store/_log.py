@@ -41,7 +41,9 @@ class EventLog(Protocol):
     def claim(self, session_id: str, run_id: str | None = None) -> None:
         """Reserve a session for one new turn, or for resuming its run `run_id`, before its
         history is read; raises SessionBusy while another run of it goes on. The reservation
-        passes to the run that the next `run_started`/`run_resumed` of the session starts."""
+        passes to the run that the next `run_started`/`run_resumed` of the session starts.
+        A log that signs its events refuses a session whose record it cannot verify as the
+        user's (`LogCorrupted`, `LogUnverified`): what it allowed must not carry on."""
 
     def release(self, session_id: str, run_id: str | None = None) -> None:
         """Give up a reservation whose run did not start; with `run_id`, the run stopped here
