@@ -194,6 +194,8 @@ def test_json_output_writes_what_a_terminal_obeys_as_escapes_and_keeps_the_data(
     said = [json.loads(line) for line in outputs["run"].splitlines()]
     assert said[0]["goal"] == f"go {HOSTILE}"  # the data is whole
     assert said[-1]["final_answer"].startswith("the answer \x1b[1K")
+    shown = json.loads(outputs["show"])  # one document, laid out over lines
+    assert shown[1]["content"] == f"go {HOSTILE}"
     replayed = [json.loads(line) for line in outputs["replay"].splitlines()]
     assert replayed
     assert all(event in said for event in replayed)  # the live run also streams its deltas

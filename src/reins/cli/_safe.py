@@ -78,7 +78,10 @@ def json_visible(line: str) -> str:
     same data to a parser, nothing a terminal obeys (`--json` output is often read on one)."""
     if line.isascii() and "\x7f" not in line:
         return line
-    return _SUSPECT.sub(_json_escapes, line)
+    return _JSON_SUSPECT.sub(_json_escapes, line)
+
+
+_JSON_SUSPECT = re.compile(r"[^\x00-\x7e]+")  # JSON's layout (a newline, a tab) is not a string's
 
 
 def _json_escapes(match: re.Match[str]) -> str:
