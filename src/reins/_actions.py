@@ -157,7 +157,8 @@ _RECOVERY: dict[ActionErrorKind, str] = {
     ActionErrorKind.SCHEMA_INVALID: "Fix those arguments to match the tool's parameters.",
 }
 
-_FENCE = re.compile(r"```(?:json)?[ \t]*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
+# `*+`: the blanks after the fence are never given back (a try at the rest for each: quadratic).
+_FENCE = re.compile(r"```(?:json)?[ \t]*+\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 _BRACKET_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*+"?|[\[\]{}]', re.DOTALL)
 """A bracket, or a string (possibly unterminated) whose brackets do not count; never backtracks."""
 

@@ -28,6 +28,8 @@ MIN_TIMES = 3
 MIN_CHARS = 10
 """A unit shorter than this is never collapsed."""
 MARK = "[… repeated {times} times]"
+LONG = 32
+"""A unit of more words is compared word by word up to a difference, not as a whole."""
 
 _LETTER = re.compile(r"[^\W\d_]")
 _FENCE = "```"
@@ -107,6 +109,12 @@ def _runs(words: list[str]) -> list[tuple[int, int, int]]:
     misses: dict[int, int] = {}
     settled: set[int] = set()
     """Periods with no run anywhere in the text."""
+    differs: dict[int, int] = {}
+    """By long period: the last place found whose word differs from the word a period on (two
+    copies that begin at or before it, less than a period back, do not match)."""
+    short: dict[int, int] = {}
+    """By period: where the last stretch found too short to collapse ends (two copies inside
+    it are that stretch again)."""
     floor = 0  # no run starts before this word
     skip = 0  # the words before this one are in a run seen already
     for i, word in enumerate(words):
@@ -120,18 +128,26 @@ def _runs(words: list[str]) -> list[tuple[int, int, int]]:
         if ahead >= count or words[ahead] != word or words[i - 1] != words[ahead - 1]:
             continue  # the usual case: no third copy at the same distance
         period = i - before
-        if period in settled:
-            continue
-        if words[before:i] != words[i:ahead]:  # not two whole copies from `before`
+        if period in settled or before <= differs.get(period, -1) or ahead <= short.get(period, -1):
+            continue  # known: no run at this period, a word unlike its copy's, a stretch seen
+        if period <= LONG and words[before:i] != words[i:ahead]:  # not two whole copies
             # A list's lines, a table's rows: the same distance again and again. After two
             # misses, the whole text is checked once (in C) for a run of this period.
             misses[period] = missed = misses.get(period, 0) + 1
             if missed == 2 and _ONES * (2 * period) not in bytes(map(eq, words, words[period:])):
                 settled.add(period)
             continue
+        if period > LONG and (same := _matching(words, before, i, period)) < period:
+            # A long unit is compared up to its first difference, which is kept: the copies
+            # compared next at this period begin past it. (Compared whole, a near copy of a long
+            # unit again and again took the text's length times the unit's; and checked whole
+            # after two misses, each of many long periods took the text's length.)
+            differs[period] = before + same
+            continue
         start, end = _extent(words, before, period, floor)
         times = (end - start) // period
         if times < MIN_TIMES:
+            short[period] = end  # so the copies from the next words are not measured again
             continue
         start = _aligned(words, start, period, end - start - times * period)
         stop = start + times * period
@@ -157,10 +173,11 @@ def _extent(words: list[str], at: int, period: int, floor: int) -> tuple[int, in
     return start, at + period + _matching(words, at, at + period)
 
 
-def _matching(words: list[str], a: int, b: int) -> int:
-    """How many words from `a` on are the same as those from `b` on, pair by pair (found by
-    comparing ever longer slices, then halving: a long run costs a few comparisons in C)."""
-    limit = len(words) - b
+def _matching(words: list[str], a: int, b: int, most: int | None = None) -> int:
+    """How many words from `a` on are the same as those from `b` on, pair by pair, up to
+    `most` (found by comparing ever longer slices, then halving: a long run costs a few
+    comparisons in C, and a difference found early little)."""
+    limit = len(words) - b if most is None else min(most, len(words) - b)
     good, size = 0, 8
     while True:  # words[a:a+good] match
         size = min(size, limit)

@@ -23,7 +23,11 @@ INSTRUCTION_FILES = ("AGENTS.md",)
 OVERRIDE = "AGENTS.override.md"
 MAX_INSTRUCTION_BYTES = 32 * 1024
 HINT = "[Instructions for the files under {folder}/, from {file}:]"
-_HINTED = re.compile(r"^\[Instructions for the files under .*/, from (.+):\]$", re.MULTILINE)
+_HINT_LINE = re.compile(r"^\[Instructions for the files under ([^\n]*):\]$", re.MULTILINE)
+"""A line `HINT` wrote; its file is found by `_hinted`. (One pattern for the whole line,
+`.*/, from (.+):]`, took quadratic time on a line of many `/, from `: a second at 30k
+characters of a tool's result.)"""
+_FROM = "/, from "
 
 HEADER = """\
 # Project instructions
@@ -138,7 +142,7 @@ class FolderHints:
         for message in messages:
             if isinstance(message, ToolResultMessage) and "[Instructions for" in message.content:
                 root = project_root(self.workspace)
-                self.attached |= {root / m for m in _HINTED.findall(message.content)}
+                self.attached |= {root / file for file in _hinted(message.content)}
 
     def notes_for(self, paths: Iterable[Path]) -> str:
         """The instruction files to attach for a call that touched `paths` (real paths)."""
@@ -163,3 +167,15 @@ class FolderHints:
                 hint = HINT.format(folder=step.relative_to(root).as_posix(), file=shown)
                 notes.append(f"{hint}\n{text.strip()}")
         return "\n\n".join(notes)
+
+
+def _hinted(text: str) -> list[str]:
+    """The files the `HINT` lines in `text` name: after the last `/, from ` of each that leaves
+    a name."""
+    files = []
+    for match in _HINT_LINE.finditer(text):
+        body = match.group(1)
+        at = body.rfind(_FROM, 0, len(body) - 1)
+        if at >= 0:
+            files.append(body[at + len(_FROM) :])
+    return files

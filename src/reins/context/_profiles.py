@@ -36,7 +36,9 @@ _PATTERNS = {
     kind: re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b", re.IGNORECASE)
     for kind, words in KINDS.items()
 }
-_FILES = re.compile(r"\b[\w/.-]+\.(?:py|js|ts|rs|go|java|c|cpp|h|rb|sh)\b")
+_FILES = re.compile(r"(?<![\w/.-])[/.-]*+\w[\w/.-]*\.(?:py|js|ts|rs|go|java|c|cpp|h|rb|sh)\b")
+"""A path naming a source file, tried from the path's start only: `\\b[\\w/.-]+` was tried from
+each `\\b` in it, and each `.` of `a.a.a…` began a try to its end (quadratic)."""
 
 
 def infer_profile(goal: str) -> str | None:

@@ -123,7 +123,15 @@ def _expand(text: str, server: str) -> str:
             return default
         raise UsageError(f"MCP server {server!r}: ${{{name}}} is not set in the environment")
 
-    return _VARIABLE.sub(value, text)
+    head, tail = _braced(text)
+    return _VARIABLE.sub(value, head) + tail
+
+
+def _braced(text: str) -> tuple[str, str]:
+    """`text` cut after its last `}`, which ends every `${...}` in it. Matched past it, each
+    `${NAME:-` of a file's value with no `}` left was a try at the rest: quadratic."""
+    end = text.rfind("}") + 1
+    return text[:end], text[end:]
 
 
 SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie", re.IGNORECASE)
@@ -151,7 +159,7 @@ def servers_from_table(
             ) from None
         if project:
             for header, value in server.headers.items():
-                if SECRET_HEADER.search(header) and not _VARIABLE.search(value):
+                if SECRET_HEADER.search(header) and not _VARIABLE.search(_braced(value)[0]):
                     raise UsageError(
                         f"{where}: MCP server {name!r}: header {header!r} holds a key in a "
                         "project file; write ${VARIABLE} and keep the key in the environment"

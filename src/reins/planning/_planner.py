@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import re
 from collections.abc import Sequence
 from typing import Literal, TypeVar
 
@@ -171,11 +170,12 @@ class _Planner:
 
 
 def _object(text: str) -> str:
-    """The JSON object in a reply (a fence or words around it are dropped)."""
-    match = re.search(r"\{.*\}", text, re.S)
-    if match is None:
+    """The JSON object in a reply (a fence or words around it are dropped): from the first `{`
+    to the last `}`. (Found by `\\{.*\\}`, a reply of many `{` and no `}` took quadratic time.)"""
+    start, end = text.find("{"), text.rfind("}")
+    if not 0 <= start < end:
         raise ValueError("no JSON object in the reply")
-    return match.group(0)
+    return text[start : end + 1]
 
 
 def _checked(step: Step, tools: Sequence[str], profiles: Sequence[str]) -> Step:

@@ -493,8 +493,10 @@ _BLOCKS = re.compile(
     r"|<thought>.*?(?:</thought>|\Z)",
     re.DOTALL,
 )
+# A tag's attributes stop at a `<` too: `[^>]*` ran on over the next tags to the end of the
+# text from each of them, quadratic in a reply of `<parameter ` and no `>`.
 _TAGS = re.compile(
-    r"</?(?:tool_call|tools|function_calls|invoke|parameter|thought)\b[^>]*>"
+    r"</?(?:tool_call|tools|function_calls|invoke|parameter|thought)\b[^<>]*>"
     r"|</?｜[^｜<>]{1,40}｜>?|<\|(?:tool[\w▁]*|python_tag|eom_id|eot_id)\|>|\[TOOL_CALLS\]"
 )
 _CALL_MARKUP = re.compile(
