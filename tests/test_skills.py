@@ -63,6 +63,7 @@ def test_a_skill_is_its_front_matter_and_body(tmp_path: Path) -> None:
         ("---\nname: Bad Name\ndescription: d\n---\n", "`name` must be 1 to 64 lowercase"),
         ("---\nname: ok\n---\n", "`description` must say what the skill is for"),
         ("---\n- a list\n---\n", "must be a mapping"),
+        ("---\n" + "[" * 5000 + "\n---\n", "the front-matter is nested too deep to read"),
     ],
 )
 def test_bad_front_matter_is_a_note_naming_the_file(tmp_path: Path, text: str, error: str) -> None:

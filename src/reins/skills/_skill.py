@@ -75,6 +75,8 @@ def read_skill(folder: Path) -> Skill:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 2})" if where is not None else ""
         raise SkillError(f"{file}: the front-matter is not valid YAML{line}") from None
+    except RecursionError:  # a clone's `[[[[…`: PyYAML recurses a level a bracket
+        raise SkillError(f"{file}: the front-matter is nested too deep to read") from None
     if not isinstance(fields, dict):
         raise SkillError(f"{file}: the front-matter must be a mapping of name and description")
     name, description = fields.get("name"), fields.get("description")
