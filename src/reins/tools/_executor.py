@@ -16,7 +16,7 @@ from .._errors import ToolError, UsageError
 from .._messages import ToolCall, ToolResultMessage, ToolSpec
 from ._builtin import BUILTIN_TOOLS
 from ._disclosure import LOAD, SEARCH, Disclosure
-from ._places import CodeWrite, approved_writes
+from ._places import CodeWrite, any_approved, approved_writes
 from ._scope import ReadOnlyScope
 from ._source import ToolChange, ToolSource
 from ._spill import spill
@@ -218,7 +218,11 @@ class ToolExecutor:
     async def execute(self, call: ToolCall, scope: object = None) -> ToolResultMessage:
         """Run one call; `scope` goes to a tool that starts runs of its own."""
         try:
-            with approved_writes(self._approved.pop(call.id, ())):
+            approved = self._approved.pop(call.id, ())
+            if approved or any_approved():
+                with approved_writes(approved):
+                    content = await self._execute(call, scope)
+            else:  # the usual call: nothing to set or to clear (a context manager costs)
                 content = await self._execute(call, scope)
             is_error = False
         except ToolError as exc:

@@ -172,5 +172,10 @@ def approved_writes(rels: Iterable[str]) -> Iterator[None]:
         _APPROVED.reset(token)
 
 
+def any_approved() -> bool:
+    """Whether writes were approved for the call this runs in (or one it runs inside)."""
+    return bool(_APPROVED.get())
+
+
 def approved(rel: str) -> bool:
     return key(rel) in _APPROVED.get()
