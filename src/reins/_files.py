@@ -68,3 +68,12 @@ def kind(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "a special file"
+
+
+def fsync_directory(directory: str | Path) -> None:
+    """Make a new name in `directory` survive power loss (a file's own fsync does not)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

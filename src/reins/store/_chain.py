@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Final
 
 from .._errors import StoreError
+from .._files import fsync_directory
 
 KEY_BYTES: Final = 32
 FIELD: Final = b',"mac":"'
@@ -170,7 +171,7 @@ def create_key(path: Path) -> Chain:
                 os.close(fd)
             try:
                 os.link(draft, path)
-                _fsync_directory(path.parent)  # losing the key loses every log's signature
+                fsync_directory(path.parent)  # losing the key loses every log's signature
             except FileExistsError:
                 pass  # another process made it first: its key is the one
             except OSError as exc:
@@ -187,14 +188,6 @@ def create_key(path: Path) -> Chain:
     if made is None:  # removed between its making and now
         raise _key_error(path, "it vanished as it was made", making=True)
     return made
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_exclusive(path: Path) -> None:

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .._errors import SessionBusy, StoreError
+from .._files import fsync_directory
 from ._chain import TAIL, Chain, mac_before
 
 log = logging.getLogger("reins.store")
@@ -104,7 +105,7 @@ class Journals:
                 "finish, or start a new session"
             ) from None
         if self.durable:  # the journal's name too must survive power loss, not only its lines
-            _fsync_directory(self.directory)
+            fsync_directory(self.directory)
         out = self._open[session_id] = _Writer(fd, os.fstat(fd).st_size)
         return out
 
@@ -178,11 +179,3 @@ class _Writer:
         self.fd = fd
         self.size = size
         self.head: bytes | None = None
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
