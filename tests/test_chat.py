@@ -57,7 +57,7 @@ def test_turns_share_a_session_and_a_typed_line_steers_the_working_run(
     chat.wait_for("new session ·")
     chat.line("count to three")
     chat.wait_for("→ run_command")
-    assert "working · step 1" in chat.screen(history=False)  # the toolbar, while it works
+    chat.wait_for("working · step 1")  # the toolbar (redrawn each 0.25 s), while it works
     chat.line("also say blue")
     chat.wait_for("» steered: also say blue")
     chat.wait_for("tokens ")
