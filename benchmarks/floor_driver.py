@@ -28,7 +28,7 @@ from reins_driver import ROUNDS, workload
 
 async def measure(runs: int, folder: str) -> list[float]:
     from reins import ToolResultMessage, Usage
-    from reins._events import (
+    from reins.core._events import (
         ModelRequested,
         ModelResponded,
         RunFinished,

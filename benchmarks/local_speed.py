@@ -14,8 +14,8 @@ import asyncio
 import time
 
 from reins import AssistantMessage, ModelSettings, SystemMessage, ToolCall, UserMessage
-from reins._messages import Message, ToolResultMessage
-from reins._model import ModelResponse, TextChunk
+from reins.core._messages import Message, ToolResultMessage
+from reins.core._model import ModelResponse, TextChunk
 from reins.models import LocalModel
 from reins.tools import final_answer, list_files, read_file, write_file
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from reins import EVENT, AssistantMessage, Event, ToolCall
-from reins._paths import log_key_path
+from reins.core._paths import log_key_path
 from reins.store._chain import load_key, opened
 
 

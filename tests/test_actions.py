@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel
 
 from reins import ToolCall, ToolError, ToolSpec, UsageError, tool
-from reins._actions import (
+from reins.core._actions import (
     ENVELOPE,
     MAX_DEPTH,
     MAX_REPAIRS,

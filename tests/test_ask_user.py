@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from reins import Agent, Message, SQLiteLog, StopReason, ToolSpec
-from reins._events import QuestionAnswered, QuestionAsked
-from reins._questions import QuestionRequest
+from reins.core._events import QuestionAnswered, QuestionAsked
+from reins.core._questions import QuestionRequest
 from reins.testing import FunctionModel, ScriptedModel
 
 from .helpers import call, reply

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from reins._paths import project_store
+from reins.core._paths import project_store
 
 from .terminal import Terminal, run_in_terminal
 from .test_cli import _env, reins

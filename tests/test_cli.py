@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reins import EVENT, RunFinished, RunStarted, StopReason
-from reins._paths import project_store
+from reins.core._paths import project_store
 
 ROOT = Path(__file__).resolve().parent.parent
 REINS = [sys.executable, "-m", "reins"]

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reins import UnknownModel, UsageError, resolve_model
-from reins._config import Config
+from reins.agent._config import Config
 from reins.cli import app
 from reins.models import AnthropicModel, OpenAIModel, OpenAIResponsesModel
 
@@ -107,7 +107,7 @@ def test_a_key_variable_that_is_not_set_is_reported(user_config: Path) -> None:
 def test_the_project_file_wins_key_by_key(
     user_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reins._config import load_config
+    from reins.agent._config import load_config
 
     project = (tmp_path / "repo").resolve()
     (project / "src").mkdir(parents=True)
@@ -194,7 +194,7 @@ def test_reins_run_reports_a_broken_config_in_one_line(
 def test_a_reins_config_that_names_no_file_is_one_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reins._config import load_config
+    from reins.agent._config import load_config
 
     typo = tmp_path / "confg.toml"
     monkeypatch.setenv("REINS_CONFIG", str(typo))
@@ -221,7 +221,7 @@ def test_a_reins_config_that_names_no_file_is_one_clear_error(
 def test_a_projects_commands_wait_until_the_users_file_trusts_it(
     user_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reins._config import StopHookConfig, Untrusted, load_config
+    from reins.agent._config import StopHookConfig, Untrusted, load_config
 
     user_config.write_text('checks = ["mine"]\n')
     project = (tmp_path / "repo").resolve()
@@ -262,7 +262,7 @@ def test_a_projects_commands_wait_until_the_users_file_trusts_it(
 def test_the_users_checks_and_stop_hooks_always_stand(
     user_config: Path, tmp_path: Path, project_file: str
 ) -> None:
-    from reins._config import StopHookConfig, load_config
+    from reins.agent._config import StopHookConfig, load_config
 
     user_config.write_text('checks = ["mine"]\n[[stop_hooks]]\ncommand = "my-hook"\n')
     (tmp_path / "reins.toml").write_text(project_file)
@@ -299,7 +299,7 @@ api = "openai"
 def test_a_projects_provider_settings_wait_for_trust(
     user_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reins._config import Endpoint, load_config
+    from reins.agent._config import Endpoint, load_config
 
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
     monkeypatch.setenv("VLLM_KEY", "vllm-key")
@@ -349,7 +349,7 @@ def test_a_projects_provider_settings_wait_for_trust(
 def test_a_new_endpoint_from_a_project_needs_trust_even_with_no_key(
     user_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reins._config import load_config
+    from reins.agent._config import load_config
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     (tmp_path / "reins.toml").write_text(
@@ -395,7 +395,7 @@ def test_a_new_endpoint_from_a_project_needs_trust_even_with_no_key(
 def test_a_projects_model_needs_trust_unless_it_is_one_of_the_users(
     user_config: Path, tmp_path: Path, model: str, held: bool
 ) -> None:
-    from reins._config import load_config
+    from reins.agent._config import load_config
 
     (tmp_path / "reins.toml").write_text(f"model = {json.dumps(model)}\n")
     config = load_config()
@@ -410,7 +410,7 @@ def test_a_projects_model_needs_trust_unless_it_is_one_of_the_users(
 def test_a_project_may_lower_the_users_caps_not_raise_them(
     user_config: Path, tmp_path: Path
 ) -> None:
-    from reins._config import load_config
+    from reins.agent._config import load_config
 
     user_config.write_text(
         "max_steps = 10\ncost_budget = 2.0\nstop_max_rejections = 1\ntime_budget = 60\n"
@@ -439,7 +439,7 @@ def test_a_project_may_lower_the_users_caps_not_raise_them(
     ],
 )
 def test_a_bad_trust_list_is_one_clear_error(user_config: Path, text: str, message: str) -> None:
-    from reins._config import load_config
+    from reins.agent._config import load_config
 
     user_config.write_text(text)
     with pytest.raises(UsageError, match=message):
@@ -449,7 +449,7 @@ def test_a_bad_trust_list_is_one_clear_error(user_config: Path, text: str, messa
 def test_a_projects_bad_commands_are_reported_with_its_file(
     user_config: Path, tmp_path: Path
 ) -> None:
-    from reins._config import load_config
+    from reins.agent._config import load_config
 
     (tmp_path / "reins.toml").write_text("[[stop_hooks]]\ncommand = 3\n")
     with pytest.raises(UsageError, match=r"reins\.toml: stop_hooks\.0\.command: Input should be"):

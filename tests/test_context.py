@@ -20,11 +20,11 @@ from reins import (
     UserMessage,
     tool,
 )
-from reins._events import ContextCompacted, ModelRequested
-from reins._state import RunState
 from reins.context import ContextBuilder, ContextSettings
 from reins.context._compaction import FAILURE_HEADER, SUMMARY_HEADER
 from reins.context._tokens import estimate
+from reins.core._events import ContextCompacted, ModelRequested
+from reins.core._state import RunState
 from reins.store import SQLiteLog
 from reins.testing import ScriptedModel
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from reins import Agent, ContextSettings, UsageError
-from reins._events import ContextCompacted
 from reins.context._compaction import SUMMARY_HEADER
+from reins.core._events import ContextCompacted
 from reins.store import SQLiteLog
 from reins.testing import ScriptedModel
 

@@ -18,7 +18,7 @@ import pytest
 
 import reins
 from reins import ModelSettings, SystemMessage, UsageError, UserMessage, resolve_model
-from reins._actions import parse_action
+from reins.core._actions import parse_action
 from reins.models import LocalModel, _embedded
 from reins.models._embedded import (
     DEFAULT_EMBEDDED,

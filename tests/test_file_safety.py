@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from reins import ToolCall, ToolContext, ToolError, ToolResultMessage, Workspace, tool
-from reins._threads import running
+from reins.core._threads import running
 from reins.tools import (
     BUILTIN_TOOLS,
     Tool,

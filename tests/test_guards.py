@@ -34,9 +34,9 @@ from reins import (
     UserMessage,
     tool,
 )
-from reins._config import load_config
-from reins._repetition import collapse_repeats
+from reins.agent._config import load_config
 from reins.cli import app
+from reins.core._repetition import collapse_repeats
 from reins.testing import FunctionModel, ScriptedModel
 
 from .helpers import call, reply

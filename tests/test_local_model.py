@@ -30,8 +30,8 @@ from reins import (
     resolve_model,
     tool,
 )
-from reins._actions import MAX_REPAIRS, parse_action
-from reins._model import ModelResponse, TextChunk
+from reins.core._actions import MAX_REPAIRS, parse_action
+from reins.core._model import ModelResponse, TextChunk
 from reins.models import LocalModel, OpenAIModel
 from reins.models._json_actions import (
     MAX_STRING,

@@ -28,7 +28,7 @@ from reins import (
     ToolsChanged,
     ToolSpec,
 )
-from reins._errors import UsageError
+from reins.core._errors import UsageError
 from reins.mcp import MCPServer, MCPServerConfig, servers_from_json, servers_from_table
 from reins.testing import FunctionModel, ScriptedModel
 

@@ -34,12 +34,12 @@ from reins import (
     UsageError,
     UserMessage,
 )
-from reins._errors import (
+from reins.core._errors import (
     ModelConnectionError,
     ModelHTTPError,
     ModelTimeout,
 )  # not exported by `reins` (yet)
-from reins._model import Retrying
+from reins.core._model import Retrying
 from reins.models import OpenAIModel
 
 HELLO = [UserMessage(content="hi")]

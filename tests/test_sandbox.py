@@ -460,7 +460,7 @@ def test_bad_policies_are_usage_errors() -> None:
 def test_the_config_sets_the_sandbox_and_a_project_may_only_tighten_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reins._config import load_config
+    from reins.agent._config import load_config
 
     user = tmp_path / "user.toml"
     monkeypatch.setenv("REINS_CONFIG", str(user))

@@ -40,7 +40,7 @@ from reins import (
     UserMessage,
     tool,
 )
-from reins._paths import log_key_path
+from reins.core._paths import log_key_path
 from reins.store._doctor import doctor
 from reins.testing import FunctionModel, ScriptedModel
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reins import EVENT
-from reins._paths import project_store
+from reins.core._paths import project_store
 
 from .helpers import journal_events
 from .test_cli import HELLO, REINS, _env, reins, script

@@ -23,7 +23,7 @@ from reins import (
     Usage,
     UserMessage,
 )
-from reins._events import SubagentEvent
+from reins.core._events import SubagentEvent
 from reins.testing import FunctionModel, ScriptedModel
 from reins.tools import BUILTIN_TOOLS
 

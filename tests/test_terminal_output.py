@@ -31,8 +31,8 @@ from reins import (
     Usage,
     UsageError,
 )
-from reins._paths import project_store
 from reins.cli._render import EventRenderer
+from reins.core._paths import project_store
 from reins.policies import GUARD_NAMES
 from reins.testing import ScriptedModel
 from reins.tools import BUILTIN_TOOLS

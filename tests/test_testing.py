@@ -19,7 +19,7 @@ from reins import (
     Usage,
     UsageError,
 )
-from reins._model import ALLOW_MODEL_REQUESTS
+from reins.core._model import ALLOW_MODEL_REQUESTS
 from reins.testing import ScriptedModel, block_model_requests, load_script
 
 
@@ -58,7 +58,7 @@ async def test_a_marked_test_may_call_a_real_model(workspace: Path) -> None:
 
 
 def test_block_restores_the_previous_setting() -> None:
-    from reins import _model
+    from reins.core import _model
 
     before = _model.ALLOW_MODEL_REQUESTS
     with block_model_requests():

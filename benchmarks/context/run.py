@@ -34,9 +34,9 @@ def report_text(part: int) -> str:
 
 def reins_run(rounds: int, window: int, compaction: bool) -> dict[str, Any]:
     from reins import Agent, AssistantMessage, SQLiteLog, StopReason, ToolCall, Usage, tool
-    from reins._events import ContextCompacted
     from reins.context import ContextSettings
     from reins.context._tokens import estimate
+    from reins.core._events import ContextCompacted
     from reins.testing import ScriptedModel
 
     @tool(read_only=True)

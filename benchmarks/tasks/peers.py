@@ -134,7 +134,7 @@ def final_answer(answer: str) -> str:
 
 def text_answer(text: str) -> str:
     """A text reply read as reins reads one: what follows a `FINAL_ANSWER:` line, else all."""
-    from reins._state import _marked_answer
+    from reins.core._state import _marked_answer
 
     marked = _marked_answer(text)
     return text.strip() if marked is None else marked

@@ -64,7 +64,7 @@ class Outcome:
 def configs(names: list[str]) -> dict[str, dict[str, Any]]:
     """Label -> how to run it: reins' Agent options, or `served`/`peer` (on llama-server)."""
     from reins import Guards, ModelSettings
-    from reins._guard_settings import GUARD_NAMES
+    from reins.core._guard_settings import GUARD_NAMES
 
     off = Guards().without(*GUARD_NAMES)  # every guard, this one and any added later
     served = ModelSettings(temperature=peers.TEMPERATURE, max_tokens=peers.DEFAULT_MAX_TOKENS)

@@ -11,9 +11,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._agent import Agent, ReflectiveAgent
-    from ._cancel import Cancel
-    from ._errors import (
+    from .agent._agent import Agent, ReflectiveAgent
+    from .agent._resolve import resolve_model
+    from .agent._run import AgentRun, RunResult
+    from .context import ContextSettings
+    from .core._cancel import Cancel
+    from .core._errors import (
         ContextTooLarge,
         LogCorrupted,
         LogUnverified,
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
         UsageError,
         WorkspaceError,
     )
-    from ._events import (
+    from .core._events import (
         EVENT,
         SCHEMA_VERSION,
         AnswerRejected,
@@ -62,7 +65,7 @@ if TYPE_CHECKING:
         ToolCallStarted,
         ToolsChanged,
     )
-    from ._messages import (
+    from .core._messages import (
         MESSAGES,
         AssistantMessage,
         Message,
@@ -74,7 +77,7 @@ if TYPE_CHECKING:
         Usage,
         UserMessage,
     )
-    from ._model import (
+    from .core._model import (
         Model,
         ModelResponse,
         ModelSettings,
@@ -83,13 +86,10 @@ if TYPE_CHECKING:
         TextChunk,
         ThinkingChunk,
     )
-    from ._questions import QuestionRequest
-    from ._resolve import resolve_model
-    from ._run import AgentRun, RunResult
-    from ._scope import CallScope
-    from ._state import RunState
-    from ._stop import StopReason
-    from .context import ContextSettings
+    from .core._questions import QuestionRequest
+    from .core._scope import CallScope
+    from .core._state import RunState
+    from .core._stop import StopReason
     from .permissions import Approval, ApprovalRequest, PermissionRules, Permissions
     from .policies import (
         AfterResponse,
@@ -124,80 +124,80 @@ if TYPE_CHECKING:
     from .tools import Tool, ToolContext, Workspace, tool
 
 _LAZY: dict[str, str] = {
-    "Agent": "._agent",
-    "AgentRun": "._run",
-    "ReflectiveAgent": "._agent",
-    "RunResult": "._run",
-    "Cancel": "._cancel",
-    "LogCorrupted": "._errors",
-    "LogUnverified": "._errors",
-    "ModelConnectionError": "._errors",
-    "ModelError": "._errors",
-    "ModelHTTPError": "._errors",
-    "ModelTimeout": "._errors",
-    "ReinsError": "._errors",
-    "RunError": "._errors",
-    "RunNotFound": "._errors",
-    "ScriptError": "._errors",
-    "StoreError": "._errors",
-    "SessionBusy": "._errors",
-    "ToolError": "._errors",
-    "UnknownModel": "._errors",
-    "UsageError": "._errors",
-    "WorkspaceError": "._errors",
-    "EVENT": "._events",
-    "ApprovalRequested": "._events",
-    "BudgetExtended": "._events",
-    "PermissionDecided": "._events",
+    "Agent": ".agent._agent",
+    "AgentRun": ".agent._run",
+    "ReflectiveAgent": ".agent._agent",
+    "RunResult": ".agent._run",
+    "Cancel": ".core._cancel",
+    "LogCorrupted": ".core._errors",
+    "LogUnverified": ".core._errors",
+    "ModelConnectionError": ".core._errors",
+    "ModelError": ".core._errors",
+    "ModelHTTPError": ".core._errors",
+    "ModelTimeout": ".core._errors",
+    "ReinsError": ".core._errors",
+    "RunError": ".core._errors",
+    "RunNotFound": ".core._errors",
+    "ScriptError": ".core._errors",
+    "StoreError": ".core._errors",
+    "SessionBusy": ".core._errors",
+    "ToolError": ".core._errors",
+    "UnknownModel": ".core._errors",
+    "UsageError": ".core._errors",
+    "WorkspaceError": ".core._errors",
+    "EVENT": ".core._events",
+    "ApprovalRequested": ".core._events",
+    "BudgetExtended": ".core._events",
+    "PermissionDecided": ".core._events",
     "Approval": ".permissions",
     "ApprovalRequest": ".permissions",
     "PermissionRules": ".permissions",
     "Permissions": ".permissions",
-    "SCHEMA_VERSION": "._events",
-    "Event": "._events",
-    "FinishReason": "._events",
-    "ModelRequested": "._events",
-    "ModelResponded": "._events",
-    "Notice": "._events",
-    "ResponseRejected": "._events",
-    "Reflected": "._events",
-    "RunConfig": "._events",
-    "RunFinished": "._events",
-    "RunResumed": "._events",
-    "RunStarted": "._events",
-    "Steered": "._events",
-    "ToolsChanged": "._events",
-    "QuestionAsked": "._events",
-    "QuestionAnswered": "._events",
-    "StreamEvent": "._events",
-    "SubagentEvent": "._events",
-    "QuestionRequest": "._questions",
-    "CallScope": "._scope",
-    "ContextCompacted": "._events",
-    "ContextTooLarge": "._errors",
+    "SCHEMA_VERSION": ".core._events",
+    "Event": ".core._events",
+    "FinishReason": ".core._events",
+    "ModelRequested": ".core._events",
+    "ModelResponded": ".core._events",
+    "Notice": ".core._events",
+    "ResponseRejected": ".core._events",
+    "Reflected": ".core._events",
+    "RunConfig": ".core._events",
+    "RunFinished": ".core._events",
+    "RunResumed": ".core._events",
+    "RunStarted": ".core._events",
+    "Steered": ".core._events",
+    "ToolsChanged": ".core._events",
+    "QuestionAsked": ".core._events",
+    "QuestionAnswered": ".core._events",
+    "StreamEvent": ".core._events",
+    "SubagentEvent": ".core._events",
+    "QuestionRequest": ".core._questions",
+    "CallScope": ".core._scope",
+    "ContextCompacted": ".core._events",
+    "ContextTooLarge": ".core._errors",
     "ContextSettings": ".context",
-    "StopReason": "._stop",
-    "TextDelta": "._events",
-    "ThinkingDelta": "._events",
-    "ToolCallFinished": "._events",
-    "ToolCallStarted": "._events",
-    "MESSAGES": "._messages",
-    "AssistantMessage": "._messages",
-    "Message": "._messages",
-    "SystemMessage": "._messages",
-    "ThinkingBlock": "._messages",
-    "ToolCall": "._messages",
-    "ToolResultMessage": "._messages",
-    "ToolSpec": "._messages",
-    "Usage": "._messages",
-    "UserMessage": "._messages",
-    "Model": "._model",
-    "ModelResponse": "._model",
-    "ModelSettings": "._model",
-    "Retrying": "._model",
-    "StreamItem": "._model",
-    "TextChunk": "._model",
-    "ThinkingChunk": "._model",
+    "StopReason": ".core._stop",
+    "TextDelta": ".core._events",
+    "ThinkingDelta": ".core._events",
+    "ToolCallFinished": ".core._events",
+    "ToolCallStarted": ".core._events",
+    "MESSAGES": ".core._messages",
+    "AssistantMessage": ".core._messages",
+    "Message": ".core._messages",
+    "SystemMessage": ".core._messages",
+    "ThinkingBlock": ".core._messages",
+    "ToolCall": ".core._messages",
+    "ToolResultMessage": ".core._messages",
+    "ToolSpec": ".core._messages",
+    "Usage": ".core._messages",
+    "UserMessage": ".core._messages",
+    "Model": ".core._model",
+    "ModelResponse": ".core._model",
+    "ModelSettings": ".core._model",
+    "Retrying": ".core._model",
+    "StreamItem": ".core._model",
+    "TextChunk": ".core._model",
+    "ThinkingChunk": ".core._model",
     "AfterResponse": ".policies",
     "AfterTools": ".policies",
     "Answer": ".policies",
@@ -225,9 +225,9 @@ _LAZY: dict[str, str] = {
     "Stop": ".policies",
     "Verdict": ".policies",
     "Verified": ".policies",
-    "AnswerRejected": "._events",
-    "resolve_model": "._resolve",
-    "RunState": "._state",
+    "AnswerRejected": ".core._events",
+    "resolve_model": ".agent._resolve",
+    "RunState": ".core._state",
     "EventLog": ".store",
     "MemoryLog": ".store",
     "RunInfo": ".store",

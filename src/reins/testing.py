@@ -20,10 +20,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from . import _model
-from ._errors import ModelError, ScriptError
-from ._events import FinishReason
-from ._messages import (
+from .context._compaction import SUMMARY_HEADER
+from .core import _model
+from .core._errors import ModelError, ScriptError
+from .core._events import FinishReason
+from .core._messages import (
     AssistantMessage,
     Message,
     SystemMessage,
@@ -32,8 +33,7 @@ from ._messages import (
     Usage,
     UserMessage,
 )
-from ._model import ModelResponse, ModelSettings, StreamItem, TextChunk, ThinkingChunk
-from .context._compaction import SUMMARY_HEADER
+from .core._model import ModelResponse, ModelSettings, StreamItem, TextChunk, ThinkingChunk
 
 __all__ = ["FunctionModel", "ScriptedModel", "block_model_requests", "load_script"]
 

@@ -15,7 +15,8 @@ import asyncio
 import os
 import re
 
-from reins import _threads, tool
+from reins import tool
+from reins.core import _threads
 from reins.tools import _builtin
 
 TIMEOUT = float(os.environ.get("STUCK_TIMEOUT", "1"))

@@ -30,8 +30,8 @@ from reins import (
     Workspace,
     tool,
 )
-from reins._code_paths import hooks_path
 from reins.sandbox import SandboxPolicy, run_process
+from reins.sandbox._code_paths import hooks_path
 from reins.testing import ScriptedModel
 from reins.tools import BUILTIN_TOOLS, ToolExecutor
 

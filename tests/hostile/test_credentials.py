@@ -1,5 +1,5 @@
 """The file tools do not hand the model what the sandbox hides from commands: credentials,
-host secrets, reins's own folders (one list, `reins._hidden`); and a workspace of `/` or the
+host secrets, reins's own folders (one list, `reins.sandbox._hidden`); and a workspace of `/` or the
 home folder is refused (issue 26, item 5)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from reins import Agent, SQLiteLog, ToolCall, ToolContext, Workspace, WorkspaceError
-from reins._hidden import hidden_paths
-from reins._paths import config_home, data_home, log_key_path, project_store
+from reins.core._paths import config_home, data_home, log_key_path, project_store
 from reins.sandbox import SandboxPolicy, run_process
+from reins.sandbox._hidden import hidden_paths
 from reins.testing import ScriptedModel
 from reins.tools import BUILTIN_TOOLS, ToolExecutor
 

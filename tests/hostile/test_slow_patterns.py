@@ -26,10 +26,10 @@ from reins import (
     ToolSpec,
     UsageError,
 )
-from reins._actions import ActionError, parse_action
-from reins._repetition import collapse_repeats
 from reins.context import infer_profile
 from reins.context._instructions import HINT, FolderHints
+from reins.core._actions import ActionError, parse_action
+from reins.core._repetition import collapse_repeats
 from reins.mcp import MCPServerConfig, servers_from_json
 from reins.models._text_calls import recover
 from reins.policies._guards import strip_markup

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reins import Agent, WorkspaceError
-from reins._paths import data_home, project_store
+from reins.core._paths import data_home, project_store
 from reins.store import SQLiteLog
 from reins.testing import ScriptedModel
 

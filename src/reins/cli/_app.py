@@ -18,19 +18,19 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 import typer
 from rich.markup import escape
 
-from .._errors import LogCorrupted, ReinsError, UsageError
-from .._guard_settings import GUARD_NAMES
-from .._stop import StopReason
+from ..core._errors import LogCorrupted, ReinsError, UsageError
+from ..core._guard_settings import GUARD_NAMES
+from ..core._stop import StopReason
 from ._safe import SafeConsole, json_visible, visible
 from ._stdin import LineSource, TerminalLines
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
-    from .._agent import Agent
-    from .._cancel import Cancel
-    from .._config import Config
-    from .._questions import Asker, AskMode
-    from .._run import AgentRun
-    from .._state import RunState
+    from ..agent._agent import Agent
+    from ..agent._config import Config
+    from ..agent._run import AgentRun
+    from ..core._cancel import Cancel
+    from ..core._questions import Asker, AskMode
+    from ..core._state import RunState
     from ..mcp import MCPServerConfig
     from ..permissions import ApprovalHandler, ApprovalMode, Permissions
     from ..policies import CapHandler, CommandHook
@@ -224,7 +224,7 @@ def main() -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-    from .._threads import Watchdog
+    from ..core._threads import Watchdog
 
     # This process is ours: a tool that holds the interpreter past its timeout ends it, and
     # one still running when the command is done does not keep it alive.
@@ -468,9 +468,9 @@ def resume(
     """Continue a run after a crash, a cap, a cancel, an error or a pause for approval. New
     caps are totals for the run; by default the cap that stopped it grows by as much again.
     The guards are the run's, but for those the guard flags change."""
-    from .._agent import Agent
-    from .._resolve import resolve_model
-    from .._state import RunState
+    from ..agent._agent import Agent
+    from ..agent._resolve import resolve_model
+    from ..core._state import RunState
     from ..store import find_run
 
     config = _config(trust_project, checks=False)  # the run's checks are in its log
@@ -621,7 +621,7 @@ def sessions_prune(
     """Remove the sessions last used longer ago than AGE (those being written are kept)."""
     from datetime import UTC, datetime
 
-    from .._errors import SessionBusy
+    from ..core._errors import SessionBusy
 
     with _one_line_errors():
         age = _age(older_than)
@@ -674,7 +674,7 @@ def show(
 ) -> None:
     """Print a run's transcript, folded from its log: every message (`--view`: the compacted
     history the model sees)."""
-    from .._state import RunState
+    from ..core._state import RunState
     from ..store import find_run
     from ._render import render_finish, render_transcript
 
@@ -685,7 +685,7 @@ def show(
         _say_unverified(log, [info.session_id])
         messages = state.transcript(whole=not view)
         if json_lines:
-            from .._messages import MESSAGES
+            from ..core._messages import MESSAGES
 
             sys.stdout.write(json_visible(MESSAGES.dump_json(messages, indent=2).decode()) + "\n")
         else:
@@ -721,9 +721,9 @@ def compact(
 ) -> None:
     """Compact a session's context now: the middle of its history is summarized (by the
     compaction model, else a digest) and its next turn starts from there; the log keeps all."""
-    from .._agent import Agent
-    from .._resolve import resolve_model
-    from .._state import RunState
+    from ..agent._agent import Agent
+    from ..agent._resolve import resolve_model
+    from ..core._state import RunState
     from ..store import find_session
 
     config = _config(trust_project, checks=False)
@@ -754,7 +754,7 @@ def replay(
 ) -> None:
     """Re-render a run from its log, with no model; exits with the run's code (1 for a run
     with no end in its log: its process died, or it is still running)."""
-    from .._state import RunState
+    from ..core._state import RunState
     from ..store import find_run
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
@@ -810,7 +810,7 @@ class AgentChoices:
         named = self.model or (preset.model if preset else None) or config.model
         if named:
             return named
-        from .._resolve import default_model
+        from ..agent._resolve import default_model
 
         spec, why = default_model()
         if why:
@@ -819,10 +819,10 @@ class AgentChoices:
         return spec
 
     def agent(self, config: Config, log: SQLiteLog, lines: LineSource) -> Agent:
-        from .._agent import Agent
-        from .._config import ProfileConfig
-        from .._model import ModelSettings
-        from .._resolve import resolve_model
+        from ..agent._agent import Agent
+        from ..agent._config import ProfileConfig
+        from ..agent._resolve import resolve_model
+        from ..core._model import ModelSettings
         from ..tools import builtin_tools
 
         preset = config.profiles.get(self.profile or "") or ProfileConfig()
@@ -907,8 +907,8 @@ def _profiles(agent: Agent, config: Config) -> dict[str, Agent]:
     prompt, the run's permissions, approvals, sandbox and guards."""
     import dataclasses
 
-    from .._model import ModelSettings
-    from .._resolve import resolve_model
+    from ..agent._resolve import resolve_model
+    from ..core._model import ModelSettings
     from ..tools import builtin_tools
 
     return {
@@ -946,7 +946,7 @@ def _at_cap(value: str) -> Literal["stop", "summarize"]:
 
 def _config(trust_project: bool, *, checks: bool = True) -> Config:
     """The config files, with the project's commands only if the user trusts them."""
-    from .._config import load_config
+    from ..agent._config import load_config
     from ._trust import trusted
 
     with _one_line_errors():
@@ -1104,7 +1104,7 @@ def _set_aside_unreadable_index(store: Path) -> None:
     """An index that is not a database is moved aside, to be rebuilt from the journals."""
     from datetime import UTC, datetime
 
-    from .._errors import LogCorrupted
+    from ..core._errors import LogCorrupted
     from ..store import SQLiteLog
 
     if not (store / "reins.db").is_file():
@@ -1131,7 +1131,7 @@ async def _drive(
 ) -> StopReason:
     """Show the run's events; a reader that goes away (`--json | head`) cancels the run,
     which ends as cancelled, quietly. A prompt (`lines`) stops the spinner first."""
-    from .._events import RunFinished
+    from ..core._events import RunFinished
     from ._render import EventRenderer
 
     printer = _printer(json_lines)
@@ -1177,7 +1177,7 @@ def _silence_stdout() -> None:
 
 
 def _printer(json_lines: bool) -> Callable[[Any], None]:
-    from .._events import EVENT, SubagentEvent
+    from ..core._events import EVENT, SubagentEvent
     from ._render import EventRenderer
 
     if json_lines:
@@ -1241,7 +1241,7 @@ def _store_of(store: Path | None) -> Path:
     """The store named, else the current folder's in the user's data folder (one a folder,
     as `./.reins` was): never one found in the project, which a clone can ship (grants in its
     journal) and its commands can reach."""
-    from .._paths import project_store
+    from ..core._paths import project_store
 
     return store if store is not None else project_store(os.getcwd())
 
@@ -1334,7 +1334,7 @@ async def _with_log(
 ) -> StopReason:
     import asyncio
 
-    from .._cancel import Cancel
+    from ..core._cancel import Cancel
     from ..store import SQLiteLog
 
     log = SQLiteLog(store)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from .._questions import QuestionRequest
+from ..core._questions import QuestionRequest
 from ..permissions import Approval, ApprovalRequest
 from ._safe import Quoted, shown
 from ._stdin import LineSource

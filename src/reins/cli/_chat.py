@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from .._errors import ReinsError, UsageError
-from .._stop import StopReason
+from ..core._errors import ReinsError, UsageError
+from ..core._stop import StopReason
 from ._app import (
     WARNINGS,
     AgentChoices,
@@ -41,10 +41,10 @@ if TYPE_CHECKING:
 
     from prompt_toolkit import PromptSession
 
-    from .._agent import Agent
-    from .._cancel import Cancel
-    from .._config import Config
-    from .._run import AgentRun
+    from ..agent._agent import Agent
+    from ..agent._config import Config
+    from ..agent._run import AgentRun
+    from ..core._cancel import Cancel
     from ..store import SQLiteLog
 
 COMMANDS = {
@@ -247,8 +247,8 @@ class Chat:
             self.working = asyncio.create_task(self.turn(text))
 
     async def turn(self, goal: str) -> None:
-        from .._cancel import Cancel
-        from .._events import ModelRequested, RunStarted
+        from ..core._cancel import Cancel
+        from ..core._events import ModelRequested, RunStarted
         from ._render import EventRenderer
 
         show = EventRenderer(out)
@@ -304,7 +304,7 @@ class Chat:
         if not spec:
             out.print(f"model {escape(self.spec)}")
             return
-        from .._resolve import resolve_model
+        from ..agent._resolve import resolve_model
 
         try:
             model = resolve_model(spec, self.config)

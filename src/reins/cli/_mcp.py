@@ -40,7 +40,7 @@ def list_servers(
     mcp_config: McpConfigOpt = None,
 ) -> None:
     """Start each configured server, list its tools, stop it: what a run would be offered."""
-    from .._config import load_config
+    from ..agent._config import load_config
     from ..mcp import MCPServer, start_all, stop_all
 
     with _one_line_errors():
@@ -116,8 +116,8 @@ def serve(
     """Serve reins over MCP on stdin/stdout: `run` (an agent run on a goal: its answer and
     run id), `sessions` and `read_run` (the log). Calls that would ask a person are denied
     unless the config says approval = "never-ask"."""
-    from .._agent import Agent
-    from .._resolve import default_model, resolve_model
+    from ..agent._agent import Agent
+    from ..agent._resolve import default_model, resolve_model
     from ..store import SQLiteLog
     from ..store._placement import check_placement
     from ..tools import builtin_tools

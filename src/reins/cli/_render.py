@@ -16,7 +16,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from .._events import (
+from ..core._events import (
     AnswerRejected,
     ApprovalRequested,
     BudgetExtended,
@@ -42,7 +42,7 @@ from .._events import (
     ToolCallStarted,
     ToolsChanged,
 )
-from .._messages import (
+from ..core._messages import (
     AssistantMessage,
     Message,
     SystemMessage,
@@ -50,8 +50,8 @@ from .._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from .._state import STEERING
-from .._stop import StopReason
+from ..core._state import STEERING
+from ..core._stop import StopReason
 from ..models._catalog import lookup
 from ..store import RunInfo
 from ._safe import shown, visible

@@ -14,10 +14,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from .._agent import Agent
-from .._errors import ReinsError
-from .._messages import MESSAGES
-from .._state import RunState
+from ..agent._agent import Agent
+from ..core._errors import ReinsError
+from ..core._messages import MESSAGES
+from ..core._state import RunState
 from ..store import EventLog, find_run, find_session
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)

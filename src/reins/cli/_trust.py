@@ -11,8 +11,8 @@ import sys
 from rich.console import Console
 from rich.text import Text
 
-from .._config import Config, Untrusted, record_trust, user_config_path
-from .._errors import UsageError
+from ..agent._config import Config, Untrusted, record_trust, user_config_path
+from ..core._errors import UsageError
 from ._safe import visible  # a newline too: what is asked is what runs
 
 ANSWERS = {"y": True, "yes": True, "n": False, "no": False, "": False}

@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import ContextTooLarge, StoreError
-from .._messages import AssistantMessage, Message, ToolResultMessage, ToolSpec, UserMessage
-from .._model import Model
-from .._state import RunState
+from ..core._errors import ContextTooLarge, StoreError
+from ..core._messages import AssistantMessage, Message, ToolResultMessage, ToolSpec, UserMessage
+from ..core._model import Model
+from ..core._state import RunState
 from ..models._catalog import price
 from ._compaction import (
     DIGEST_CHARS,
@@ -79,7 +79,7 @@ class ContextBuilder:
         def summarizer() -> Model:
             if spec is None or spec == model_id:
                 return model
-            from .._resolve import resolve_model  # the config files are read only if needed
+            from ..agent._resolve import resolve_model  # the config files are read only if needed
 
             return resolve_model(spec)
 

@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._messages import (
+from ..core._messages import (
     AssistantMessage,
     Message,
     SystemMessage,
@@ -22,8 +22,8 @@ from .._messages import (
     Usage,
     UserMessage,
 )
-from .._model import Model, ModelSettings
-from .._state import STEER_PREFIX
+from ..core._model import Model, ModelSettings
+from ..core._state import STEER_PREFIX
 
 SUMMARY_HEADER = "[Context compacted — summary of the earlier conversation]"
 REPLACES = "(In place of your first {replies} replies and what they led to.)"

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._files import read_regular
-from .._messages import Message, ToolResultMessage
+from ..core._files import read_regular
+from ..core._messages import Message, ToolResultMessage
 
 INSTRUCTION_FILES = ("AGENTS.md",)
 OVERRIDE = "AGENTS.override.md"

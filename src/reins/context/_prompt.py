@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._state import FINAL_ANSWER_PREFIX, FINAL_ANSWER_TOOL
+from ..core._state import FINAL_ANSWER_PREFIX, FINAL_ANSWER_TOOL
 
 BASE_PROMPT = """\
 You are an autonomous agent working in a folder, the workspace.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._errors import UsageError
+from ..core._errors import UsageError
 
 
 @dataclass(frozen=True, kw_only=True)

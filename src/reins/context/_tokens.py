@@ -11,8 +11,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._messages import AssistantMessage, Message, ToolResultMessage, ToolSpec
-from .._model import Model
+from ..core._messages import AssistantMessage, Message, ToolResultMessage, ToolSpec
+from ..core._model import Model
 from ..models._catalog import lookup
 from ._settings import ContextSettings
 

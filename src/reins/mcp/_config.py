@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .._errors import UsageError
-from .._files import read_regular
+from ..core._errors import UsageError
+from ..core._files import read_regular
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 

@@ -7,8 +7,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .._errors import ToolError
-from .._state import RunState
+from ..core._errors import ToolError
+from ..core._state import RunState
 
 if TYPE_CHECKING:
     from ..policies import StopHookFunction

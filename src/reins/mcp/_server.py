@@ -27,7 +27,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .._errors import ToolError, UsageError
+from ..core._errors import ToolError, UsageError
 from ..tools import Tool, ToolContext
 from ..tools._schema import inline_refs
 from ..tools._tool import AnyArguments

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from .._errors import ModelConnectionError, UsageError
-from .._events import FinishReason
-from .._messages import (
+from ..core._errors import ModelConnectionError, UsageError
+from ..core._events import FinishReason
+from ..core._messages import (
     AssistantMessage,
     Message,
     SystemMessage,
@@ -23,7 +23,7 @@ from .._messages import (
     Usage,
     UserMessage,
 )
-from .._model import (
+from ..core._model import (
     ALIVE,
     Alive,
     ModelResponse,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._messages import Usage
+from ..core._messages import Usage
 
 GENEROUS_OUTPUT = 32_000
 """The output cap of a model whose own is not known: the context window still bounds it."""

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._errors import UnknownModel, UsageError
+from ..core._errors import UnknownModel, UsageError
 
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_EMBEDDED = "qwen-1.5b"

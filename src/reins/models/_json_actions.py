@@ -8,8 +8,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .._actions import ENVELOPE, ActionError, parse_action
-from .._messages import (
+from ..core._actions import ENVELOPE, ActionError, parse_action
+from ..core._messages import (
     AssistantMessage,
     Message,
     SystemMessage,

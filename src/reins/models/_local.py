@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .._errors import ModelError, UsageError
-from .._events import FinishReason
-from .._messages import Message, ToolSpec, Usage
-from .._model import ModelResponse, ModelSettings, StreamItem, TextChunk
+from ..core._errors import ModelError, UsageError
+from ..core._events import FinishReason
+from ..core._messages import Message, ToolSpec, Usage
+from ..core._model import ModelResponse, ModelSettings, StreamItem, TextChunk
 from . import _json_actions
 from ._embedded import DEFAULT_EMBEDDED, embedded_gguf
 from ._resilience import Retried

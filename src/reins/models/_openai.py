@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from .._errors import ModelConnectionError, ModelTimeout
-from .._events import FinishReason
-from .._messages import (
+from ..core._errors import ModelConnectionError, ModelTimeout
+from ..core._events import FinishReason
+from ..core._messages import (
     AssistantMessage,
     Message,
     SystemMessage,
@@ -24,7 +24,7 @@ from .._messages import (
     Usage,
     UserMessage,
 )
-from .._model import (
+from ..core._model import (
     ALIVE,
     Alive,
     ModelResponse,

@@ -12,9 +12,9 @@ import random
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 
-from .._errors import ModelError, ModelHTTPError, ModelTimeout
-from .._messages import Message, ToolSpec
-from .._model import Alive, ModelResponse, ModelSettings, Retrying, StreamItem, final_response
+from ..core._errors import ModelError, ModelHTTPError, ModelTimeout
+from ..core._messages import Message, ToolSpec
+from ..core._model import Alive, ModelResponse, ModelSettings, Retrying, StreamItem, final_response
 
 
 class Retried:

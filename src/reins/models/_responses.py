@@ -9,9 +9,9 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._errors import ModelConnectionError, ModelError
-from .._events import FinishReason
-from .._messages import (
+from ..core._errors import ModelConnectionError, ModelError
+from ..core._events import FinishReason
+from ..core._messages import (
     AssistantMessage,
     Message,
     SystemMessage,
@@ -22,7 +22,7 @@ from .._messages import (
     Usage,
     UserMessage,
 )
-from .._model import (
+from ..core._model import (
     ALIVE,
     Alive,
     ModelResponse,

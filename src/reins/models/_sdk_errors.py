@@ -11,7 +11,7 @@ from functools import cache
 from types import ModuleType
 from typing import Any
 
-from .._errors import ModelConnectionError, ModelError, ModelHTTPError, ModelTimeout
+from ..core._errors import ModelConnectionError, ModelError, ModelHTTPError, ModelTimeout
 
 
 @contextmanager

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from .._messages import ToolCall, ToolSpec
+from ..core._messages import ToolCall, ToolSpec
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,7 @@ def _action(value: Any) -> dict[str, Any] | None:
 def _checked(action: dict[str, Any], tools: Sequence[ToolSpec]) -> ToolCall | None:
     """The call, if the action contract holds for it (arguments that miss the schema do make a
     call: the executor answers them as it does a native call's)."""
-    from .._actions import ActionError, ActionErrorKind, parse_action  # loads jsonschema
+    from ..core._actions import ActionError, ActionErrorKind, parse_action  # loads jsonschema
 
     try:
         parse_action(json.dumps(action, ensure_ascii=False), tools)

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from .._messages import ToolCall
+from ..core._messages import ToolCall
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,7 +8,7 @@ wins), then the project's rules, which can only make it stricter.
 An "ask" the user has answered "always" earlier in the session becomes an allow.
 
 A write to a place that runs code later (`.git`, `.reins`, `.envrc`, ...: see
-`reins._code_paths`) asks a person each time: no rule, "always" answer or blanket yes allows
+`reins.sandbox._code_paths`) asks a person each time: no rule, "always" answer or blanket yes allows
 it, though a rule may still deny it.
 """
 

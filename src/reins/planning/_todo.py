@@ -9,9 +9,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .._errors import ToolError
-from .._events import TodoItem
-from .._scope import CallScope
+from ..core._errors import ToolError
+from ..core._events import TodoItem
+from ..core._scope import CallScope
 from ..tools import Tool, ToolContext, tool
 
 TODO = "todo"

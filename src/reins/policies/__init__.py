@@ -1,6 +1,6 @@
 """Policies: small objects the loop consults at fixed hook points (see `Policy`)."""
 
-from .._guard_settings import GUARD_NAMES, Guards
+from ..core._guard_settings import GUARD_NAMES, Guards
 from ._base import (
     CONTINUE,
     AfterResponse,

@@ -19,12 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._messages import AssistantMessage, ToolCall, ToolResultMessage
-from .._state import RunState
-from .._stop import StopReason
+from ..core._messages import AssistantMessage, ToolCall, ToolResultMessage
+from ..core._state import RunState
+from ..core._stop import StopReason
 
 if TYPE_CHECKING:
-    from .._model import ModelResponse
+    from ..core._model import ModelResponse
     from ._reflect import Reflection
 
 

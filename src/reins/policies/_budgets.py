@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeAlias
 
-from .._events import RunConfig
-from .._state import RunState
-from .._stop import StopReason
+from ..core._events import RunConfig
+from ..core._state import RunState
+from ..core._stop import StopReason
 from ._base import CONTINUE, BeforeRound, Inject, Policy, Stop
 
 CAP_REASONS = frozenset(

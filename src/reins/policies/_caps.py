@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .._messages import AssistantMessage
-from .._state import RunState
-from .._stop import StopReason
+from ..core._messages import AssistantMessage
+from ..core._state import RunState
+from ..core._stop import StopReason
 from ._base import CONTINUE, AfterResponse, BeforeRound, Policy, Reject, Stop
 
 

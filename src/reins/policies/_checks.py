@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._errors import ReinsError
-from .._state import RunState
-from .._stop import StopReason
+from ..core._errors import ReinsError
+from ..core._state import RunState
+from ..core._stop import StopReason
 from ..sandbox import SandboxPolicy
 from ._base import CONTINUE, OnFinal, Policy, Stop, Verified
 from ._stop_hooks import refuse, tail

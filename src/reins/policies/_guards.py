@@ -23,8 +23,8 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 
-from .._guard_settings import Guards
-from .._messages import (
+from ..core._guard_settings import Guards
+from ..core._messages import (
     AssistantMessage,
     Message,
     ToolCall,
@@ -32,8 +32,8 @@ from .._messages import (
     ToolSpec,
     UserMessage,
 )
-from .._state import FINAL_ANSWER_TOOL, RunState
-from .._stop import StopReason
+from ..core._state import FINAL_ANSWER_TOOL, RunState
+from ..core._stop import StopReason
 from ._base import (
     CONTINUE,
     AfterResponse,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .._messages import AssistantMessage, ToolResultMessage, UserMessage
-from .._state import RunState
+from ..core._messages import AssistantMessage, ToolResultMessage, UserMessage
+from ..core._state import RunState
 from ._base import CONTINUE, OnFinal, Policy, Reject
 
 NOTE = "[write-test]"

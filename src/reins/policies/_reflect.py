@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast, get_args
 
-from .._cancel import Cancel
-from .._errors import StoreError
-from .._messages import (
+from ..core._cancel import Cancel
+from ..core._errors import StoreError
+from ..core._messages import (
     AssistantMessage,
     Message,
     SystemMessage,
@@ -27,9 +27,9 @@ from .._messages import (
     ToolSpec,
     UserMessage,
 )
-from .._model import Model, ModelSettings, ensure_requests_allowed
-from .._state import REFLECTION_TAG, RunState
-from .._stop import StopReason
+from ..core._model import Model, ModelSettings, ensure_requests_allowed
+from ..core._state import REFLECTION_TAG, RunState
+from ..core._stop import StopReason
 from ._base import CONTINUE, BeforeRound, Policy, Reflect, Stop
 
 Assessment = Literal["success", "failure", "partial", "unknown"]

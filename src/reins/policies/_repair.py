@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._messages import AssistantMessage, ToolSpec
-from .._state import RunState
-from .._stop import StopReason
+from ..core._messages import AssistantMessage, ToolSpec
+from ..core._state import RunState
+from ..core._stop import StopReason
 from ._base import CONTINUE, AfterResponse, Policy, Reject, Stop
 
 REPEAT_TEMPERATURE = 0.7
@@ -28,7 +28,7 @@ class StrictActions(Policy):
     async def after_response(self, state: RunState, response: AssistantMessage) -> AfterResponse:
         if response.tool_calls:
             return CONTINUE
-        from .._actions import MAX_REPAIRS, ActionError, parse_action, repair_message
+        from ..core._actions import MAX_REPAIRS, ActionError, parse_action, repair_message
 
         try:
             parse_action(response.text, self.tools)

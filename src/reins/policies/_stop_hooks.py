@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._errors import UsageError
-from .._state import RunState
-from .._stop import StopReason
+from ..core._errors import UsageError
+from ..core._state import RunState
+from ..core._stop import StopReason
 from ..sandbox import SandboxPolicy
 from ._base import CONTINUE, OnFinal, Policy, Reject, Stop
 

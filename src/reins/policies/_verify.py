@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .._messages import ToolCall, ToolResultMessage
-from .._state import RunState
-from .._stop import StopReason
+from ..core._messages import ToolCall, ToolResultMessage
+from ..core._state import RunState
+from ..core._stop import StopReason
 from ._base import CONTINUE, Answer, BeforeTool, Policy, Stop
 
 VERIFY_TOOL = "verify"

@@ -8,7 +8,7 @@ profile. The policy, not the tool, decides.
 
 from typing import TYPE_CHECKING, Any
 
-from .._errors import SandboxUnavailable
+from ..core._errors import SandboxUnavailable
 from ._policy import ENV_ALLOWED, MODES, SandboxMode, SandboxPolicy
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._code_paths import COMMANDS_READ_ONLY, git_dir_of
-from .._errors import SandboxUnavailable
-from .._hidden import hidden_paths
+from ..core._errors import SandboxUnavailable
+from ._code_paths import COMMANDS_READ_ONLY, git_dir_of
+from ._hidden import hidden_paths
 from ._policy import SandboxPolicy
 
 INSTALL_HINT = (
@@ -24,7 +24,7 @@ PROTECTED_NAMES = COMMANDS_READ_ONLY
 another), with the folder a `.git` file there points to, besides the workspace's own protected
 paths (the event log's folder). One made by the command itself is not: it did not exist when
 the sandbox was set up. The file tools ask before writing these and the other places that run
-code later (`reins._code_paths`)."""
+code later (`reins.sandbox._code_paths`)."""
 
 
 def bwrap_path() -> str:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from .._errors import UsageError
+from ..core._errors import UsageError
 
 SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
 """The tiers, named as codex names them, strictest first."""

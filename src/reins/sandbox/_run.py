@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from .._errors import ToolError, UsageError
+from ..core._errors import ToolError, UsageError
 from . import _spawner
 from ._bwrap import bwrap_argv, bwrap_path
 from ._capture import CappedOutput

@@ -1,6 +1,6 @@
 """macOS: the same tiers as a seatbelt profile for `sandbox-exec`. Untested in CI (no macOS
 there); kept small: everything is allowed but writes outside the writable folders, the hidden
-paths (`reins._hidden`, less the readable folders inside them) and, unless the policy allows
+paths (`reins.sandbox._hidden`, less the readable folders inside them) and, unless the policy allows
 it, the network. No PID namespace: the process group is what gets killed. A later rule wins
 over an earlier one it overlaps."""
 
@@ -11,9 +11,9 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._code_paths import COMMANDS_READ_ONLY, git_dir_of
-from .._errors import SandboxUnavailable
-from .._hidden import hidden_paths
+from ..core._errors import SandboxUnavailable
+from ._code_paths import COMMANDS_READ_ONLY, git_dir_of
+from ._hidden import hidden_paths
 from ._policy import SandboxPolicy
 
 _PROFILE = """(version 1)

@@ -24,7 +24,7 @@ import errno
 import functools
 import tempfile
 
-from .._errors import SandboxUnavailable
+from ..core._errors import SandboxUnavailable
 
 _DENIED = (
     "ptrace",

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._errors import ToolError
 from ..context._sections import PromptContext
+from ..core._errors import ToolError
 from ..tools import Tool, ToolContext, tool
 from ._skill import Skill
 

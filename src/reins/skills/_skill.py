@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._files import read_regular
+from ..core._files import read_regular
 
 SKILL_FILE = "SKILL.md"
 PROJECT_FOLDERS = (".reins/skills", ".agents/skills")

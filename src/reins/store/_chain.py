@@ -34,8 +34,8 @@ from binascii import hexlify
 from pathlib import Path
 from typing import Final
 
-from .._errors import StoreError
-from .._files import fsync_directory
+from ..core._errors import StoreError
+from ..core._files import fsync_directory
 
 KEY_BYTES: Final = 32
 FIELD: Final = b',"mac":"'

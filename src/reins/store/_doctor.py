@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .._events import EVENT
+from ..core._events import EVENT
 from ._chain import SIGNED, UNSIGNED, Chain, mismatch, opened, trust_of
 from ._sqlite import SQLiteLog
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .._errors import SessionBusy, StoreError
-from .._files import fsync_directory
+from ..core._errors import SessionBusy, StoreError
+from ..core._files import fsync_directory
 from ._chain import TAIL, Chain, mac_before
 
 log = logging.getLogger("reins.store")

@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
-from .._errors import RunNotFound, SessionBusy, StoreError
-from .._events import Event, RunFinished, RunResumed, RunStarted
-from .._stop import StopReason
+from ..core._errors import RunNotFound, SessionBusy, StoreError
+from ..core._events import Event, RunFinished, RunResumed, RunStarted
+from ..core._stop import StopReason
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .._errors import WorkspaceError
+from ..core._errors import WorkspaceError
 
 
 def check_placement(store: str | Path, workspace: str | Path) -> None:

@@ -39,7 +39,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .._errors import (
+from ..core._errors import (
     LogCorrupted,
     LogUnverified,
     RunNotFound,
@@ -47,10 +47,10 @@ from .._errors import (
     StoreError,
     UsageError,
 )
-from .._events import EVENT, Event, RunFinished, RunResumed, RunStarted
-from .._paths import log_key_path
-from .._stop import StopReason
-from .._unicode import NOTE, escape_model
+from ..core._events import EVENT, Event, RunFinished, RunResumed, RunStarted
+from ..core._paths import log_key_path
+from ..core._stop import StopReason
+from ..core._unicode import NOTE, escape_model
 from ._chain import (
     SIGNED,
     TAIL,
@@ -170,7 +170,7 @@ class SQLiteLog:
         self, directory: str | Path, *, durable: bool = False, key: bytes | None = None
     ) -> None:
         """`durable=True` fsyncs every commit (survives power loss, not only a crash). `key`
-        signs the journals (see `_chain`); by default the user's, at `reins._paths.
+        signs the journals (see `_chain`); by default the user's, at `reins.core._paths.
         log_key_path()`, made by the first write.
 
         On a read-only folder the log can be read, not written: the index is built in memory

@@ -10,15 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._events import RunFinished, SubagentEvent
-from .._messages import AssistantMessage, Message, UserMessage
-from .._scope import CallScope
-from .._stop import StopReason
 from ..context._compaction import digest
+from ..core._events import RunFinished, SubagentEvent
+from ..core._messages import AssistantMessage, Message, UserMessage
+from ..core._scope import CallScope
+from ..core._stop import StopReason
 from ..tools import ToolContext
 
 if TYPE_CHECKING:
-    from .._agent import Agent
+    from ..agent._agent import Agent
 
 CONTEXT = "Context from the agent that hands you this task (its work so far, in brief):\n\n{}"
 READY = "Understood. What is the task?"

@@ -7,12 +7,12 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from .._errors import ToolError
+from ..core._errors import ToolError
 from ..tools import Tool, ToolContext, tool
 from ._child import GRACE, Brief, run_child
 
 if TYPE_CHECKING:
-    from .._agent import Agent
+    from ..agent._agent import Agent
 
 SPAWN_AGENT = "spawn_agent"
 

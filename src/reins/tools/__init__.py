@@ -1,5 +1,6 @@
 """Tools: `@tool`, the executor, the workspace and the built-ins."""
 
+from ._ask_user import ASK_USER_TOOL
 from ._builtin import (
     BUILTIN_TOOLS,
     builtin_tools,
@@ -17,6 +18,7 @@ from ._tool import Tool, ToolContext, tool
 from ._workspace import Workspace
 
 __all__ = [
+    "ASK_USER_TOOL",
     "BUILTIN_TOOLS",
     "Tool",
     "ToolContext",

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from functools import lru_cache
 
-from .._errors import ToolError, UsageError
+from ..core._errors import ToolError, UsageError
 from ..sandbox import SandboxPolicy
 from ._fs import READ, Opened, Target, kind, replace_file
 from ._lines import Lines, is_binary

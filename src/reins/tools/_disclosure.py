@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from functools import cached_property
 
-from .._errors import ToolError
+from ..core._errors import ToolError
 from ._tool import Tool, tool
 
 SEARCH, LOAD = "tool_search", "tool_load"

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .._errors import ToolError, UsageError
-from .._messages import ToolCall, ToolResultMessage, ToolSpec
+from ..core._errors import ToolError, UsageError
+from ..core._messages import ToolCall, ToolResultMessage, ToolSpec
 from ._builtin import BUILTIN_TOOLS
 from ._disclosure import LOAD, SEARCH, Disclosure
 from ._places import CodeWrite, any_approved, approved_writes

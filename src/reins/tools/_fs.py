@@ -21,7 +21,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._errors import ToolError
+from ..core._errors import ToolError
 from ._stop import Stop
 
 MAX_LINKS = 40
@@ -63,7 +63,7 @@ class Protected:
 
 @dataclass(frozen=True)
 class Hidden:
-    """What no tool opens (`reins._hidden`), below the root: by path, and by identity (a
+    """What no tool opens (`reins.sandbox._hidden`), below the root: by path, and by identity (a
     folder renamed since). `shown` are folders inside hidden ones that stay readable (a
     skill's, the log's saved outputs): the way to them is open, nothing beside it."""
 

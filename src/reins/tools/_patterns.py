@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pathspec
 import re2  # type: ignore[import-untyped]  # (no stubs: the two calls used are wrapped here)
 
-from .._errors import ToolError
+from ..core._errors import ToolError
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator

@@ -12,11 +12,19 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._code_paths import GIT_FOLDER, HOOKS_PATH, CodePlace, fold, git_dir_of, hooks_path, place_of
-from .._errors import WorkspaceError
-from .._files import read_regular
-from .._hidden import hidden_paths
-from .._paths import config_home, data_home
+from ..core._errors import WorkspaceError
+from ..core._files import read_regular
+from ..core._paths import config_home, data_home
+from ..sandbox._code_paths import (
+    GIT_FOLDER,
+    HOOKS_PATH,
+    CodePlace,
+    fold,
+    git_dir_of,
+    hooks_path,
+    place_of,
+)
+from ..sandbox._hidden import hidden_paths
 from ._fs import Hidden
 
 _APPROVED: ContextVar[frozenset[str]] = ContextVar("reins_approved_writes", default=frozenset())

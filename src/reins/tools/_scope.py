@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._errors import ToolError
+from ..core._errors import ToolError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

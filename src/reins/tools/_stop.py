@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from .._threads import in_thread
+from ..core._threads import in_thread
 
 T = TypeVar("T")
 

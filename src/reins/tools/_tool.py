@@ -22,9 +22,9 @@ from pydantic import (
 from pydantic_core import to_json
 from typing_extensions import TypeVar
 
-from .._errors import ToolError, UsageError
-from .._messages import ToolSpec
-from .._threads import in_thread
+from ..core._errors import ToolError, UsageError
+from ..core._messages import ToolSpec
+from ..core._threads import in_thread
 from ..sandbox import SandboxPolicy
 from ._patterns import linear_schemas
 from ._stop import run_stoppable

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pathspec
 
-from .._errors import ToolError, WorkspaceError
+from ..core._errors import ToolError, WorkspaceError
 from ._fs import DIR, READ, Opened, Protected, Root, Target, locate_for_write, open_beneath
 from ._patterns import ignore_rules
 from ._places import CodePlaces, CodeWrite, approved, hidden_below, refuse_broad
@@ -28,10 +28,11 @@ class Workspace:
     are refused. Writes into `protected` paths (the event log) are refused too. `readable`
     folders outside it may be read by their absolute paths (the store's saved long outputs).
 
-    The hidden paths (`reins._hidden`: credentials, reins's own folders) are never opened, nor
-    listed; a write to a place that runs code later (`reins._code_paths`) needs a person's
-    approval of that call (the executor asks; see `runs_code`). A root of `/`, the home folder
-    or one holding it is refused: no list of hidden paths covers all that lies there."""
+    The hidden paths (`reins.sandbox._hidden`: credentials, reins's own folders) are never
+    opened, nor listed; a write to a place that runs code later (`reins.sandbox._code_paths`)
+    needs a person's approval of that call (the executor asks; see `runs_code`). A root of `/`,
+    the home folder or one holding it is refused: no list of hidden paths covers all that lies
+    there."""
 
     def __init__(
         self,

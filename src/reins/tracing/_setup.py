@@ -6,7 +6,7 @@ import os
 from importlib.metadata import version
 from typing import Any
 
-from .._errors import UsageError
+from ..core._errors import UsageError
 from ._spans import tracer_of_call
 
 _own_provider: Any = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from .._events import (
+from ..core._events import (
     Event,
     ModelRequested,
     ModelResponded,
@@ -13,8 +13,8 @@ from .._events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from .._state import RunState
-from .._stop import StopReason
+from ..core._state import RunState
+from ..core._stop import StopReason
 
 _open_calls: dict[tuple[str, str], tuple[Any, Any]] = {}
 """The tool-call spans under way and their runs' tracers, by (run id, call id): a subagent's

@@ -14,6 +14,31 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, assert_never
 
+from ..context import ContextBuilder
+from ..models._catalog import lookup, price
+from ..permissions import ApprovalRequest, Approver, Ruling, denial
+from ..policies import (
+    CAP_REASONS,
+    CONTINUE,
+    Answer,
+    Continue,
+    Inject,
+    Policy,
+    Reflect,
+    Reject,
+    Stop,
+    Verified,
+)
+from ..policies._budgets import (
+    SUMMARY_REQUEST,
+    CapHandler,
+    CapOffer,
+    ask_cap,
+    cap_choices,
+    extended,
+)
+from ..store import EventLog
+from ..tools import ToolExecutor
 from ._cancel import Cancel
 from ._errors import ContextTooLarge, ReinsError, StoreError, ToolError
 from ._events import (
@@ -55,34 +80,9 @@ from ._scope import CallScope
 from ._state import STEERING, RunState, interrupted
 from ._stop import StopReason
 from ._unicode import NOTE, escape_text, escaped_reply, escaped_result
-from .context import ContextBuilder
-from .models._catalog import lookup, price
-from .permissions import ApprovalRequest, Approver, Ruling, denial
-from .policies import (
-    CAP_REASONS,
-    CONTINUE,
-    Answer,
-    Continue,
-    Inject,
-    Policy,
-    Reflect,
-    Reject,
-    Stop,
-    Verified,
-)
-from .policies._budgets import (
-    SUMMARY_REQUEST,
-    CapHandler,
-    CapOffer,
-    ask_cap,
-    cap_choices,
-    extended,
-)
-from .store import EventLog
-from .tools import ToolExecutor
 
 if TYPE_CHECKING:
-    from .tracing import RunSpans
+    from ..tracing import RunSpans
 
 _now = datetime.now
 

@@ -65,13 +65,13 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ._errors import UsageError
-from ._files import NotAFile, read_regular
-from .context import ContextSettings
-from .mcp._config import MCPServerConfig, servers_from_json, servers_from_table
-from .permissions import PermissionRules
-from .policies import Guards
-from .sandbox import MODES, SandboxMode, SandboxPolicy
+from ..context import ContextSettings
+from ..core._errors import UsageError
+from ..core._files import NotAFile, read_regular
+from ..mcp._config import MCPServerConfig, servers_from_json, servers_from_table
+from ..permissions import PermissionRules
+from ..policies import Guards
+from ..sandbox import MODES, SandboxMode, SandboxPolicy
 
 PROJECT_FILE = "reins.toml"
 
@@ -203,8 +203,8 @@ class ProfileConfig(BaseModel):
     @field_validator("mode")
     @classmethod
     def _a_mode(cls, mode: str | None) -> str | None:
-        from .context import MODES
-        from .context._modes import resolve_mode
+        from ..context import MODES
+        from ..context._modes import resolve_mode
 
         if resolve_mode(mode)[1] is not None:  # as --mode: not explore, read-only, in its place
             raise ValueError(f"no mode {mode!r}; the modes: {', '.join(MODES)}")
@@ -293,7 +293,7 @@ def needs_trust(model: str, providers: Collection[str]) -> bool:
     (`openai`, `anthropic`, `ollama`, an endpoint in `providers`) or an embedded model does
     not; a script, a GGUF file, a URL (which gets $OPENAI_API_KEY), or an endpoint only the
     project defines does."""
-    from .models._embedded import EMBEDDED
+    from ..models._embedded import EMBEDDED
 
     kind, _, rest = model.partition(":")
     if not rest:
@@ -586,7 +586,7 @@ TRUSTED_FILE = "trusted_projects.json"
 
 def project_skills(folder: Path) -> list[Path]:
     """The project's skill folders (each holds a SKILL.md), resolved."""
-    from .skills._skill import SKILL_FILE, project_folders
+    from ..skills._skill import SKILL_FILE, project_folders
 
     return [
         skill.resolve()

@@ -14,9 +14,21 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_origin
 
-from ._cancel import Cancel
-from ._errors import UsageError
-from ._events import (
+from ..context import ContextBuilder, ContextSettings
+from ..context._instructions import INSTRUCTION_FILES, FolderHints
+from ..context._modes import Mode, ModeSection, resolve_mode
+from ..context._sections import (
+    BaseSection,
+    ProjectInstructions,
+    PromptContext,
+    PromptSection,
+    TextSection,
+    ToolNotes,
+    build_prompt,
+)
+from ..core._cancel import Cancel
+from ..core._errors import UsageError
+from ..core._events import (
     ContextCompacted,
     Event,
     Notice,
@@ -26,31 +38,17 @@ from ._events import (
     RunResumed,
     RunStarted,
 )
-from ._loop import RunLoop, hooks_of
-from ._messages import Message, SystemMessage, UserMessage
-from ._model import Model, ModelSettings
-from ._output import Output, OutputCheck
-from ._questions import ASK_USER, ASK_USER_TOOL, Asker, AskMode
-from ._run import AgentRun, Begin, RunResult
-from ._state import RunState
-from ._stop import StopReason
-from ._unicode import escape_text
-from .context import ContextBuilder, ContextSettings
-from .context._instructions import INSTRUCTION_FILES, FolderHints
-from .context._modes import Mode, ModeSection, resolve_mode
-from .context._sections import (
-    BaseSection,
-    ProjectInstructions,
-    PromptContext,
-    PromptSection,
-    TextSection,
-    ToolNotes,
-    build_prompt,
-)
-from .mcp import server_stop_hook, start_all, stop_all
-from .models._catalog import UNKNOWN, lookup
-from .permissions import Approval, ApprovalHandler, ApprovalMode, Permissions, approver
-from .policies import (
+from ..core._loop import RunLoop, hooks_of
+from ..core._messages import Message, SystemMessage, UserMessage
+from ..core._model import Model, ModelSettings
+from ..core._questions import ASK_USER, Asker, AskMode
+from ..core._state import RunState
+from ..core._stop import StopReason
+from ..core._unicode import escape_text
+from ..mcp import server_stop_hook, start_all, stop_all
+from ..models._catalog import UNKNOWN, lookup
+from ..permissions import Approval, ApprovalHandler, ApprovalMode, Permissions, approver
+from ..policies import (
     CAP_REASONS,
     BudgetNotices,
     CapHandler,
@@ -69,18 +67,28 @@ from .policies import (
     budget_stops,
     guard_policies,
 )
-from .policies._budgets import CONTINUING
-from .policies._modes import TestsAfterChanges
-from .sandbox import SandboxPolicy
-from .skills import LOAD_SKILL, Skill, SkillsSection, discover, load_skill_tool
-from .store import EventLog, MemoryLog
-from .store._placement import check_placement
-from .tools import BUILTIN_TOOLS, Tool, ToolContext, ToolExecutor, Workspace, final_answer
-from .tools._builtin import sandboxed
-from .tracing import RunSpans, tracer_for
+from ..policies._budgets import CONTINUING
+from ..policies._modes import TestsAfterChanges
+from ..sandbox import SandboxPolicy
+from ..skills import LOAD_SKILL, Skill, SkillsSection, discover, load_skill_tool
+from ..store import EventLog, MemoryLog
+from ..store._placement import check_placement
+from ..tools import (
+    ASK_USER_TOOL,
+    BUILTIN_TOOLS,
+    Tool,
+    ToolContext,
+    ToolExecutor,
+    Workspace,
+    final_answer,
+)
+from ..tools._builtin import sandboxed
+from ..tracing import RunSpans, tracer_for
+from ._output import Output, OutputCheck
+from ._run import AgentRun, Begin, RunResult
 
 if TYPE_CHECKING:
-    from .mcp import MCPServer, MCPServerConfig
+    from ..mcp import MCPServer, MCPServerConfig
 
 
 RESERVED = {final_answer.name: final_answer, ASK_USER: ASK_USER_TOOL}
@@ -316,7 +324,7 @@ class Agent:
         if self._servers is None:
             self._servers = []
             if self.mcp_servers:
-                from .mcp import MCPServer
+                from ..mcp import MCPServer
 
                 self._servers = [
                     s if isinstance(s, MCPServer) else MCPServer(s) for s in self.mcp_servers
@@ -463,7 +471,7 @@ class Agent:
         replaces its base prompt, `exclude_tools` are not given to it, `context` hands it a
         digest of the caller's conversation first; at most `max_steps` steps and `timeout`
         seconds (its time budget)."""
-        from .subagents import Brief, agent_tool
+        from ..subagents import Brief, agent_tool
 
         brief = Brief(
             max_steps=max_steps,
@@ -935,7 +943,7 @@ class Agent:
 
     def _planning_tools(self) -> list[Tool]:
         if self._plan is None:
-            from .planning import plan_tool, todo_tool
+            from ..planning import plan_tool, todo_tool
 
             profiles = list(self.subagents) if isinstance(self.subagents, Mapping) else []
             self._plan = [plan_tool(self.planner or self.model, profiles=profiles), todo_tool()]
@@ -943,7 +951,7 @@ class Agent:
 
     def _spawn_tool(self) -> Tool:
         if self._spawn is None:
-            from .subagents import Brief, spawn_agent_tool
+            from ..subagents import Brief, spawn_agent_tool
 
             profiles = self.subagents if isinstance(self.subagents, Mapping) else {}
             brief = Brief(max_steps=self.subagent_steps, timeout=self.subagent_timeout)

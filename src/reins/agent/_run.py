@@ -9,14 +9,14 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import ToolError, UsageError
-from ._events import ApprovalRequested, Event, QuestionAsked, StreamEvent
-from ._loop import RunLoop
-from ._messages import Message, Usage
+from ..core._errors import ToolError, UsageError
+from ..core._events import ApprovalRequested, Event, QuestionAsked, StreamEvent
+from ..core._loop import RunLoop
+from ..core._messages import Message, Usage
+from ..core._state import RunState
+from ..core._stop import StopReason
+from ..core._unicode import escape_text
 from ._output import Output
-from ._state import RunState
-from ._stop import StopReason
-from ._unicode import escape_text
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from ..store import EventLog
 from ._cancel import Cancel
 from ._events import StreamEvent, TodoItem
 from ._messages import Usage
 from ._state import RunState
-from .store import EventLog
 
 
 @dataclass(kw_only=True)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from ._files import read_regular
+from ..core._files import read_regular
 
 
 @dataclass(frozen=True)

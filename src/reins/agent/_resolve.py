@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib.util
 import os
 
+from ..core._errors import UnknownModel, UsageError
+from ..core._model import Model
+from ..models._embedded import DEFAULT_EMBEDDED, EMBEDDED, check_installed, embedded_model
 from ._config import Config, load_config, user_config_path
-from ._errors import UnknownModel, UsageError
-from ._model import Model
-from .models._embedded import DEFAULT_EMBEDDED, EMBEDDED, check_installed, embedded_model
 
 KNOWN = (
     f"local, local:NAME (an embedded model: {', '.join(EMBEDDED)}), local:PATH.gguf, "
@@ -42,17 +42,17 @@ def default_model() -> tuple[str, str]:
 def resolve_model(spec: str, config: Config | None = None) -> Model:
     """The model a string names; see `KNOWN`. Keys and base URLs come from the environment
     (OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OLLAMA_BASE_URL),
-    then from the config files (`reins._config`); a provider an untrusted project's file sets
+    then from the config files (`reins.agent._config`); a provider an untrusted project's file sets
     is an error (`Config.trusting_project` or `distrusting_project` settles it first)."""
     kind, _, rest = spec.partition(":")
     if kind == "script" and rest:
-        from .testing import ScriptedModel
+        from ..testing import ScriptedModel
 
         return ScriptedModel.from_file(rest)
     if kind == "local":
         return _local(rest or None)
     if kind in ("http", "https"):
-        from .models import OpenAIModel
+        from ..models import OpenAIModel
 
         name = os.environ.get("REINS_MODEL_NAME", "default")
         return OpenAIModel(model=name, base_url=spec, provider=spec)
@@ -67,7 +67,7 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
             "load_config().trusting_project() (or distrusting_project(): yours alone)"
         )
     if kind == "openai-responses":  # OpenAI's other API: the same provider, key and URL
-        from .models import OpenAIResponsesModel
+        from ..models import OpenAIResponsesModel
 
         openai = resolve_model(f"openai:{rest}", config)
         return OpenAIResponsesModel(
@@ -92,14 +92,14 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
         if base_url is None:
             raise UsageError(f"the config's providers.{kind} needs a base_url for {spec!r}")
     if kind == "anthropic" or endpoint.api == "anthropic":
-        from .models import AnthropicModel
+        from ..models import AnthropicModel
 
         return AnthropicModel(model=rest, base_url=base_url, api_key=api_key, provider=kind)
     if endpoint.api == "openai-responses" and kind not in ("openai", "ollama"):
-        from .models import OpenAIResponsesModel
+        from ..models import OpenAIResponsesModel
 
         return OpenAIResponsesModel(model=rest, base_url=base_url, api_key=api_key, provider=kind)
-    from .models import OpenAIModel
+    from ..models import OpenAIModel
 
     return OpenAIModel(model=rest, base_url=base_url, api_key=api_key, provider=kind)
 
@@ -134,7 +134,7 @@ def _local(path: str | None) -> Model:
         raise UsageError(
             f"the local model needs llama-cpp-python; install it with pip install {wheel}"
         )
-    from .models import LocalModel
+    from ..models import LocalModel
 
     if name is not None:
         check_installed(name)

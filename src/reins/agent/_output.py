@@ -12,12 +12,12 @@ from typing import Any
 
 from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 
-from ._errors import ToolError, UsageError
-from ._state import RunState
-from .policies import CONTINUE, OnFinal, Policy, Reject
-from .tools import Tool
-from .tools._schema import inline_refs
-from .tools._tool import AnyArguments
+from ..core._errors import ToolError, UsageError
+from ..core._state import RunState
+from ..policies import CONTINUE, OnFinal, Policy, Reject
+from ..tools import Tool
+from ..tools._schema import inline_refs
+from ..tools._tool import AnyArguments
 
 FINAL_ANSWER = "final_answer"
 

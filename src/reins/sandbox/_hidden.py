@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ._paths import config_home, data_home
+from ..core._paths import config_home, data_home
 
 HIDDEN_IN_HOME = (
     ".ssh",

@@ -1,17 +1,15 @@
 """`ask_user`: the model asks the person one question about a material choice. Like an
 approval, the question and its answer are events; the answer comes from a handler in this
 process (the terminal, an API callback), or the run pauses `waiting` and a later process
-answers (`Agent.resume(run_id, answers=...)`). Headless, the tool is not offered."""
+answers (`Agent.resume(run_id, answers=...)`). Headless, the tool is not offered. The tool the
+model calls is `reins.tools.ASK_USER_TOOL`; the loop answers it."""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
-
-from ._errors import ToolError
-from .tools import Tool, tool
 
 ASK_USER = "ask_user"
 
@@ -46,20 +44,3 @@ def answered(answer: str | None, by: str, default: str) -> tuple[str, bool]:
         return f"The user answered: {answer}", False
     why = "timed out" if by == "timeout" else "was dismissed"
     return f"The question {why}: go on with your default ({default}).", True
-
-
-def _ask_user(question: str, default: str, choices: Sequence[str] = ()) -> str:
-    """Ask the user one question, only for a material choice you cannot settle yourself:
-    overwriting a deliverable, where the output should go when that is unclear, or which
-    format when the request is ambiguous. At most one question per run; do not ask about what
-    you can find out with your tools. If the user does not answer, go on with your default.
-
-    Args:
-        question: The question, short and complete.
-        default: What you will do if the user does not answer.
-        choices: The answers you offer, if the choice is among a few.
-    """
-    raise ToolError("ask_user is answered by the run, not run as a tool")  # the loop answers
-
-
-ASK_USER_TOOL: Tool = tool(name=ASK_USER, timeout=None)(_ask_user)
