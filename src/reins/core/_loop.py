@@ -12,24 +12,13 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import Any, assert_never
 
-from ..context import ContextBuilder
 from ..models._catalog import lookup, price
-from ..permissions import ApprovalRequest, Approver, Ruling, denial
-from ..policies import (
+from ._approval import ApprovalRequest, Approver, Ruling, denial
+from ._cancel import Cancel
+from ._caps import (
     CAP_REASONS,
-    CONTINUE,
-    Answer,
-    Continue,
-    Inject,
-    Policy,
-    Reflect,
-    Reject,
-    Stop,
-    Verified,
-)
-from ..policies._budgets import (
     SUMMARY_REQUEST,
     CapHandler,
     CapOffer,
@@ -37,9 +26,6 @@ from ..policies._budgets import (
     cap_choices,
     extended,
 )
-from ..store import EventLog
-from ..tools import ToolExecutor
-from ._cancel import Cancel
 from ._errors import ContextTooLarge, ReinsError, StoreError, ToolError
 from ._events import (
     AnswerRejected,
@@ -65,6 +51,7 @@ from ._events import (
     ToolCallStarted,
     ToolsChanged,
 )
+from ._log import EventLog
 from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from ._model import (
     Model,
@@ -75,14 +62,23 @@ from ._model import (
     ThinkingChunk,
     ensure_requests_allowed,
 )
+from ._policy import (
+    CONTINUE,
+    Answer,
+    Continue,
+    Inject,
+    Policy,
+    Reflect,
+    Reject,
+    Stop,
+    Verified,
+)
+from ._ports import ContextKeeper, ToolRunner, Trace
 from ._questions import ASK_USER, Asker, AskMode, QuestionRequest, answered, ask
 from ._scope import CallScope
 from ._state import STEERING, RunState, interrupted
 from ._stop import StopReason
 from ._unicode import NOTE, escape_text, escaped_reply, escaped_result
-
-if TYPE_CHECKING:
-    from ..tracing import RunSpans
 
 _now = datetime.now
 
@@ -96,8 +92,8 @@ class RunLoop:
         state: RunState,
         log: EventLog,
         model: Model,
-        executor: ToolExecutor,
-        context: ContextBuilder,
+        executor: ToolRunner,
+        context: ContextKeeper,
         policies: Sequence[Policy],
         settings: ModelSettings,
         cancel: Cancel,
@@ -106,7 +102,7 @@ class RunLoop:
         on_end: Callable[[], Awaitable[object]] | None = None,
         asker: Asker | AskMode | None = None,
         ask_timeout: float | None = None,
-        spans: RunSpans | None = None,
+        spans: Trace | None = None,
     ) -> None:
         self.state = state
         self.log = log

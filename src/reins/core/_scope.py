@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from ..store import EventLog
 from ._cancel import Cancel
 from ._events import StreamEvent, TodoItem
+from ._log import EventLog
 from ._messages import Usage
 from ._state import RunState
 

@@ -1,6 +1,6 @@
 """Permissions: allow, ask or deny each tool call before it runs, and who answers an ask."""
 
-from ._approval import (
+from ..core._approval import (
     ALLOW,
     ALLOW_ALWAYS,
     DENY,
@@ -9,11 +9,13 @@ from ._approval import (
     ApprovalMode,
     ApprovalRequest,
     Approver,
+    Decision,
+    Ruling,
     approver,
     denial,
 )
 from ._commands import simple_commands
-from ._rules import Decision, PermissionRules, Permissions, Ruling
+from ._rules import PermissionRules, Permissions
 
 __all__ = [
     "ALLOW",

@@ -18,14 +18,27 @@ import shlex
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any, Literal
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from ..tools import Tool
+from ..core._approval import Decision, Ruling
 from ._commands import Argv, simple_commands
 
-Decision = Literal["allow", "ask", "deny"]
+
+class Effects(Protocol):
+    """What a tool declares about itself, all a rule judges (`reins.tools.Tool` has these)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def read_only(self) -> bool: ...
+    @property
+    def needs_approval(self) -> bool: ...
+    @property
+    def command_arg(self) -> str | None: ...
+
+
 _STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 
@@ -61,20 +74,6 @@ class PermissionRules(BaseModel):
 
 
 @dataclass(frozen=True, slots=True)
-class Ruling:
-    """How a call was judged: the decision, the rule that made it, and what an "always" answer
-    would allow for the rest of the session."""
-
-    decision: Decision
-    rule: str
-    grant: str
-    by: Literal["rule", "session"] = "rule"
-    each_time: bool = False
-    """Only a person's yes to this very call allows it: no rule, no "always" (`grant` is
-    empty), no blanket yes (`approval="allow"`, `--yes`)."""
-
-
-@dataclass(frozen=True, slots=True)
 class _Vote:
     decision: Decision
     rule: str
@@ -107,7 +106,7 @@ class Permissions:
             return self
         return Permissions(user=self.user, project=self.project, read_only=read_only)
 
-    def allows(self, tool: Tool) -> bool:
+    def allows(self, tool: Effects) -> bool:
         """True if a default allows every call of `tool`: no rule names it, it does not ask."""
         ruled = _rule(self.user.tools, tool.name) or _rule(self.project.tools, tool.name)
         return not (tool.needs_approval or tool.command_arg or ruled) and (
@@ -116,7 +115,7 @@ class Permissions:
 
     def judge(
         self,
-        tool: Tool,
+        tool: Effects,
         arguments: Mapping[str, Any],
         grants: Set[str],
         *,
@@ -182,7 +181,7 @@ def _key(key: str) -> str:
     return key if key.replace("_", "a").replace("-", "a").isalnum() else f'"{key}"'
 
 
-def _default(tool: Tool) -> tuple[Decision, str]:
+def _default(tool: Effects) -> tuple[Decision, str]:
     if tool.read_only:
         return "allow", "default: read-only tools allow"
     if tool.needs_approval or tool.command_arg:

@@ -1,7 +1,8 @@
 """Policies: small objects the loop consults at fixed hook points (see `Policy`)."""
 
+from ..core._caps import CAP_REASONS, CapHandler, CapOffer
 from ..core._guard_settings import GUARD_NAMES, Guards
-from ._base import (
+from ..core._policy import (
     CONTINUE,
     AfterResponse,
     AfterTools,
@@ -13,16 +14,14 @@ from ._base import (
     OnFinal,
     Policy,
     Reflect,
+    Reflection,
     Reject,
     Stop,
     Verdict,
     Verified,
 )
 from ._budgets import (
-    CAP_REASONS,
     BudgetNotices,
-    CapHandler,
-    CapOffer,
     CostBudget,
     TimeBudget,
     TokenBudget,
@@ -41,7 +40,7 @@ from ._guards import (
     RunFacts,
     guard_policies,
 )
-from ._reflect import Reflection, Reflective, parse_reflection
+from ._reflect import Reflective, parse_reflection
 from ._repair import EmptyReply, StrictActions
 from ._stop_hooks import CommandHook, StopHook, StopHookFunction, StopHooks
 from ._verify import NoVerifier

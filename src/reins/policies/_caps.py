@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..core._messages import AssistantMessage
+from ..core._policy import CONTINUE, AfterResponse, BeforeRound, Policy, Reject, Stop
 from ..core._state import RunState
 from ..core._stop import StopReason
-from ._base import CONTINUE, AfterResponse, BeforeRound, Policy, Reject, Stop
 
 
 class MaxSteps(Policy):

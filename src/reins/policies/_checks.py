@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core._errors import ReinsError
+from ..core._policy import CONTINUE, OnFinal, Policy, Stop, Verified
 from ..core._state import RunState
 from ..core._stop import StopReason
 from ..sandbox import SandboxPolicy
-from ._base import CONTINUE, OnFinal, Policy, Stop, Verified
 from ._stop_hooks import refuse, tail
 
 

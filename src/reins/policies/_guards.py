@@ -32,9 +32,7 @@ from ..core._messages import (
     ToolSpec,
     UserMessage,
 )
-from ..core._state import FINAL_ANSWER_TOOL, RunState
-from ..core._stop import StopReason
-from ._base import (
+from ..core._policy import (
     CONTINUE,
     AfterResponse,
     Answer,
@@ -46,6 +44,8 @@ from ._base import (
     Reject,
     Stop,
 )
+from ..core._state import FINAL_ANSWER_TOOL, RunState
+from ..core._stop import StopReason
 from ._reflect import FAILED_NOTE
 
 CACHED = "Cached: "

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..core._messages import AssistantMessage, ToolResultMessage, UserMessage
+from ..core._policy import CONTINUE, OnFinal, Policy, Reject
 from ..core._state import RunState
-from ._base import CONTINUE, OnFinal, Policy, Reject
 
 NOTE = "[write-test]"
 TEST_TOOL = "run_command"

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
-from typing import Any, Literal, cast, get_args
+from dataclasses import replace
+from typing import Any, cast, get_args
 
 from ..core._cancel import Cancel
 from ..core._errors import StoreError
@@ -28,12 +28,18 @@ from ..core._messages import (
     UserMessage,
 )
 from ..core._model import Model, ModelSettings, ensure_requests_allowed
+from ..core._policy import (
+    CONTINUE,
+    Assessment,
+    BeforeRound,
+    NextAction,
+    Policy,
+    Reflect,
+    Reflection,
+    Stop,
+)
 from ..core._state import REFLECTION_TAG, RunState
 from ..core._stop import StopReason
-from ._base import CONTINUE, BeforeRound, Policy, Reflect, Stop
-
-Assessment = Literal["success", "failure", "partial", "unknown"]
-NextAction = Literal["continue", "change_plan", "complete", "retry"]
 
 OBSERVATION_CHARS = 500
 """Of each tool result, what the reflection prompt shows."""
@@ -69,17 +75,6 @@ nothing is left to do; then reasoning is the answer to give the user);
 - revised_approach: for retry or change_plan, concretely what to do instead; else empty."""
 
 REFLECT_MAX_TOKENS = 512
-
-
-@dataclass(frozen=True, kw_only=True)
-class Reflection:
-    """A reflection's judgement of a step: how it went, why, and what to do next (go on,
-    retry, change approach, or finish), with a revised approach if one is needed."""
-
-    assessment: Assessment
-    reasoning: str
-    next_action: NextAction
-    revised_approach: str = ""
 
 
 class Reflective(Policy):

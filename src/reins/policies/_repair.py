@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core._messages import AssistantMessage, ToolSpec
+from ..core._policy import CONTINUE, AfterResponse, Policy, Reject, Stop
 from ..core._state import RunState
 from ..core._stop import StopReason
-from ._base import CONTINUE, AfterResponse, Policy, Reject, Stop
 
 REPEAT_TEMPERATURE = 0.7
 """The temperature of the request after a repair that repeated the rejected reply."""

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core._errors import UsageError
+from ..core._policy import CONTINUE, OnFinal, Policy, Reject, Stop
 from ..core._state import RunState
 from ..core._stop import StopReason
 from ..sandbox import SandboxPolicy
-from ._base import CONTINUE, OnFinal, Policy, Reject, Stop
 
 StopHookFunction = Callable[[RunState, str], str | Awaitable[str | None] | None]
 """Given the run's state and the final answer: None to accept, a reason to reject."""

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..core._messages import ToolCall, ToolResultMessage
+from ..core._policy import CONTINUE, Answer, BeforeTool, Policy, Stop
 from ..core._state import RunState
 from ..core._stop import StopReason
-from ._base import CONTINUE, Answer, BeforeTool, Policy, Stop
 
 VERIFY_TOOL = "verify"
 NO_VERIFIER = (

@@ -48,6 +48,7 @@ from ..core._errors import (
     UsageError,
 )
 from ..core._events import EVENT, Event, RunFinished, RunResumed, RunStarted
+from ..core._log import RunInfo
 from ..core._paths import log_key_path
 from ..core._stop import StopReason
 from ..core._unicode import NOTE, escape_model
@@ -64,7 +65,7 @@ from ._chain import (
     trust_of,
 )
 from ._journal import Journals
-from ._log import RunInfo, index_update
+from ._log import index_update
 
 log = logging.getLogger("reins.store")
 

@@ -14,11 +14,12 @@ from pydantic import BaseModel
 
 from ..core._errors import ToolError, UsageError
 from ..core._messages import ToolCall, ToolResultMessage, ToolSpec
+from ..core._ports import ToolChange
 from ._builtin import BUILTIN_TOOLS
 from ._disclosure import LOAD, SEARCH, Disclosure
 from ._places import CodeWrite, any_approved, approved_writes
 from ._scope import ReadOnlyScope
-from ._source import ToolChange, ToolSource
+from ._source import ToolSource
 from ._spill import spill
 from ._stop import Stop, given_up
 from ._tool import Tool, ToolContext

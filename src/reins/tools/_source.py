@@ -4,7 +4,6 @@ before each round, what its tools are now."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ._tool import Tool
@@ -25,17 +24,3 @@ class ToolSource(Protocol):
     def tools(self) -> Sequence[Tool]:
         """The tools the model may call now."""
         ...
-
-
-@dataclass(frozen=True)
-class ToolChange:
-    """What a refresh changed: tools gained and lost, and what the sources had to say."""
-
-    added: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    changed: tuple[str, ...] = ()
-    """Offered before and now, described anew."""
-    loaded: tuple[str, ...] = ()
-    """Deferred tools the model loaded (`tool_load`) since the last refresh."""
-    notes: tuple[str, ...] = ()
-    """What the sources had to say."""

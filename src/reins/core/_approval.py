@@ -1,4 +1,5 @@
-"""Asking a person: the request a run records, the answer, and who gives it.
+"""Asking a person: how a rule judged a call, the request a run records, the answer, and who
+gives it (the rules themselves are `reins.permissions`).
 
 Three ways to answer: a handler in this process (the CLI's terminal prompt, an API callback,
 sync or async), a pause (the run ends `waiting`; a later process answers with
@@ -15,7 +16,23 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from ..core._messages import ToolCall
+from ._messages import ToolCall
+
+Decision = Literal["allow", "ask", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class Ruling:
+    """How a call was judged: the decision, the rule that made it, and what an "always" answer
+    would allow for the rest of the session."""
+
+    decision: Decision
+    rule: str
+    grant: str
+    by: Literal["rule", "session"] = "rule"
+    each_time: bool = False
+    """Only a person's yes to this very call allows it: no rule, no "always" (`grant` is
+    empty), no blanket yes (`approval="allow"`, `--yes`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,4 +1,5 @@
-"""Policies: small objects the loop consults at fixed hook points.
+"""Policies: small objects the loop consults at fixed hook points (the implementations are in
+`reins.policies`; the hooks and their verdicts live here, with the loop that handles them).
 
 Each hook returns a verdict from a closed union, narrowed per hook:
 
@@ -17,15 +18,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from ..core._messages import AssistantMessage, ToolCall, ToolResultMessage
-from ..core._state import RunState
-from ..core._stop import StopReason
+from ._messages import AssistantMessage, ToolCall, ToolResultMessage
+from ._state import RunState
+from ._stop import StopReason
 
 if TYPE_CHECKING:
-    from ..core._model import ModelResponse
-    from ._reflect import Reflection
+    from ._model import ModelResponse
+
+Assessment = Literal["success", "failure", "partial", "unknown"]
+NextAction = Literal["continue", "change_plan", "complete", "retry"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reflection:
+    """A reflection's judgement of a step: how it went, why, and what to do next (go on,
+    retry, change approach, or finish), with a revised approach if one is needed."""
+
+    assessment: Assessment
+    reasoning: str
+    next_action: NextAction
+    revised_approach: str = ""
 
 
 @dataclass(frozen=True)
