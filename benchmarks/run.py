@@ -6,6 +6,10 @@ a final answer). The drivers start together and take turns of a few runs each (`
 the machine's drift in speed meets every harness alike. Reported: median µs per round and its
 ratio to reins; import times and the wall time of `reins --help`. Medians throughout: these
 machines are noisy.
+
+The per-round time with the log on tmpfs, beside the floor, is a guard rail: every change
+reports both, as shares of the fastest peer's round, and none may add more than 10 % to the
+tmpfs row (a default-on feature that costs more than 5 µs a round says what it buys).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ IMPORTS = {
     "openai-agents": "agents",
     "mini-swe-agent": "minisweagent",
 }
-GOAL_RATIO = 0.25
+RAIL = 1.10
 GOAL_STARTUP_S = 0.3
 TURN_TIMEOUT_S = 600
 
@@ -158,17 +162,18 @@ def main() -> None:
     peers = [r for r in rows if not r[0].startswith("reins")]
     if peers:
         fastest = min(peers, key=lambda r: r[2])
-        # The goal is read where the harness's own work shows: the log on tmpfs (the disk's
-        # row is reported beside it).
-        shm = next((r for r in rows if "/dev/shm" in r[0]), None)
-        for row in (r for r in (shm, rows[0]) if r is not None):
-            share = row[2] / fastest[2]
-            verdict = "met" if share <= GOAL_RATIO else "NOT met"
-            goal = f"; goal ≤ {GOAL_RATIO}: {verdict}" if row is (shm or rows[0]) else ""
-            print(
-                f"\n{row[0]} = {share:.3f} × the fastest peer ({fastest[0]}, "
-                f"{fastest[2]:.0f} µs){goal}"
-            )
+        # The guard rail is read where the harness's own work shows: the log on tmpfs, beside
+        # the floor (what its events alone cost).
+        for row in rows:
+            if row[0].startswith("reins") and ("/dev/shm" in row[0] or "floor" in row[0]):
+                print(
+                    f"\n{row[0]} = {row[2] / fastest[2]:.3f} × the fastest peer "
+                    f"({fastest[0]}, {fastest[2]:.0f} µs)"
+                )
+        print(
+            f"\nA guard rail, not a target: a change may not make the tmpfs row more than "
+            f"{RAIL:.2f} × what it was (compare in one invocation, paired)."
+        )
     print("\nNotes:")
     for name, _, _, _, _, note in rows:
         print(f"- {name}: {note}")
