@@ -32,8 +32,8 @@ from reins import (
     ToolCall,
     ToolCallStarted,
 )
-from reins.cli._app import WARNINGS, _one_line_errors
 from reins.cli._approve import TerminalApprover, TerminalAsker
+from reins.cli._console import WARNINGS, _one_line_errors
 from reins.cli._offer import TerminalCapOffer
 from reins.cli._render import EventRenderer
 from reins.cli._safe import SafeConsole, visible

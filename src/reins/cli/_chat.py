@@ -18,23 +18,11 @@ from rich.markup import escape
 
 from ..core._errors import ReinsError, UsageError
 from ..core._stop import StopReason
-from ._app import (
-    WARNINGS,
-    AgentChoices,
-    McpConfigOpt,
-    NetworkOpt,
-    SandboxOpt,
-    StoreOpt,
-    TrustProjectOpt,
-    YesOpt,
-    _config,
-    _execute,
-    _mcp_servers,
-    _one_line_errors,
-    _profile,
-    err,
-    out,
-)
+from ._agent_choices import AgentChoices, _profile
+from ._agent_parts import _config, _mcp_servers
+from ._console import WARNINGS, _one_line_errors, err, out
+from ._execute import _execute
+from ._options import McpConfigOpt, NetworkOpt, SandboxOpt, StoreOpt, TrustProjectOpt, YesOpt
 
 if TYPE_CHECKING:
     import asyncio

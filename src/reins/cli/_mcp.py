@@ -12,16 +12,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ._app import (
-    McpConfigOpt,
-    StoreOpt,
-    TrustProjectOpt,
-    _config,
-    _mcp_servers,
-    _one_line_errors,
-    err,
-    out,
-)
+from ._agent_parts import _config, _mcp_servers
+from ._console import _one_line_errors, err, out
+from ._options import McpConfigOpt, StoreOpt, TrustProjectOpt
 
 if TYPE_CHECKING:
     from ..mcp import MCPServer
@@ -122,7 +115,8 @@ def serve(
     from ..store._placement import check_placement
     from ..tools import builtin_tools
     from ..tools._workspace import Workspace
-    from ._app import _permissions, _stop_hooks, _store_of
+    from ._agent_parts import _permissions, _stop_hooks
+    from ._execute import _store_of
     from ._serve import reins_server
 
     config = _config(trust_project)

@@ -1,0 +1,98 @@
+"""What the commands build an agent from, out of the config and their flags: the config
+itself (the project's commands only if trusted), its MCP servers, stop hooks and permission
+rules, who answers an approval, a question or a cap, and the built-in tools a run had."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._console import _one_line_errors, err
+from ._stdin import LineSource
+
+if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
+    from ..agent._config import Config
+    from ..core._questions import Asker, AskMode
+    from ..mcp import MCPServerConfig
+    from ..permissions import ApprovalHandler, ApprovalMode, Permissions
+    from ..policies import CapHandler, CommandHook
+    from ..tools import Tool
+
+
+def _config(trust_project: bool, *, checks: bool = True) -> Config:
+    """The config files, with the project's commands only if the user trusts them."""
+    from ..agent._config import load_config
+    from ._trust import trusted
+
+    with _one_line_errors():
+        return trusted(load_config(), trust_project=trust_project, console=err, checks=checks)
+
+
+def _builtin_of(tools: tuple[str, ...]) -> list[Tool]:
+    """The built-in tools a run was given (the agent adds the others itself: final_answer,
+    and load_skill, ask_user, spawn_agent as the config says)."""
+    from ..tools import BUILTIN_TOOLS
+
+    names = {t.name for t in BUILTIN_TOOLS} - {"final_answer"}
+    return [t for t in BUILTIN_TOOLS if t.name in names and t.name in tools]
+
+
+def _mcp_servers(config: Config, files: list[Path] | None) -> list[MCPServerConfig]:
+    """The config's MCP servers, and those of the files named on the command line (which
+    win by name)."""
+    from ..mcp import servers_from_json
+
+    servers = dict(config.mcp_servers)
+    with _one_line_errors():
+        for path in files or ():
+            servers.update(servers_from_json(path))
+    return [s for s in servers.values() if s.enabled]
+
+
+def _stop_hooks(config: Config) -> list[CommandHook]:
+    from ..policies import CommandHook
+
+    return [CommandHook(command=h.command, timeout=h.timeout) for h in config.stop_hooks]
+
+
+def _permissions(config: Config) -> Permissions:
+    from ..permissions import Permissions
+
+    return Permissions(user=config.permissions, project=config.project_permissions)
+
+
+def _asker(config: Config, lines: LineSource) -> Asker | AskMode | None:
+    """Who answers the model's question: the person at the terminal; with no terminal, a
+    later `reins resume --answer` if approval = "pause"; else nobody (no ask_user)."""
+    if sys.stdin.isatty():
+        from ._approve import TerminalAsker
+
+        return TerminalAsker(err, lines)
+    return "pause" if config.approval == "pause" else None
+
+
+def _approval(
+    config: Config, yes: bool, lines: LineSource, *, resuming: bool = False
+) -> ApprovalHandler | ApprovalMode:
+    """Who answers a permission ask: nobody with --yes, the person at the terminal if there
+    is one, else nobody (denied), or a later `reins resume` with approval = "pause" (which
+    asks, when run in a terminal: the person the run waited for is there)."""
+    if yes or config.approval == "never-ask":
+        return "allow"
+    if config.approval == "pause" and not (resuming and sys.stdin.isatty()):
+        return "pause"
+    if sys.stdin.isatty():
+        from ._approve import TerminalApprover
+
+        return TerminalApprover(err, lines)
+    return "deny"
+
+
+def _on_cap(lines: LineSource) -> CapHandler | None:
+    """At a cap, the person at the terminal is offered to go on; headless, the run stops."""
+    if sys.stdin.isatty():
+        from ._offer import TerminalCapOffer
+
+        return TerminalCapOffer(err, lines)
+    return None
