@@ -218,7 +218,7 @@ def test_usage_adds_up() -> None:
 
 
 def test_ids_made_in_one_burst_are_unique_and_time_ordered() -> None:
-    from reins.agent._agent import new_id
+    from reins.agent._begin import new_id
 
     ids = [new_id() for _ in range(100_000)]  # hundreds a millisecond, as a busy server makes
     assert len(set(ids)) == len(ids)

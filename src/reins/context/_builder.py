@@ -69,19 +69,25 @@ class ContextBuilder:
 
     @classmethod
     def for_run(
-        cls, model: Model, model_id: str, settings: ContextSettings, tools: Sequence[ToolSpec]
+        cls,
+        model: Model,
+        model_id: str,
+        settings: ContextSettings,
+        tools: Sequence[ToolSpec],
+        *,
+        resolve: Callable[[str], Model],
     ) -> ContextBuilder:
         """The builder of a run of `model` (named `model_id` in its log): summaries by the
         settings' `compaction_model`, else the cheapest model of its hosted provider, else the
-        model itself; a test double's compactions are digests, unless a model is named."""
+        model itself; a test double's compactions are digests, unless a model is named.
+        `resolve` makes the model a name says, called when a compaction first needs one: the
+        layer above hands it in (`reins.agent` reads the config files for it)."""
         spec = settings.compaction_model or summarizer_for(model_id)
 
         def summarizer() -> Model:
             if spec is None or spec == model_id:
                 return model
-            from ..agent._resolve import resolve_model  # the config files are read only if needed
-
-            return resolve_model(spec)
+            return resolve(spec)
 
         double = spec is None and getattr(model, "offline", False)
         return cls(

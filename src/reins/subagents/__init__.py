@@ -1,6 +1,18 @@
-"""Subagents: a bounded subtask run as a child run (`Agent.as_tool`, `spawn_agent`)."""
+"""Subagents: a bounded subtask run as a child run (`Agent.as_tool`, `spawn_agent`).
 
-from ._child import Brief, run_child
+The agent a child runs is a `ChildAgent`: the layer above (`reins.agent`) hands down its own
+`child_run`; nothing here imports it."""
+
+from ._child import Brief, ChildAgent, ChildRun, Handoff, run_child
 from ._tools import SPAWN_AGENT, agent_tool, spawn_agent_tool
 
-__all__ = ["SPAWN_AGENT", "Brief", "agent_tool", "run_child", "spawn_agent_tool"]
+__all__ = [
+    "SPAWN_AGENT",
+    "Brief",
+    "ChildAgent",
+    "ChildRun",
+    "Handoff",
+    "agent_tool",
+    "run_child",
+    "spawn_agent_tool",
+]

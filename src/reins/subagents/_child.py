@@ -4,21 +4,21 @@ parent's stream, its spending in the parent's budgets, cancelled with it."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Any, Protocol
 
 from ..context._compaction import digest
-from ..core._events import RunFinished, SubagentEvent
+from ..core._cancel import Cancel
+from ..core._events import RunFinished, StreamEvent, SubagentEvent
 from ..core._messages import AssistantMessage, Message, UserMessage
 from ..core._scope import CallScope
+from ..core._state import RunState
 from ..core._stop import StopReason
+from ..store import EventLog
 from ..tools import ToolContext
-
-if TYPE_CHECKING:
-    from ..agent._agent import Agent
 
 CONTEXT = "Context from the agent that hands you this task (its work so far, in brief):\n\n{}"
 READY = "Understood. What is the task?"
@@ -43,7 +43,50 @@ class Brief:
     """Hand the child a digest of the parent's conversation first (a synthetic exchange)."""
 
 
-async def run_child(agent: Agent, task: str, ctx: ToolContext, brief: Brief) -> str:
+@dataclass(frozen=True, kw_only=True)
+class Handoff:
+    """What the call that starts a child run hands down to it, besides the task."""
+
+    brief: Brief
+    log: EventLog
+    """The parent's store: the child's run is recorded there, linked to the call."""
+    workspace: Path
+    parent: tuple[str, str]
+    """The parent's run id, and the id of the call that starts the child."""
+    left: Mapping[str, float | int | None]
+    """What is left of the parent's token, cost and time budgets (`CallScope.remaining`)."""
+    preface: Sequence[Message]
+    """Messages before the task (a digest of the parent's conversation), or none."""
+    cancel: Cancel
+    """The parent's: cancelling it cancels the child."""
+    deps: Any
+    """The parent's deps, passed on."""
+
+
+class ChildRun(Protocol):
+    """A child run's events as they come, and its state once it has begun (`AgentRun`)."""
+
+    def __aiter__(self) -> AsyncIterator[StreamEvent]: ...
+
+    @property
+    def state(self) -> RunState: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ChildAgent(Protocol):
+    """An agent as a subagent tool knows it (`reins.Agent` is one): what it says of itself as
+    a profile, its step cap, and `child_run`, the way it starts a child run. The layer that
+    makes agents hands it down: subagents do not import it."""
+
+    instructions: str
+    system_prompt: str | None
+    max_steps: int
+
+    def child_run(self, task: str, handoff: Handoff) -> ChildRun: ...
+
+
+async def run_child(agent: ChildAgent, task: str, ctx: ToolContext, brief: Brief) -> str:
     """Run `task` with `agent` as a child of the call in `ctx`; the tool result: a JSON
     object with the child's answer (`result`), `completed` (it ended its turn), its run id
     and stop reason."""
@@ -51,23 +94,6 @@ async def run_child(agent: Agent, task: str, ctx: ToolContext, brief: Brief) -> 
     if not isinstance(scope, CallScope):
         raise RuntimeError("a subagent tool needs the call's scope (Tool.needs_scope)")
     left = scope.remaining()
-    time_left = left["time_budget"]
-    tokens = _least(agent.token_budget, left["token_budget"])
-    child = dataclasses.replace(
-        agent,
-        log=scope.log,
-        workspace=ctx.workspace.root,
-        tools=[t for t in agent.tools if t.name not in set(brief.exclude_tools)],
-        instructions="\n\n".join(p for p in (agent.instructions, brief.briefing) if p),
-        system_prompt=brief.system_prompt or agent.system_prompt,
-        max_steps=brief.max_steps,
-        token_budget=None if tokens is None else int(tokens),
-        cost_budget=_least(agent.cost_budget, left["cost_budget"]),
-        time_budget=_least(_least(agent.time_budget, brief.timeout), time_left),
-        at_cap="summarize",  # at a cap the parent still gets what was done
-        on_cap=None,
-        mcp_servers=agent.servers,  # the same servers, not new processes
-    )
     preface: list[Message] = []
     if brief.context:
         history = [m for m in scope.state.view() if m.role != "system"]
@@ -75,13 +101,17 @@ async def run_child(agent: Agent, task: str, ctx: ToolContext, brief: Brief) -> 
             UserMessage(content=CONTEXT.format(digest(history))),
             AssistantMessage(text=READY),
         ]
-    stream = child.child_iter(
-        task,
+    handoff = Handoff(
+        brief=brief,
+        log=scope.log,
+        workspace=ctx.workspace.root,
         parent=(scope.state.run_id, scope.call_id),
+        left=left,
         preface=preface,
         cancel=scope.cancel,
-        deps=ctx.deps,  # the parent's, passed on
+        deps=ctx.deps,
     )
+    stream = agent.child_run(task, handoff)
     finished: RunFinished | None = None
     try:
         async for event in stream:
@@ -111,9 +141,3 @@ async def run_child(agent: Agent, task: str, ctx: ToolContext, brief: Brief) -> 
         },
         ensure_ascii=False,
     )
-
-
-def _least(a: float | int | None, b: float | int | None) -> float | int | None:
-    if a is None:
-        return b
-    return a if b is None else min(a, b)

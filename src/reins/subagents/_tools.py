@@ -4,20 +4,16 @@ hands a subtask to a copy of itself or to a named profile)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
 
 from ..core._errors import ToolError
 from ..tools import Tool, ToolContext, tool
-from ._child import GRACE, Brief, run_child
-
-if TYPE_CHECKING:
-    from ..agent._agent import Agent
+from ._child import GRACE, Brief, ChildAgent, run_child
 
 SPAWN_AGENT = "spawn_agent"
 
 
-def agent_tool(agent: Agent, *, name: str, description: str, brief: Brief) -> Tool:
+def agent_tool(agent: ChildAgent, *, name: str, description: str, brief: Brief) -> Tool:
     """A tool that runs `agent` on the task it is given, as a child run."""
 
     async def run(context: ToolContext, task: str) -> str:
@@ -32,9 +28,12 @@ def agent_tool(agent: Agent, *, name: str, description: str, brief: Brief) -> To
     return dataclasses.replace(made, needs_scope=True)
 
 
-def spawn_agent_tool(parent: Agent, profiles: Mapping[str, Agent], brief: Brief) -> Tool:
-    """`spawn_agent(task, profile, context)`: a copy of `parent` (without spawn_agent: one
-    level deep) or one of `profiles` runs the task as a child run."""
+def spawn_agent_tool(
+    parent: Callable[[], ChildAgent], profiles: Mapping[str, ChildAgent], brief: Brief
+) -> Tool:
+    """`spawn_agent(task, profile, context)`: a copy of the parent agent, made by `parent` at
+    each call (without spawn_agent: one level deep), or one of `profiles` runs the task as a
+    child run."""
     listed = "".join(  # indented as the docstring it goes in, or its Args no longer parse
         f"\n        - {name}: {(p.instructions or p.system_prompt or name).splitlines()[0][:120]}"
         for name, p in profiles.items()
@@ -49,7 +48,7 @@ def spawn_agent_tool(parent: Agent, profiles: Mapping[str, Agent], brief: Brief)
         if profile is not None:  # a named agent has its own step cap
             agent, steps = profiles[profile], profiles[profile].max_steps
         else:
-            agent, steps = dataclasses.replace(parent, subagents=False), brief.max_steps
+            agent, steps = parent(), brief.max_steps
         told = dataclasses.replace(brief, context=share_context, max_steps=steps)
         return await run_child(agent, task, context, told)
 

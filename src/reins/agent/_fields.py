@@ -1,0 +1,272 @@
+"""What an `Agent` is made of: its fields, each documented, and the checks that refuse a setting
+that cannot work when the agent is made, not at its first run."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_origin
+
+from ..context import ContextSettings
+from ..context._instructions import INSTRUCTION_FILES
+from ..context._sections import PromptSection
+from ..core._errors import UsageError
+from ..core._loop import hooks_of
+from ..core._model import Model, ModelSettings
+from ..core._questions import ASK_USER, Asker, AskMode
+from ..permissions import ApprovalHandler, ApprovalMode, Permissions
+from ..policies import CapHandler, CommandHook, Guards, Policy, StopHook
+from ..sandbox import SandboxPolicy
+from ..skills import Skill
+from ..store import EventLog, MemoryLog
+from ..tools import ASK_USER_TOOL, BUILTIN_TOOLS, Tool, final_answer
+
+if TYPE_CHECKING:
+    from ..mcp import MCPServer, MCPServerConfig
+    from ..subagents import ChildAgent
+
+RESERVED = {final_answer.name: final_answer, ASK_USER: ASK_USER_TOOL}
+"""The tools the loop itself acts on: a tool of the user's may not take their names."""
+
+
+@dataclass(kw_only=True)
+class AgentFields:
+    """The fields of an `Agent`: a model, tools and policies, the caps and checks of its runs,
+    and where they are recorded."""
+
+    model: Model
+    tools: Sequence[Tool] = BUILTIN_TOOLS
+    """`final_answer` is always added."""
+    instructions: str = ""
+    """Yours, added to the system prompt after the base prompt."""
+    system_prompt: str | None = None
+    """Replaces reins' base prompt (the other sections stay: your instructions, AGENTS.md)."""
+    prompt_sections: Sequence[PromptSection] = ()
+    """More parts of the system prompt, after reins' own (`reins.context.Section`)."""
+    instruction_files: Sequence[str] = INSTRUCTION_FILES
+    """The project instruction files read, from the repository root down to the workspace
+    (`AGENTS.override.md` first in each folder); () reads none."""
+    profile: str | None = None
+    """The name of the config profile this agent was made from, for the record (`run_started`
+    keeps it); reins does not read profiles itself: `reins run --profile` does."""
+    profile_inferred: bool = False
+    """`profile` was inferred from the goal (`reins.context.infer_profile`), not chosen."""
+    mode: str | None = None
+    """One of `explore` and `plan` (read-only: tools that change files or run commands are
+    refused, but writes under docs/explore/ or docs/plan/), `write-test` (an answer after a
+    change waits for a test run), `write-no-test`; told to the model. An unknown name runs
+    in explore mode, with a notice. None: no mode."""
+    workspace: str | Path = "."
+    """The project's folder: the tools' root. Not `/`, the home folder or one holding it
+    (a `WorkspaceError` at the first run)."""
+    max_steps: int = 30
+    token_budget: int | None = None
+    """Cap on the tokens (input + output) of the run's model calls; it stops `token_budget`."""
+    time_budget: float | None = None
+    """Cap on the run's wall-clock seconds (the time it was running, across resumes)."""
+    cost_budget: float | None = None
+    """Cap on the run's cost in US dollars (of calls whose price the catalog knows)."""
+    budget_notices: bool = True
+    """Tell the model what is left of its budgets (the step checkpoint, the wrap-up warnings,
+    the status each round when a token, time or cost budget is set); False: the caps still
+    stop the run, silently."""
+    at_cap: Literal["stop", "summarize"] = "stop"
+    """At any cap: stop, or make one last call in which no tool may be called, whose reply is
+    the answer, marked partial (`RunResult.partial`)."""
+    on_cap: CapHandler | None = None
+    """Asked at a step, token or time cap whether to go on (`CapOffer.choices`: +20/+60
+    steps, +20000/+60000 tokens, +120/+300 s); None (headless): the run stops."""
+    max_parallel_tools: int = 4
+    policies: Sequence[Policy] = ()
+    """Consulted in order after the built-in step cap."""
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    log: EventLog = field(default_factory=MemoryLog)
+    model_id: str | None = None
+    """The model string recorded in the log, for resuming from the command line."""
+    permissions: Permissions = field(default_factory=Permissions)
+    """Which tool calls are allowed, asked about or denied (default: tools that only read and
+    tools that write inside the workspace are allowed; `run_command` and tools marked
+    `needs_approval` ask; a write to a place that runs code later, such as `.git`, asks each
+    time, whatever the rules)."""
+    approval: ApprovalHandler | ApprovalMode = "deny"
+    """Who answers an ask: a function (sync or async) given an `ApprovalRequest`, returning
+    True/False or an `Approval`; `"pause"` (the run ends `waiting`, to be resumed with the
+    answers); `"allow"` (approve everything but writes to places that run code later, which
+    only a function or a resume's answer allows); `"deny"` (nobody to ask)."""
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    """What the commands tools start may do; the log's folder and `.git` stay read-only."""
+    guards: Guards = field(default_factory=Guards)
+    """The guards against a model's usual failures (an unwritten file, repeated calls, loops,
+    leaked markup, a lost goal, repeated text), each on or off and tuned; `Guards(loop=False)`,
+    say. A run's log records them: a resume keeps the run's own (`resume(guards=...)` changes
+    them)."""
+    checks: Sequence[str] = ()
+    """Commands (`pytest -q`, ...) that must pass, in the sandbox and the workspace, before a
+    final answer ends the run; a failing one rejects it with its output tail."""
+    stop_hooks: Sequence[StopHook | str] = ()
+    """Functions (sync or async) given the run's state and the final answer, returning None to
+    accept it or a reason to reject it; or `CommandHook`s (a string is a command): the event
+    as JSON on stdin, exit 2 rejects with its message, another failure stops the run."""
+    stop_max_rejections: int = 3
+    """Final answers rejected (by checks and stop hooks together) before the next rejection
+    ends the run with `missing_evidence`."""
+    reflect: bool = False
+    """After each step whose tools ran, a model call judges the step (`reflected` events):
+    a failure tells the model the revised approach, a new plan is told, `complete` ends the
+    run (its reasoning the answer, if the final-answer policies agree). A resumed run keeps
+    what it was started with."""
+    reflect_max_retries: int = 3
+    """Reflections in a row judging a step failed that end the run (`stalled`)."""
+    context: ContextSettings = field(default_factory=ContextSettings)
+    """The model's window, and how the history is compacted to stay inside it. A run's log
+    records them: a resume keeps the run's own."""
+    skills: Sequence[Skill | str | Path] = ()
+    """Skills the model may load: `Skill`s, skill folders (each holds a SKILL.md), or
+    folders of them (`reins.skills.PROJECT_FOLDERS`, the user's `~/.config/reins/skills`).
+    Their names and descriptions go in the system prompt, and `load_skill` returns one's
+    instructions and bundled files (readable by the file tools, wherever they are). One that
+    cannot be read is a notice at the run's start."""
+    planning: bool = False
+    """Offer `plan` (an analysis, then numbered steps with who does each: they become the
+    todo list; a complex task's plan is put to the user first, through ask_user) and `todo`
+    (the run's todo list, in its log, read by the anti-stall guard)."""
+    planner: Model | None = None
+    """The model of the planner's two calls (None: the agent's); never extended thinking."""
+    output_type: Any = None
+    """The type of the final answer — a pydantic model, a dataclass, a TypedDict or a scalar
+    type: `final_answer` takes a value of it (its schema the tool's), an answer that is not one
+    goes back to the model to repair, and `result.output` is the validated value."""
+    deps_type: type | None = None
+    """The type of the `deps` each run is given (`agent.run(goal, deps=...)`) and its tools
+    read as `ctx.deps` (`ToolContext[YourDeps]`); set, a run without them (or with another
+    type) is refused."""
+    ask: Asker | AskMode | None = None
+    """Who answers the model's `ask_user` (one question a run, about a material choice): a
+    function (sync or async) given a `QuestionRequest`, returning the answer or None
+    (dismissed); `"pause"` (the run ends `waiting`, `result.questions` has it, and
+    `resume(run_id, answers={call_id: text})` answers); None (headless): no `ask_user`."""
+    ask_timeout: float | None = 600.0
+    """Seconds to wait for an answer before the model goes on with its default."""
+    subagents: bool | Mapping[str, ChildAgent] = False
+    """Offer `spawn_agent`: the model hands a self-contained subtask to a child run — a copy
+    of this agent (without spawn_agent), or one of these named agents (profiles) — and gets
+    back its answer and whether it completed (`reins.subagents`, `Agent.as_tool`)."""
+    subagent_steps: int = 10
+    """The step cap of a spawned copy of this agent (a named one has its own `max_steps`)."""
+    subagent_timeout: float = 300.0
+    """A spawned child's time budget, in seconds."""
+    defer_tools_above: int | None = 20
+    """Past this many tools (MCP servers bring many), the model is offered the built-in tools,
+    the ones it loaded, and `tool_search` and `tool_load` in place of every other schema;
+    None: every tool, always. A run's log records it: a resume keeps the run's own, and the
+    tools it loaded."""
+    mcp_servers: Sequence[MCPServer | MCPServerConfig] = ()
+    """MCP servers whose tools (`SERVER__TOOL`) are offered. Inside `async with agent:` they
+    are started once and kept for every run; else a run starts those not running and stops
+    them when it ends. One that fails is a notice, and the run goes on without it. A tool
+    the server does not mark read-only asks before each call, as `run_command` does (a
+    permission rule such as `"time__*" = "allow"` says otherwise)."""
+    instrument: Any = None
+    """OpenTelemetry traces of each run (GenAI conventions; `pip install 'reins[otel]'`):
+    True (through the global tracer provider), a `TracerProvider`, False (off), or None: on
+    when OTEL_EXPORTER_OTLP_ENDPOINT is set (reins then exports over OTLP/HTTP itself if no
+    provider is set up), and for a subagent's run (`as_tool`, `spawn_agent`) when the run that
+    started it is traced. Off, it costs nothing."""
+
+    def __post_init__(self) -> None:
+        """A setting that cannot work is said here, not at the first run."""
+        model: object = self.model
+        if isinstance(model, str):
+            raise UsageError(
+                f"model={model!r} is a string: pass a model, "
+                f"as in Agent(model=resolve_model({model!r}))"
+            )
+        if not callable(getattr(model, "stream", None)):
+            raise UsageError(f"model is a {type(model).__name__}, not a reins model")
+        _check_kinds(self)
+        for index, tool in enumerate(self.tools):
+            if not isinstance(tool, Tool):
+                name = getattr(tool, "__name__", type(tool).__name__)
+                raise UsageError(f"tools[{index}] ({name}) is not a tool: decorate it with @tool")
+            if tool.name in RESERVED and tool is not RESERVED[tool.name]:
+                raise UsageError(
+                    f"a tool of yours is named {tool.name}, which reins' own tool is: rename it "
+                    "(for an answer of a type of yours, give output_type)"
+                )
+        _one_of("approval", self.approval, ("deny", "allow", "pause"))
+        _one_of("ask", self.ask, ("pause", None))
+        if self.at_cap not in ("stop", "summarize"):
+            raise UsageError(f"at_cap={self.at_cap!r}: say 'stop' or 'summarize'")
+        for name in ("max_steps", "max_parallel_tools", "subagent_steps", "reflect_max_retries"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"{name}={getattr(self, name)!r}: it must be 1 or more")
+        for name in ("token_budget", "time_budget", "cost_budget"):
+            if (value := getattr(self, name)) is not None and value <= 0:
+                raise UsageError(f"{name}={value!r}: a budget is more than 0 (None: no budget)")
+        if any(not check.strip() for check in self.checks):
+            raise UsageError(
+                "a check is an empty command: give the command that must pass before an answer "
+                "stands (--check 'pytest -q', checks = [...] in the config)"
+            )
+        for hook in self.stop_hooks:
+            if isinstance(hook, str):  # made a CommandHook when a run starts: refused now
+                CommandHook(command=hook)
+        for index, policy in enumerate(self.policies):
+            if not isinstance(policy, Policy):
+                raise UsageError(f"policies[{index}] is a {type(policy).__name__}, not a Policy")
+            for hook in hooks_of(type(policy)):
+                if not inspect.iscoroutinefunction(getattr(policy, hook)):
+                    raise UsageError(
+                        f"policy {policy.name}: its {hook} is not async; the loop awaits it: "
+                        f"write it `async def {hook}(...)`"
+                    )
+
+
+def _one_of(name: str, value: object, allowed: tuple[object, ...]) -> None:
+    """A setting that takes a function or one of a few names."""
+    if not callable(value) and value not in allowed:
+        names = ", ".join(repr(a) for a in allowed)
+        raise UsageError(f"{name}={value!r}: give a function or one of {names}")
+
+
+_LISTS = ("tools", "policies", "checks", "stop_hooks", "skills", "mcp_servers")
+_COUNTS = ("max_steps", "max_parallel_tools", "subagent_steps", "reflect_max_retries")
+_BUDGETS = ("token_budget", "time_budget", "cost_budget")
+_KINDS: tuple[tuple[str, type], ...] = (
+    ("settings", ModelSettings),
+    ("sandbox", SandboxPolicy),
+    ("guards", Guards),
+    ("permissions", Permissions),
+    ("context", ContextSettings),
+)
+
+
+def _check_kinds(agent: AgentFields) -> None:
+    """An argument of the wrong kind is said when the agent is made: a string where a list
+    goes would be read letter by letter (checks="pytest": six checks), a settings dict would
+    fail at the first run, deep inside it."""
+    for name in _LISTS:
+        value = getattr(agent, name)
+        if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+            raise UsageError(f"{name}={value!r}: give a list, as in {name}=[...]")
+    for name in _COUNTS:
+        value = getattr(agent, name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UsageError(f"{name}={value!r}: give a whole number")
+    for name in _BUDGETS:
+        value = getattr(agent, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise UsageError(f"{name}={value!r}: give a number (None: no budget)")
+    for name, kind in _KINDS:
+        value = getattr(agent, name)
+        if not isinstance(value, kind):
+            raise UsageError(f"{name} is a {type(value).__name__}: give a {kind.__name__}(...)")
+    if not callable(getattr(agent.log, "append", None)):
+        raise UsageError(
+            f"log is a {type(agent.log).__name__}: give an event log, as SQLiteLog(path)"
+        )
+    wanted = agent.deps_type
+    if wanted is not None and not isinstance(get_origin(wanted) or wanted, type):
+        raise UsageError(f"deps_type={wanted!r}: give a type, as deps_type=MyDeps")
