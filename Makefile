@@ -38,6 +38,7 @@ lint: setup
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # The task suite runs its configurations one invocation at a time: two llama.cpp processes
 # computing on the same cores slow each other from seconds to minutes a request.

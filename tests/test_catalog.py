@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reins import Agent, Notice, StopReason, Usage
-from reins.models._catalog import (
+from reins.core._catalog import (
     CATALOG,
     GENEROUS_OUTPUT,
     UNKNOWN,

@@ -12,6 +12,7 @@ from typing import Any
 from ..context._modes import Mode, resolve_mode
 from ..context._sections import PromptContext, build_prompt
 from ..core._cancel import Cancel
+from ..core._catalog import UNKNOWN, lookup
 from ..core._errors import UsageError
 from ..core._events import (
     Event,
@@ -27,7 +28,6 @@ from ..core._messages import Message, SystemMessage, UserMessage
 from ..core._state import RunState
 from ..core._stop import StopReason
 from ..core._unicode import escape_text
-from ..models._catalog import UNKNOWN, lookup
 from ..permissions import Approval
 from ..policies import CAP_REASONS, Guards
 from ..policies._budgets import CONTINUING

@@ -16,6 +16,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
+from ..core._catalog import lookup
 from ..core._events import (
     AnswerRejected,
     ApprovalRequested,
@@ -52,7 +53,6 @@ from ..core._messages import (
 )
 from ..core._state import STEERING
 from ..core._stop import StopReason
-from ..models._catalog import lookup
 from ..store import RunInfo
 from ._safe import shown, visible
 
@@ -115,7 +115,7 @@ class EventRenderer:
         if child is None:
             out = self.console
             indent = "  │ " * len(path)
-            console = type(out)(  # as the parent's (a reader gone away: see cli._app)
+            console = type(out)(  # as the parent's (a reader gone away: see cli._console)
                 file=cast(IO[str], _Indented(out.file, indent)),
                 width=max(40, out.width - len(indent)),
                 color_system="auto" if out.color_system else None,

@@ -1,7 +1,7 @@
 """The context layer: what the model is shown each round, and how it stays inside the window.
 
-Names load on first use (PEP 562): the event vocabulary imports the settings from here, and the
-builder imports the event vocabulary.
+Names load on first use (PEP 562): the config reads `ContextSettings` at start-up (they live in
+`reins.core`, which records them in a run's config), and must not load the builder with them.
 """
 
 from __future__ import annotations
@@ -10,17 +10,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..core._context_settings import ContextSettings
     from ._builder import ContextBuilder, ContextTooLarge
     from ._modes import MODES, Mode
     from ._profiles import infer_profile
     from ._prompt import system_prompt
     from ._sections import PromptContext, PromptSection, Section
-    from ._settings import ContextSettings
 
 _EXPORTS = {
     "ContextBuilder": "._builder",
     "ContextTooLarge": "._builder",
-    "ContextSettings": "._settings",
+    "ContextSettings": "..core._context_settings",
     "MODES": "._modes",
     "Mode": "._modes",
     "PromptContext": "._sections",

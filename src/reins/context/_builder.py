@@ -11,11 +11,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core._catalog import price
+from ..core._context_settings import ContextSettings
 from ..core._errors import ContextTooLarge, StoreError
 from ..core._messages import AssistantMessage, Message, ToolResultMessage, ToolSpec, UserMessage
 from ..core._model import Model
 from ..core._state import RunState
-from ..models._catalog import price
 from ._compaction import (
     DIGEST_CHARS,
     REPLACES,
@@ -28,7 +29,6 @@ from ._compaction import (
     summarizer_for,
     transcript,
 )
-from ._settings import ContextSettings
 from ._tokens import (
     CHARS_PER_TOKEN,
     MESSAGE_OVERHEAD,

@@ -11,10 +11,10 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..core._catalog import lookup
+from ..core._context_settings import ContextSettings
 from ..core._messages import AssistantMessage, Message, ToolResultMessage, ToolSpec
 from ..core._model import Model
-from ..models._catalog import lookup
-from ._settings import ContextSettings
 
 CHARS_PER_TOKEN = 3
 MESSAGE_OVERHEAD = 4

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from ..context._settings import ContextSettings
+from ._context_settings import ContextSettings
 from ._guard_settings import Guards
 from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
 from ._stop import StopReason

@@ -14,7 +14,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, assert_never
 
-from ..models._catalog import lookup, price
 from ._approval import ApprovalRequest, Approver, Ruling, denial
 from ._cancel import Cancel
 from ._caps import (
@@ -26,6 +25,7 @@ from ._caps import (
     cap_choices,
     extended,
 )
+from ._catalog import lookup, price
 from ._errors import ContextTooLarge, ReinsError, StoreError, ToolError
 from ._events import (
     AnswerRejected,

@@ -13,11 +13,11 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..context._compaction import digest
+from ..core._catalog import price
 from ..core._errors import ToolError
 from ..core._messages import Message, SystemMessage, UserMessage
 from ..core._model import Model, ModelSettings
 from ..core._scope import CallScope
-from ..models._catalog import price
 from ..tools import Tool, ToolContext, tool
 from ._todo import TodoInput, numbered, render
 
