@@ -45,6 +45,7 @@ from ..policies import (
     StrictActions,
     budget_stops,
     guard_policies,
+    hook_policies,
 )
 from ..policies._modes import TestsAfterChanges
 from ..sandbox import SandboxPolicy
@@ -193,6 +194,7 @@ class RunAssembly(AgentFields):
                 MaxTokensRecovery(),
                 *self._protocol_policies(executor),
                 EmptyReply(),
+                *self._hook_policies(workspace, executor),
                 *self._guard_policies(executor, state.config.guards or self.guards),
                 *self.policies,
                 *self._final_policies(workspace, state.config.checks),
@@ -245,6 +247,23 @@ class RunAssembly(AgentFields):
                 )
             )
         return policies
+
+    def _hook_policies(self, workspace: Workspace, executor: ToolExecutor) -> list[Policy]:
+        """The command hooks, before the guards: they judge a call as a hook leaves it."""
+        if not self.hooks:
+            return []
+
+        def validate(name: str, arguments: dict[str, Any]) -> object:
+            tool = executor.tools.get(name)  # an unknown tool: the executor says so
+            return tool.validate(arguments) if tool is not None else None
+
+        return hook_policies(
+            self.hooks,
+            workspace=workspace.root,
+            sandbox=self.sandbox,
+            protected=self._protected(),
+            validate=validate,
+        )
 
     def _protocol_policies(self, executor: ToolExecutor) -> list[Policy]:
         """The strict JSON action protocol brings its repair policy."""

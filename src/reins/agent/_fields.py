@@ -17,7 +17,7 @@ from ..core._loop import hooks_of
 from ..core._model import Model, ModelSettings
 from ..core._questions import ASK_USER, Asker, AskMode
 from ..permissions import ApprovalHandler, ApprovalMode, Permissions
-from ..policies import CapHandler, CommandHook, Guards, Policy, StopHook
+from ..policies import CapHandler, CommandHook, Guards, Hook, Policy, StopHook
 from ..sandbox import SandboxPolicy
 from ..skills import Skill
 from ..store import EventLog, MemoryLog
@@ -109,6 +109,11 @@ class AgentFields:
     """Functions (sync or async) given the run's state and the final answer, returning None to
     accept it or a reason to reject it; or `CommandHook`s (a string is a command): the event
     as JSON on stdin, exit 2 rejects with its message, another failure stops the run."""
+    hooks: Sequence[Hook] = ()
+    """Commands run before and after tool calls, at the session's start and when a prompt
+    arrives (`Hook(event="before_tool", matcher="run_command", command="./guard.sh")`), in the
+    shape of Claude Code's hooks: the event as JSON on stdin; exit 2 blocks a call or a prompt
+    with a reason; a JSON reply may change a call's arguments or add context for the model."""
     stop_max_rejections: int = 3
     """Final answers rejected (by checks and stop hooks together) before the next rejection
     ends the run with `missing_evidence`."""
@@ -213,6 +218,12 @@ class AgentFields:
         for hook in self.stop_hooks:
             if isinstance(hook, str):  # made a CommandHook when a run starts: refused now
                 CommandHook(command=hook)
+        for index, given in enumerate(self.hooks):
+            if not isinstance(given, Hook):
+                raise UsageError(
+                    f"hooks[{index}] is a {type(given).__name__}, not a Hook: give "
+                    "Hook(event=..., command=...)"
+                )
         for index, policy in enumerate(self.policies):
             if not isinstance(policy, Policy):
                 raise UsageError(f"policies[{index}] is a {type(policy).__name__}, not a Policy")
@@ -231,7 +242,7 @@ def _one_of(name: str, value: object, allowed: tuple[object, ...]) -> None:
         raise UsageError(f"{name}={value!r}: give a function or one of {names}")
 
 
-_LISTS = ("tools", "policies", "checks", "stop_hooks", "skills", "mcp_servers")
+_LISTS = ("tools", "policies", "checks", "stop_hooks", "hooks", "skills", "mcp_servers")
 _COUNTS = ("max_steps", "max_parallel_tools", "subagent_steps", "reflect_max_retries")
 _BUDGETS = ("token_budget", "time_budget", "cost_budget")
 _KINDS: tuple[tuple[str, type], ...] = (

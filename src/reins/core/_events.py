@@ -181,6 +181,9 @@ class ToolCallStarted(_Event):
     kind: Literal["tool_call_started"] = "tool_call_started"
     step: int
     call: ToolCall
+    changed_by: str = ""
+    """The policy (a `before_tool` command hook) that changed the model's arguments into
+    these, the ones that ran; empty: the call as the model made it."""
 
 
 class TodoItem(BaseModel):

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, assert_never
+from typing import Any, Literal, assert_never
 
 from ._approval import ApprovalRequest, Approver, Ruling, denial
 from ._cancel import Cancel
@@ -70,6 +70,7 @@ from ._policy import (
     Policy,
     Reflect,
     Reject,
+    Rewrite,
     Stop,
     Verified,
 )
@@ -81,6 +82,7 @@ from ._stop import StopReason
 from ._unicode import NOTE, escape_text, escaped_reply, escaped_result
 
 _now = datetime.now
+Level = Literal["info", "warning"]
 
 
 class RunLoop:
@@ -175,8 +177,9 @@ class RunLoop:
             if verdict is CONTINUE:  # the usual answer, told apart without a match
                 continue
             match verdict:
-                case Continue():
-                    pass
+                case Continue(note):
+                    if note:
+                        yield await self._note(policy.name, note, commit=False)
                 case Inject(text, mark):
                     # Committed with the model request that follows (or the finish).
                     yield await self._emit(
@@ -482,6 +485,8 @@ class RunLoop:
             return
         runnable: list[ToolCall] = []
         waiting: list[ToolCall] = []
+        changed: dict[str, str] = {}
+        """The calls whose arguments a policy changed, and by which."""
         done = state.results
         for call in [c for c in state.pending if c.id not in done] if done else state.pending:
             if call.id in state.started and not self.executor.is_read_only(call.name):
@@ -497,7 +502,14 @@ class RunLoop:
                 if call.id in state.questions and call.id not in state.answers:
                     waiting.append(call)  # until someone answers
                 continue
-            verdict = await self._judged(call) if self._before_tool else CONTINUE
+            verdict: Continue | Reject | Answer | Stop = CONTINUE
+            if self._before_tool:
+                verdict, judged, by, notes = await self._judged(call)
+                for source, note, level in notes:
+                    yield await self._note(source, note, level=level, commit=False)
+                if by:  # arguments a policy changed: these run
+                    call = judged
+                    changed[call.id] = by
             match verdict:
                 case Continue():
                     ruling = self.executor.judge(call, state.grants)
@@ -533,7 +545,10 @@ class RunLoop:
         changes = False
         for call in runnable:
             if call.id not in state.started:
-                yield await self._emit(ToolCallStarted, commit=False, step=step, call=call)
+                by = changed.get(call.id, "") if changed else ""
+                yield await self._emit(
+                    ToolCallStarted, commit=False, step=step, call=call, changed_by=by
+                )
             changes = changes or not self.executor.is_read_only(call.name)
         if changes:
             await self.log.commit()  # on record before any side effect
@@ -547,8 +562,9 @@ class RunLoop:
 
         for policy in self._after_tools:
             match await policy.after_tools(state, state.step_results()):
-                case Continue():
-                    pass
+                case Continue(note):
+                    if note:
+                        yield await self._note(policy.name, note)
                 case Inject(text, mark):
                     yield await self._emit(
                         Notice, text=text, source=policy.name, to_model=True, mark=mark
@@ -677,14 +693,36 @@ class RunLoop:
             **decided,
         )
 
-    async def _judged(self, call: ToolCall) -> Continue | Reject | Answer | Stop:
-        """The first verdict of the `before_tool` policies that is not to go on."""
+    async def _judged(
+        self, call: ToolCall
+    ) -> tuple[Continue | Reject | Answer | Stop, ToolCall, str, list[tuple[str, str, Level]]]:
+        """The first verdict of the `before_tool` policies that is not to go on; the call as
+        they leave it (a `Rewrite` changes its arguments for the policies after it) and the
+        last policy that changed it; the notes to record (source, text, level)."""
         state = self.state
+        by = ""
+        notes: list[tuple[str, str, Level]] = []
         for policy in self._before_tool:
             verdict = await policy.before_tool(state, call)
-            if verdict is not CONTINUE and not isinstance(verdict, Continue):
-                return verdict
-        return CONTINUE
+            if verdict is CONTINUE:
+                continue
+            match verdict:
+                case Continue(note):
+                    if note:
+                        notes.append((policy.name, note, "warning"))
+                case Rewrite(changed, note):
+                    if changed.id == call.id and changed.name == call.name:
+                        call, by = changed, policy.name
+                        notes.append((policy.name, note, "info"))
+                    else:  # a policy's bug: the call stays as it was
+                        notes.append(
+                            (policy.name, "changed a call's id or tool: ignored", "warning")
+                        )
+                case Reject() | Answer() | Stop():
+                    return verdict, call, by, notes
+                case _:
+                    assert_never(verdict)
+        return CONTINUE, call, by, notes
 
     async def _run_concurrently(self, calls: list[ToolCall]) -> AsyncIterator[StreamEvent]:
         """Each result is recorded the moment its call returns, not when the consumer of these
@@ -746,6 +784,12 @@ class RunLoop:
             cost=spent.cost if spent else None,
             todo=todo,
         )
+
+    async def _note(
+        self, source: str, text: str, *, level: Level = "warning", commit: bool = True
+    ) -> Event:
+        """A policy's note for the user (a `Continue`'s, a `Rewrite`'s): not for the model."""
+        return await self._emit(Notice, commit=commit, text=text, source=source, level=level)
 
     async def _finish(
         self, reason: StopReason, *, final_answer: str | None = None, detail: str = ""

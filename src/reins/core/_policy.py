@@ -10,8 +10,14 @@ Each hook returns a verdict from a closed union, narrowed per hook:
     on_final        Continue | Verified | Reject | Answer | Stop
                                                       stage 4, before a final answer is accepted
                                                       (Answer: accepted, as this text)
-    before_tool     Continue | Reject | Answer | Stop stage 5, before each tool call
+    before_tool     Continue | Rewrite | Reject | Answer | Stop
+                                                      stage 5, before each tool call
+                                                      (Rewrite: run it with other arguments)
     after_tools     Continue | Inject | Stop          stage 7, after a step's tools ran
+
+A `Continue` from `before_round`, `before_tool` or `after_tools` may carry a `note`: the loop
+records it (a warning for the user, not the model), as a command hook that failed and was
+passed over.
 """
 
 from __future__ import annotations
@@ -44,7 +50,10 @@ class Reflection:
 
 @dataclass(frozen=True)
 class Continue:
-    """Go on as planned."""
+    """Go on as planned; a `note` is recorded as a warning, not told to the model (from
+    `before_round`, `before_tool` and `after_tools`)."""
+
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,16 @@ class Verified:
     evidence: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Rewrite:
+    """From `before_tool`: run `call` (the same id, other arguments, valid for its tool) in
+    place of the model's; the later policies and the permissions judge it, and its start is
+    recorded with `changed_by` (the policy's name) and `note`."""
+
+    call: ToolCall
+    note: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class Reflect:
     """A reflection on step `step` (the Reflective agent), to be recorded: its fold tells the
@@ -103,11 +122,11 @@ class Reflect:
 
 CONTINUE = Continue()
 
-Verdict = Continue | Inject | Reflect | Reject | Stop | Answer | Verified
+Verdict = Continue | Inject | Reflect | Rewrite | Reject | Stop | Answer | Verified
 BeforeRound = Continue | Inject | Reflect | Stop
 AfterResponse = Continue | Reject | Stop
 OnFinal = Continue | Verified | Reject | Answer | Stop
-BeforeTool = Continue | Reject | Answer | Stop
+BeforeTool = Continue | Rewrite | Reject | Answer | Stop
 AfterTools = Continue | Inject | Stop
 
 
@@ -134,8 +153,8 @@ class Policy:
         return CONTINUE
 
     async def before_tool(self, state: RunState, call: ToolCall) -> BeforeTool:
-        """Before each tool call runs: run it, refuse it with an observation (`Reject`),
-        answer it without running it (`Answer`), or stop."""
+        """Before each tool call runs: run it, run it with other arguments (`Rewrite`), refuse
+        it with an observation (`Reject`), answer it without running it (`Answer`), or stop."""
         return CONTINUE
 
     async def after_tools(

@@ -71,6 +71,8 @@ class RunState:
     results: dict[str, ToolResultMessage] = field(default_factory=dict[str, ToolResultMessage])
     started: set[str] = field(default_factory=set[str])
     """Ids of the open response's calls that were started."""
+    changed: dict[str, ToolCallStarted] = field(default_factory=dict[str, ToolCallStarted])
+    """The run's calls that started with arguments a policy changed (a command hook), by id."""
     finished: RunFinished | None = None
     rejections: int = 0
     """Responses rejected in a row: the strict-actions policy caps its repairs with it."""
@@ -216,6 +218,8 @@ class RunState:
         self.review_pending = False
         self.rejections = 0
         self.started.add(event.call.id)
+        if event.changed_by:
+            self.changed[event.call.id] = event
 
     def _on_tool_call_finished(self, event: ToolCallFinished) -> None:
         self.review_pending = False

@@ -16,6 +16,7 @@ from ..core._policy import (
     Reflect,
     Reflection,
     Reject,
+    Rewrite,
     Stop,
     Verdict,
     Verified,
@@ -30,6 +31,7 @@ from ._budgets import (
 )
 from ._caps import MaxSteps, MaxTokensRecovery
 from ._checks import Checks
+from ._command_hooks import HOOK_EVENTS, Hook, HookEvent, hook_policies
 from ._guards import (
     FileActionGuard,
     GoalAnchor,
@@ -49,6 +51,7 @@ __all__ = [
     "CAP_REASONS",
     "CONTINUE",
     "GUARD_NAMES",
+    "HOOK_EVENTS",
     "AfterResponse",
     "AfterTools",
     "Answer",
@@ -65,6 +68,8 @@ __all__ = [
     "FileActionGuard",
     "GoalAnchor",
     "Guards",
+    "Hook",
+    "HookEvent",
     "Inject",
     "LeakedMarkup",
     "LoopGuard",
@@ -79,6 +84,7 @@ __all__ = [
     "Reflective",
     "Reject",
     "RepeatCache",
+    "Rewrite",
     "RunFacts",
     "Stop",
     "StopHook",
@@ -92,5 +98,6 @@ __all__ = [
     "budget_policies",
     "budget_stops",
     "guard_policies",
+    "hook_policies",
     "parse_reflection",
 ]

@@ -1,0 +1,344 @@
+"""Command hooks around tools and sessions: real shell scripts as hooks, in the real loop."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from reins import (
+    Agent,
+    AssistantMessage,
+    Event,
+    Message,
+    ModelRequested,
+    Notice,
+    RunState,
+    SQLiteLog,
+    StopReason,
+    ToolCallFinished,
+    ToolCallStarted,
+    UsageError,
+    UserMessage,
+    tool,
+)
+from reins.policies import Hook
+from reins.testing import FunctionModel, ScriptedModel
+
+from .helpers import call, reply
+
+RAN: list[str] = []
+
+
+@tool
+def shout(text: str) -> str:
+    """Say `text` loudly."""
+    RAN.append(text)
+    return text.upper() + "!"
+
+
+@tool
+def whisper(text: str) -> str:
+    """Say `text` quietly."""
+    RAN.append(text)
+    return text.lower()
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> None:
+    RAN.clear()
+
+
+def agent_for(replies: Sequence[AssistantMessage | str], workspace: Path, **kw: object) -> Agent:
+    return Agent(
+        model=ScriptedModel(replies),
+        workspace=workspace,
+        tools=[shout, whisper],
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+async def events_of(agent: Agent, goal: str = "go") -> tuple[list[Event], RunState]:
+    run = agent.iter(goal)
+    events = [e async for e in run]
+    return events, run.state
+
+
+def results(events: list[Event]) -> list[tuple[str, str, bool]]:
+    return [
+        (e.result.name, e.result.content, e.result.is_error)
+        for e in events
+        if isinstance(e, ToolCallFinished)
+    ]
+
+
+def notices(events: list[Event], source: str) -> list[Notice]:
+    return [e for e in events if isinstance(e, Notice) and e.source == source]
+
+
+def script(folder: Path, name: str, body: str) -> str:
+    """A real hook script in the workspace; the command that runs it."""
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return f"./{name}"
+
+
+BLOCK_LOUD = """\
+cat > before.json
+if grep -q secret before.json; then echo "no secrets out loud" >&2; exit 2; fi
+"""
+
+
+async def test_a_before_tool_hook_blocks_a_call_with_exit_2_and_the_model_sees_why(
+    workspace: Path,
+) -> None:
+    command = script(workspace, "guard.sh", BLOCK_LOUD)
+    hook = Hook(event="before_tool", matcher="shout", command=command)
+    replies = [
+        reply("", call("shout", "c1", text="the secret"), call("shout", "c2", text="hi")),
+        "done",
+    ]
+    events, state = await events_of(agent_for(replies, workspace, hooks=[hook]))
+    blocked = f"This call was blocked by a hook ({command}): no secrets out loud"
+    assert results(events) == [("shout", blocked, True), ("shout", "HI!", False)]
+    assert RAN == ["hi"]  # the blocked call never ran
+    assert [e.call.id for e in events if isinstance(e, ToolCallStarted)] == ["c2"]
+    # The hook read Claude Code's fields on stdin (the last call it saw: c2).
+    event = json.loads((workspace / "before.json").read_text())
+    assert event == {
+        "hook_event_name": "PreToolUse",
+        "reins_event": "before_tool",
+        "session_id": state.session_id,
+        "run_id": state.run_id,
+        "cwd": state.config.workspace,
+        "step": 1,
+        "tool_name": "shout",
+        "tool_input": {"text": "hi"},
+        "tool_use_id": "c2",
+    }
+
+
+async def test_the_matcher_picks_tools_by_a_pattern_matched_whole(workspace: Path) -> None:
+    deny = script(workspace, "deny.sh", "echo no >&2; exit 2\n")
+    replies = [
+        reply("", call("shout", "c1", text="a"), call("whisper", "c2", text="B")),
+        "done",
+    ]
+    for matcher, blocked in [
+        ("whisper", {"whisper"}),
+        ("sh.*", {"shout"}),
+        ("sh", set()),  # matched whole: not a prefix
+        ("shout|whisper", {"shout", "whisper"}),
+        ("*", {"shout", "whisper"}),
+        ("", {"shout", "whisper"}),
+    ]:
+        hook = Hook(event="before_tool", matcher=matcher, command=deny)
+        events, _ = await events_of(agent_for(replies, workspace, hooks=[hook]))
+        assert {name for name, _, error in results(events) if error} == blocked, matcher
+
+
+REWRITE = """\
+cat > /dev/null
+echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+  "updatedInput": {"text": "rewritten"}}}'
+"""
+
+
+async def test_a_hook_changes_the_arguments_the_log_records_them_and_the_model_is_told(
+    workspace: Path, sqlite_log: SQLiteLog
+) -> None:
+    command = script(workspace, "rewrite.sh", REWRITE)
+    hook = Hook(event="before_tool", matcher="shout", command=command)
+    replies = [reply("", call("shout", "c1", text="original")), "done"]
+    agent = agent_for(replies, workspace, hooks=[hook], log=sqlite_log)
+    events, state = await events_of(agent)
+    assert RAN == ["rewritten"]
+    assert results(events) == [("shout", "REWRITTEN!", False)]
+    name = f"before_tool hook `{command}`"
+    [started] = [e for e in events if isinstance(e, ToolCallStarted)]
+    assert (started.call.arguments, started.changed_by) == ({"text": "rewritten"}, name)
+    note, told = notices(events, name)
+    assert note.text == 'changed the arguments of shout (c1) to {"text": "rewritten"}'
+    assert (note.level, note.to_model, told.to_model) == ("info", False, True)
+    assert told.text == (
+        f"A hook ({command}) changed the arguments of your shout call (c1) before it ran; its "
+        'result above is of the call with these arguments: {"text": "rewritten"}'
+    )
+    # The log holds what ran: a fold of it (a resume, a replay) sees the changed call.
+    folded = RunState.fold(await sqlite_log.events(state.run_id))
+    assert folded.changed["c1"].call.arguments == {"text": "rewritten"}
+    assert folded.messages == state.messages
+
+
+async def test_arguments_the_tool_refuses_are_a_warning_and_the_call_runs_as_made(
+    workspace: Path,
+) -> None:
+    command = script(
+        workspace,
+        "bad.sh",
+        'echo \'{"hookSpecificOutput": {"updatedInput": {"text": 3}}}\'\n',
+    )
+    hook = Hook(event="before_tool", command=command)
+    replies = [reply("", call("shout", "c1", text="as made")), "done"]
+    events, _ = await events_of(agent_for(replies, workspace, hooks=[hook]))
+    assert RAN == ["as made"]
+    [note] = notices(events, f"before_tool hook `{command}`")
+    assert note.level == "warning"
+    assert note.text.startswith(
+        f"before_tool hook `{command}` failed on shout (c1) and was passed over: its "
+        "updatedInput does not fit the tool, so the call runs as the model made it: invalid "
+        "arguments for shout: text:"
+    )
+
+
+async def test_a_json_deny_blocks_with_its_reason(workspace: Path) -> None:
+    command = script(
+        workspace,
+        "deny.sh",
+        'echo \'{"hookSpecificOutput": {"permissionDecision": "deny", '
+        '"permissionDecisionReason": "not today"}}\'\n',
+    )
+    hook = Hook(event="before_tool", command=command)
+    replies = [reply("", call("shout", "c1", text="x")), "done"]
+    events, _ = await events_of(agent_for(replies, workspace, hooks=[hook]))
+    assert results(events) == [
+        ("shout", f"This call was blocked by a hook ({command}): not today", True)
+    ]
+    assert RAN == []
+
+
+NOTE_AFTER = """\
+cat > after.json
+echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse",
+  "additionalContext": "the linter is happy"}}'
+"""
+
+
+async def test_an_after_tool_hook_adds_a_note_for_the_model(workspace: Path) -> None:
+    command = script(workspace, "after.sh", NOTE_AFTER)
+    hook = Hook(event="after_tool", matcher="shout", command=command)
+    replies = [
+        reply("", call("shout", "c1", text="a"), call("whisper", "c2", text="B")),
+        "done",
+    ]
+    events, state = await events_of(agent_for(replies, workspace, hooks=[hook]))
+    [note] = notices(events, f"after_tool hook `{command}`")
+    assert note.to_model
+    assert note.text == f"A hook ({command}) on your shout call (c1): the linter is happy"
+    assert UserMessage(content=note.text) in state.messages
+    event = json.loads((workspace / "after.json").read_text())
+    assert event["hook_event_name"] == "PostToolUse"
+    assert (event["tool_name"], event["tool_input"], event["tool_use_id"]) == (
+        "shout",
+        {"text": "a"},
+        "c1",
+    )
+    assert event["tool_response"] == {"content": "A!", "is_error": False}
+
+
+async def test_an_after_tool_hook_exit_2_is_told_and_plain_output_is_not(workspace: Path) -> None:
+    loud = script(workspace, "loud.sh", "echo 'check the result' >&2; exit 2\n")
+    quiet = script(workspace, "quiet.sh", "echo 'just a log line'\n")
+    hooks = [
+        Hook(event="after_tool", command=loud),
+        Hook(event="after_tool", command=quiet),
+    ]
+    replies = [reply("", call("shout", "c1", text="a")), "done"]
+    events, _ = await events_of(agent_for(replies, workspace, hooks=hooks))
+    [note] = notices(events, f"after_tool hook `{loud}`")
+    assert note.text == f"A hook ({loud}) on your shout call (c1): check the result"
+    assert notices(events, f"after_tool hook `{quiet}`") == []
+
+
+async def test_session_start_context_reaches_the_model_once_per_session(workspace: Path) -> None:
+    command = script(workspace, "start.sh", "cat > start.json; echo 'branch: main'\n")
+    seen: list[list[str]] = []
+
+    def model(messages: list[Message], tools: object) -> str:
+        seen.append([m.content for m in messages if isinstance(m, UserMessage)])
+        return f"answer {len(seen)}"
+
+    hook = Hook(event="session_start", command=command)
+    agent = Agent(model=FunctionModel(model), workspace=workspace, hooks=[hook])
+    first = await agent.run("one")
+    event = json.loads((workspace / "start.json").read_text())
+    assert (event["hook_event_name"], event["source"]) == ("SessionStart", "startup")
+    (workspace / "start.json").unlink()
+    second = await agent.run("two", session_id=first.session_id)
+    assert (first.final_answer, second.final_answer) == ("answer 1", "answer 2")
+    context = f"Context from a session-start hook ({command}):\nbranch: main"
+    assert seen[0] == ["one", context]
+    assert seen[1] == ["one", context, "two"]  # the session's history; not again
+    assert not (workspace / "start.json").exists()
+
+
+async def test_a_prompt_hook_adds_context_or_blocks_the_prompt(workspace: Path) -> None:
+    add = script(
+        workspace,
+        "add.sh",
+        'cat > prompt.json\necho \'{"hookSpecificOutput": {"additionalContext": "ticket 42"}}\'\n',
+    )
+    events, state = await events_of(
+        agent_for(["ok"], workspace, hooks=[Hook(event="prompt", command=add)]), "fix it"
+    )
+    assert UserMessage(content=f"Context from a prompt hook ({add}):\nticket 42") in state.messages
+    event = json.loads((workspace / "prompt.json").read_text())
+    assert (event["hook_event_name"], event["prompt"]) == ("UserPromptSubmit", "fix it")
+
+    block = script(workspace, "block.sh", "echo 'no deploys on Friday' >&2; exit 2\n")
+    agent = agent_for(["never"], workspace, hooks=[Hook(event="prompt", command=block)])
+    events, state = await events_of(agent, "deploy")
+    assert state.finished is not None
+    assert state.finished.stop_reason is StopReason.REFUSAL
+    assert state.finished.detail == (
+        f"the prompt was blocked by prompt hook `{block}`: no deploys on Friday"
+    )
+    assert [e for e in events if isinstance(e, ModelRequested)] == []
+
+
+@pytest.mark.parametrize(
+    ("body", "failure"),
+    [
+        ("echo oops >&2; exit 1\n", "exit 1: oops"),
+        ("sleep 5\n", "timed out after 0.5 s"),
+        ("echo '{not json'\n", "its reply is not JSON"),
+    ],
+)
+async def test_a_broken_hook_is_one_warning_and_the_run_goes_on(
+    workspace: Path, body: str, failure: str
+) -> None:
+    command = script(workspace, "broken.sh", body)
+    hooks = [
+        Hook(event=event, command=command, timeout=0.5)  # type: ignore[arg-type]
+        for event in ("session_start", "prompt", "before_tool", "after_tool")
+    ]
+    replies = [reply("", call("shout", "c1", text="a")), "done"]
+    events, state = await events_of(agent_for(replies, workspace, hooks=hooks))
+    assert state.finished is not None
+    assert state.finished.stop_reason is StopReason.END_TURN
+    assert RAN == ["a"]
+    warned = [e for e in events if isinstance(e, Notice) and "hook" in e.source]
+    assert [e.source.split(" ")[0] for e in warned] == [
+        "session_start",
+        "prompt",
+        "before_tool",
+        "after_tool",
+    ]
+    assert all(e.level == "warning" and not e.to_model for e in warned)
+    assert all(failure in e.text and "passed over" in e.text for e in warned)
+
+
+def test_a_hook_that_cannot_work_is_refused_when_made() -> None:
+    with pytest.raises(UsageError, match="event='PreToolUse': say one of before_tool"):
+        Hook(event="PreToolUse", command="true")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="a prompt hook is an empty command"):
+        Hook(event="prompt", command=" ")
+    with pytest.raises(UsageError, match="matcher '\\(' is not a regular expression"):
+        Hook(event="before_tool", command="true", matcher="(")
+    with pytest.raises(UsageError, match="a session_start hook runs for no tool"):
+        Hook(event="session_start", command="true", matcher="shout")
+    with pytest.raises(UsageError, match="hooks\\[0\\] is a str, not a Hook"):
+        Agent(model=ScriptedModel(["x"]), hooks=["./guard.sh"])  # type: ignore[list-item]
