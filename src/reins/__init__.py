@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         ToolCallStarted,
         ToolsChanged,
     )
+    from .core._media import Document, Image
     from .core._messages import (
         MESSAGES,
         AssistantMessage,
@@ -181,6 +182,8 @@ _LAZY: dict[str, str] = {
     "ThinkingDelta": ".core._events",
     "ToolCallFinished": ".core._events",
     "ToolCallStarted": ".core._events",
+    "Document": ".core._media",
+    "Image": ".core._media",
     "MESSAGES": ".core._messages",
     "AssistantMessage": ".core._messages",
     "Message": ".core._messages",
@@ -279,11 +282,13 @@ __all__ = [
     "ContextTooLarge",
     "Continue",
     "CostBudget",
+    "Document",
     "EmptyReply",
     "Event",
     "EventLog",
     "FinishReason",
     "Guards",
+    "Image",
     "Inject",
     "LogCorrupted",
     "LogUnverified",

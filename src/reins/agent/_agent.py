@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, get_origin
 from ..core._cancel import Cancel
 from ..core._errors import UsageError
 from ..core._events import ContextCompacted
-from ..core._messages import Message
+from ..core._messages import Goal, Message
 from ..core._state import RunState
 from ..mcp import start_all, stop_all
 from ..permissions import Approval
@@ -58,7 +58,7 @@ class Agent(RunAssembly):
 
     async def run(
         self,
-        goal: str,
+        goal: Goal,
         *,
         session_id: str | None = None,
         cancel: Cancel | None = None,
@@ -68,7 +68,7 @@ class Agent(RunAssembly):
         get `deps` as `ctx.deps`."""
         return await self.iter(goal, session_id=session_id, cancel=cancel, deps=deps).result()
 
-    def run_sync(self, goal: str, *, session_id: str | None = None, deps: Any = None) -> RunResult:
+    def run_sync(self, goal: Goal, *, session_id: str | None = None, deps: Any = None) -> RunResult:
         """`run` for code that is not async. Inside a running event loop (a notebook, an async
         server), `await agent.run(...)` instead."""
         try:
@@ -117,7 +117,7 @@ class Agent(RunAssembly):
 
     def iter(
         self,
-        goal: str,
+        goal: Goal,
         *,
         session_id: str | None = None,
         cancel: Cancel | None = None,

@@ -24,10 +24,10 @@ from ..core._events import (
     RunStarted,
 )
 from ..core._loop import RunLoop
-from ..core._messages import Message, SystemMessage, UserMessage
+from ..core._messages import Goal, Message, SystemMessage, UserMessage, goal_message
+from ..core._model import takes_media
 from ..core._state import RunState
 from ..core._stop import StopReason
-from ..core._unicode import escape_text
 from ..permissions import Approval
 from ..policies import CAP_REASONS, Guards
 from ..policies._budgets import CONTINUING
@@ -38,7 +38,7 @@ from ._assembly import RunAssembly
 
 async def start_run(
     agent: RunAssembly,
-    goal: str,
+    goal: Goal,
     session_id: str | None,
     cancel: Cancel | None,
     *,
@@ -48,12 +48,9 @@ async def start_run(
 ) -> tuple[list[Event], RunLoop]:
     """Record the start of a run of `goal` (a new session, or the next turn of `session_id`)
     and its notices; the events recorded, and the loop that drives the run on."""
-    if not isinstance(goal, str):
-        raise UsageError(f"the goal is a {type(goal).__name__}: give it as text")
-    if not goal.strip():
-        raise UsageError("the goal is empty; say what the agent should do")
+    asked = goal_message(goal)  # an argument that was not UTF-8 holds lone surrogates
+    goal = _title(asked)
     tracer = tracer_for(agent.instrument, parent)  # settled before anything is recorded
-    goal = escape_text(goal)  # an argument that was not UTF-8 holds lone surrogates
     workspace = agent._workspace()
     mode, unknown = resolve_mode(agent.mode)
     notes = [unknown] if unknown else []
@@ -65,7 +62,7 @@ async def start_run(
         notes += prompt.notes
         notes += agent._skills()[1]
         started = _run_started(
-            agent, session_id, goal, workspace, history, mode=mode, parent=parent
+            agent, session_id, asked, workspace, history, mode=mode, parent=parent
         )
         await agent.log.append(started)
     else:
@@ -73,7 +70,7 @@ async def start_run(
         agent.log.claim(session_id)
         try:
             history, grants = await _session_history(agent, session_id)
-            started = _run_started(agent, session_id, goal, workspace, history, grants, mode=mode)
+            started = _run_started(agent, session_id, asked, workspace, history, grants, mode=mode)
             await agent.log.append(started)
         except BaseException:
             agent.log.release(session_id)
@@ -82,6 +79,14 @@ async def start_run(
     loop = await agent._started_loop(state, cancel, workspace, deps, tracer)
     first: list[Event] = [started]
     told = [("prompt", text) for text in notes]
+    if asked.media and not takes_media(agent.model):
+        told.append(
+            (
+                "media",
+                f"model {started.config.model!r} takes no images or documents: it is told that "
+                f"{len(asked.media)} of them were given, and sees none",
+            )
+        )
     if not getattr(agent.model, "offline", False) and not lookup(started.config.model).known:
         told.append(
             (
@@ -105,10 +110,15 @@ async def start_run(
     return first, loop
 
 
+def _title(asked: UserMessage) -> str:
+    """The goal as the run index shows it: its text, else what it gave."""
+    return asked.content or ", ".join(m.describe() for m in asked.media)
+
+
 def _run_started(
     agent: RunAssembly,
     session_id: str,
-    goal: str,
+    asked: UserMessage,
     workspace: Workspace,
     history: list[Message],
     grants: tuple[str, ...] = (),
@@ -148,9 +158,9 @@ def _run_started(
         session_id=session_id,
         run_id=new_id(),
         seq=1,
-        goal=goal,
+        goal=_title(asked),
         config=config,
-        messages=(*history, UserMessage(content=goal)),
+        messages=(*history, asked),
         grants=grants,
     )
 

@@ -52,7 +52,7 @@ from ._events import (
     ToolsChanged,
 )
 from ._log import EventLog
-from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, blind
 from ._model import (
     Model,
     ModelResponse,
@@ -61,6 +61,7 @@ from ._model import (
     TextChunk,
     ThinkingChunk,
     ensure_requests_allowed,
+    takes_media,
 )
 from ._policy import (
     CONTINUE,
@@ -118,6 +119,8 @@ class RunLoop:
             if settings.max_tokens is not None
             else _capped(settings, lookup(model.name).max_output)
         )
+        self._blind = not takes_media(model)
+        """Images and documents become notes saying they were not sent (`blind`)."""
         self.cancel = cancel
         self.approver = approver
         self.on_cap = on_cap
@@ -332,6 +335,8 @@ class RunLoop:
         window; `ContextTooLarge` if it cannot fit."""
         settings = settings or self.settings
         messages, tokens = self.context.measure(self.state)
+        if self._blind:
+            messages = list(blind(messages))
         self.context.check(tokens, settings.max_tokens)
         cap = self.context.output_cap(tokens, settings.max_tokens)
         if cap is None or cap == settings.max_tokens:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from ._errors import UsageError
+from ._media import Document, Image, Media
 
 
 class _Frozen(BaseModel):
@@ -27,6 +31,10 @@ class ToolCall(_Frozen):
 
 def _zero(value: int) -> bool:
     return value == 0
+
+
+def _none(value: tuple[object, ...]) -> bool:
+    return not value
 
 
 class Usage(_Frozen):
@@ -72,6 +80,9 @@ class UserMessage(_Frozen):
 
     role: Literal["user"] = "user"
     content: str
+    media: tuple[Media, ...] = Field(default=(), exclude_if=_none)
+    """Images and documents given with the text, sent after it in this order (in the log:
+    references to the log's blobs)."""
 
 
 class ThinkingBlock(_Frozen):
@@ -107,6 +118,8 @@ class ToolResultMessage(_Frozen):
     name: str
     content: str
     is_error: bool = False
+    media: tuple[Media, ...] = Field(default=(), exclude_if=_none)
+    """Images and documents the tool returned (`read_file` of an image), after its text."""
 
 
 Message = Annotated[
@@ -133,3 +146,62 @@ class ToolSpec(_Frozen):
     def parameters_json(self) -> str:
         """`parameters` as JSON text, made once (every run's first request counts it)."""
         return json.dumps(self.parameters)
+
+
+def cannot_see(media: Media) -> str:
+    """What a model that takes no images or documents is told in place of one."""
+    return (
+        f"[{media.describe()} was given here; this model cannot take {media.kind}s, so it "
+        "was not sent]"
+    )
+
+
+def blind(messages: Sequence[Message]) -> Sequence[Message]:
+    """`messages` for a model that takes no images or documents: each one replaced by a note
+    saying it was given and not sent (the same list when there are none)."""
+    if not any(isinstance(m, UserMessage | ToolResultMessage) and m.media for m in messages):
+        return messages
+    return [
+        m.model_copy(
+            update={
+                "content": "\n\n".join([m.content, *(cannot_see(p) for p in m.media)]),
+                "media": (),
+            }
+        )
+        if isinstance(m, UserMessage | ToolResultMessage) and m.media
+        else m
+        for m in messages
+    ]
+
+
+Goal = str | Sequence[str | Image | Document]
+"""What a run is asked: text, or text, images and documents (`["What is wrong?", Image...]`)."""
+
+
+def goal_message(goal: Goal) -> UserMessage:
+    """The user message of `goal`: its texts joined by blank lines, then its images and
+    documents in order; a UsageError when it is empty or holds anything else."""
+    from ._unicode import escape_text  # it imports this module
+
+    items = [goal] if isinstance(goal, str) else goal
+    if not isinstance(items, Sequence):
+        raise UsageError(
+            f"the goal is a {type(goal).__name__}: give it as text, or a list of texts, "
+            "Images and Documents"
+        )
+    texts: list[str] = []
+    media: list[Image | Document] = []
+    for item in items:
+        if isinstance(item, str):
+            if item.strip():  # an argument that was not UTF-8 holds lone surrogates
+                texts.append(escape_text(item))
+        elif isinstance(item, Image | Document):
+            media.append(item)
+        else:
+            raise UsageError(
+                f"the goal holds a {type(item).__name__}: give texts, Images and Documents "
+                "(Image.from_path(...), Document.from_path(...))"
+            )
+    if not texts and not media:
+        raise UsageError("the goal is empty; say what the agent should do")
+    return UserMessage(content="\n\n".join(texts), media=tuple(media))

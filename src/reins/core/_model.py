@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
+from ._catalog import lookup
 from ._errors import UsageError
 from ._events import FinishReason
 from ._messages import AssistantMessage, Message, ToolSpec, Usage
@@ -140,6 +141,17 @@ class Model(Protocol):
         """The same reply as it comes: text and thinking chunks (and retry notices), then
         exactly one `ModelResponse`."""
         ...
+
+
+def takes_media(model: Model) -> bool:
+    """Whether `model` is sent images and documents: not when it says it takes none (its
+    `vision` is False: the embedded models), nor when the catalog knows it has no vision; a
+    model the catalog does not know is sent them (its server says so if it cannot)."""
+    vision: bool | None = getattr(model, "vision", None)
+    if vision is not None:
+        return vision
+    info = lookup(model.name)
+    return info.vision or not info.known
 
 
 ALLOW_MODEL_REQUESTS = True

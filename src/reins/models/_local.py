@@ -52,6 +52,8 @@ class LocalModel(Retried):
     conversation gets the same reply, run after run. None: llama-cpp-python's own (it
     changes from request to request)."""
     actions: ClassVar[str] = "json"
+    vision: ClassVar[bool] = False
+    """It reads text only: the loop tells it of an image or document in place of sending it."""
     """The action protocol: the loop adds the strict-actions policy for it."""
     _llm: Any = field(default=None, init=False, repr=False)
     _busy: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)

@@ -52,6 +52,7 @@ from ..core._log import RunInfo
 from ..core._paths import log_key_path
 from ..core._stop import StopReason
 from ..core._unicode import NOTE, escape_model
+from ._blobs import FolderBlobs, media_in
 from ._chain import (
     SIGNED,
     TAIL,
@@ -217,6 +218,8 @@ class SQLiteLog:
         self.journals = Journals(
             self.directory / "sessions", durable=durable, read_only=self.read_only
         )
+        self.blobs = FolderBlobs(self.directory / "blobs", durable=durable)
+        """The images and documents the events refer to (by sha256)."""
         self._damaged: dict[str, tuple[int, Damage]] = {}
         """Sessions set aside, with their journal's size when the damage was found."""
         self._batch: dict[str, _Batch] = {}
@@ -309,6 +312,9 @@ class SQLiteLog:
                 f"run {run_id}: event {seq} arrived where {expected} was due; "
                 "is another process driving this run?"
             )
+        if not self.read_only:  # on disk before the line that refers to it
+            for media in media_in(event):
+                self.blobs.put(media.sha256, media.data)
         self._next_seq[run_id] = seq + 1
         session_id = event.session_id
         batch = self._batch.get(session_id)
@@ -797,7 +803,7 @@ class SQLiteLog:
                 if head is None or mac is None or not check.check(head, body, mac):
                     raise _moved(path, run_id, first, last)  # `events` says which line
                 head = mac
-            event = _parse_line(path, body, start, number)
+            event = _parse_line(path, body, start, number, self.blobs)
             if event.run_id != run_id or event.seq != first + number:
                 raise _moved(path, run_id, first, last)
             if event.seq > seen:
@@ -932,10 +938,13 @@ class BadLine(LogCorrupted):
         self.problem = problem
 
 
-def _parse_line(path: Path, line: bytes, offset: int, index: int) -> Event:
-    """The event on a journal line (its MAC taken off): the `index`-th line after `offset`."""
+def _parse_line(
+    path: Path, line: bytes, offset: int, index: int, blobs: FolderBlobs | None = None
+) -> Event:
+    """The event on a journal line (its MAC taken off): the `index`-th line after `offset`;
+    with `blobs`, its images and documents hold their bytes."""
     try:
-        return EVENT.validate_json(line)
+        return EVENT.validate_json(line, context=None if blobs is None else {"blobs": blobs})
     except ValidationError as exc:
         number = _line_number(path, offset, index)
         raise BadLine(path, number, f"is not a reins event: {exc.errors()[0]['msg']}") from None
