@@ -11,7 +11,9 @@ import pytest
 
 from reins import Agent, ContextSettings, UsageError
 from reins.context._compaction import SUMMARY_HEADER
+from reins.context._tokens import estimate
 from reins.core._events import ContextCompacted
+from reins.core._state import RunState
 from reins.store import SQLiteLog
 from reins.testing import ScriptedModel
 
@@ -80,6 +82,27 @@ def test_reins_compact_summarizes_a_session_for_its_next_turn(project: Path) -> 
     sent = json.loads(reins("show", run_ids(project)["and again"], "--json", cwd=project).stdout)
     assert sum(m.get("content", "").startswith(SUMMARY_HEADER) for m in sent) == 1
     assert sent[-1]["text"] == "second turn"  # the script went on where the session was
+
+
+async def test_compact_counts_before_and_after_alike(tmp_path: Path) -> None:
+    """Both sides are the same count of a request, the tools' schemas in both: the count the
+    model gave of the last request (a script's leaves the tools out) once made 20 short
+    messages look like 471 tokens and the 10 after them like 2,329."""
+    replies = [
+        reply("", call("read_file", f"c{k}", path="r.txt", start_line=k + 1)) for k in range(8)
+    ]
+    (tmp_path / "r.txt").write_text("".join(f"line {k}\n" for k in range(8)))
+    log = SQLiteLog(tmp_path / "log")
+    agent = Agent(model=ScriptedModel([*replies, "FINAL_ANSWER: ok"]), workspace=tmp_path, log=log)
+    result = await agent.run("read it often")
+    before = RunState.fold(await log.events(result.run_id))
+    event = await agent.compact(result.session_id)
+    after = RunState.fold(await log.events(result.run_id))
+    specs = [t.spec for t in agent._tools() if t.name in before.config.tools]
+    assert len(specs) > 5  # the builtin tools: their schemas weigh more than the messages
+    assert event.tokens_before == estimate(before.view(), specs)
+    assert event.tokens_after == estimate(after.view(), specs)
+    assert (event.messages_before, event.messages_after) == (20, 10)
 
 
 def test_reins_compact_says_when_there_is_nothing_to_compact(project: Path) -> None:

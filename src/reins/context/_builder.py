@@ -55,6 +55,10 @@ class ContextBuilder:
     """Makes the model that summarizes a compaction; None: the digest, always."""
     window: int = field(init=False)
     _count: Counter | None = field(init=False, repr=False)
+    _listing: tuple[tuple[int, ...], int] = field(default=((), 0), init=False, repr=False)
+    """The tools last listed (by identity: the executor changes its list in place) and the
+    estimated tokens of their schemas, sent with every request."""
+    _double: bool = field(init=False, repr=False)
     _fits: _Fitted | None = field(default=None, init=False, repr=False)
     """The view as last sent: the history only grows between compactions, so a round fits
     and counts only its new messages."""
@@ -66,6 +70,7 @@ class ContextBuilder:
     def __post_init__(self) -> None:
         self.window = window_of(self.model, self.settings)
         self._count = counter_of(self.model)
+        self._double = bool(getattr(self.model, "offline", False))
 
     @classmethod
     def for_run(
@@ -121,11 +126,34 @@ class ContextBuilder:
         if self._count is not None:
             tokens = self._count(messages, self.tools)
         elif state.prompt_tokens is not None and state.prompt_messages <= len(messages):
-            tokens = state.prompt_tokens + totals[-1] - totals[state.prompt_messages]
+            added = totals[-1] - totals[state.prompt_messages]
+            tokens = state.prompt_tokens + round(added * state.token_ratio)
         else:
-            tokens = estimate((), self.tools) + totals[-1]
+            tokens = round((self._listed + totals[-1]) * state.token_ratio)
         self._measured = (state, state.next_seq, messages, tokens)
         return messages, tokens
+
+    @property
+    def _listed(self) -> int:
+        ids = tuple(map(id, self.tools))
+        if ids != self._listing[0]:
+            self._listing = (ids, estimate((), self.tools))
+        return self._listing[1]
+
+    def estimated(self, state: RunState) -> int | None:
+        """The characters estimate of the next request, before calibration, for the provider's
+        count of it to calibrate (`RunState.token_ratio`); None where there is nothing to
+        calibrate: the model counts exactly, or is a test double (its counts are guesses)."""
+        if self._count is not None or self._double:
+            return None
+        return self._listed + self._fit(state).totals[-1]
+
+    def counted(self, state: RunState, messages: Sequence[Message]) -> int:
+        """Tokens of a request of `messages` with the tools: the model's count, else the
+        estimate as the run's calibration corrects it."""
+        if self._count is not None:
+            return self._count(messages, self.tools)
+        return round(estimate(messages, self.tools) * state.token_ratio)
 
     def room(self, max_output: int | None) -> int:
         """Tokens kept free for the answer: the output cap, up to a quarter of the window."""
@@ -156,7 +184,9 @@ class ContextBuilder:
     async def compact(self, state: RunState, *, forced: bool = False) -> dict[str, Any] | None:
         """The fields of a `context_compacted` event, or None: nothing to compact."""
         view = state.view()
-        before = self.tokens(state)
+        # Before and after counted alike, the tools' schemas in both: the provider's count of
+        # the last request would measure the one side by another rule than the other.
+        before = self.counted(state, self._fit(state).messages)
         cut = plan(
             view,
             keep=self._keep(view),
@@ -201,9 +231,7 @@ class ContextBuilder:
             "cut": at,
             "method": method,
             "tokens_before": before,
-            "tokens_after": self._count(after, self.tools)
-            if self._count
-            else estimate(after, self.tools),
+            "tokens_after": self.counted(state, after),
             "messages_before": len(view),
             "messages_after": len(after),
             "forced": forced,

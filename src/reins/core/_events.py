@@ -143,6 +143,9 @@ class ModelRequested(_Event):
 
     kind: Literal["model_request"] = "model_request"
     step: int
+    estimated_tokens: int | None = None
+    """reins' estimate of the request's input tokens (characters over a ratio), for the
+    provider's count of it to calibrate (`RunState.token_ratio`); None: nothing to calibrate."""
 
 
 class TextDelta(_Event):

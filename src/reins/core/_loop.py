@@ -234,7 +234,12 @@ class RunLoop:
         step = state.step + 1
         # Whatever came before (read-only results, the last response) is made durable before
         # the model call, the slowest and costliest wait of a run.
-        yield await self._emit(ModelRequested, commit=self._uncommitted, step=step)
+        yield await self._emit(
+            ModelRequested,
+            commit=self._uncommitted,
+            step=step,
+            estimated_tokens=self.context.estimated(state),
+        )
         response: ModelResponse | None = None
         if state.temperature is not None:  # a repair that must not repeat the rejected reply
             settings = replace(

@@ -51,6 +51,9 @@ REFLECTION_TAG = "[Reflection:"
 reply has it stripped from its history."""
 STEERING = "steering"
 """The `source` of a response rejected because a steer came after the model chose its calls."""
+MIN_RATIO, MAX_RATIO = 0.25, 4.0
+"""Bounds of the estimate's calibration: a count past them is the provider's odd reporting
+(say, only the uncached part), not the text."""
 
 
 @dataclass(kw_only=True)
@@ -121,6 +124,11 @@ class RunState:
     changed, or the provider gave none)."""
     prompt_messages: int = 0
     """Messages of the view that last request sent: the count covers those."""
+    token_ratio: float = 1.0
+    """The provider's count of the last request it counted over reins' estimate of it: what
+    the estimate of a request is multiplied by (1.0 until a provider has counted one)."""
+    estimated_tokens: int | None = None
+    """reins' estimate of the request under way, if it is to be calibrated."""
     compactions: int = 0
     questions: dict[str, QuestionAsked] = field(default_factory=dict[str, QuestionAsked])
     """The run's questions to the user (`ask_user`), by call id."""
@@ -195,10 +203,14 @@ class RunState:
     # What each kind of event does to the state (`apply` dispatches on the exact type).
 
     def _on_model_requested(self, event: ModelRequested) -> None:
-        pass
+        self.estimated_tokens = event.estimated_tokens
 
     def _on_model_responded(self, event: ModelResponded) -> None:
         self.prompt_tokens = event.usage.input_tokens or None
+        if self.estimated_tokens and self.prompt_tokens:
+            ratio = self.prompt_tokens / self.estimated_tokens
+            self.token_ratio = min(max(ratio, MIN_RATIO), MAX_RATIO)
+        self.estimated_tokens = None
         self.prompt_messages = self.view_size()
         self.step = event.step
         self.temperature = None  # it was for the request just answered
