@@ -1,16 +1,21 @@
-"""Real peers the tests start: llama-cpp-python's OpenAI-compatible server on the embedded model."""
+"""Real peers the tests start: llama-cpp-python's OpenAI-compatible server on the embedded model,
+and an OpenAI-compatible server that streams its replies slowly."""
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import IO, Any
 
 from reins.models._embedded import embedded_gguf
 
@@ -81,3 +86,88 @@ def llama_cpp_server() -> Iterator[str]:
     ]
     with serve(command, f"{base_url}/models"):
         yield base_url
+
+
+class SlowOpenAI:
+    """An OpenAI-compatible server (in a thread of the test's) that streams each reply word by
+    word, `gap` seconds apart, as a real server does: `POST /v1/chat/completions` answers the
+    next of `replies` (a text, or {"text", "tool_calls": [{"name", "arguments"}]}). Each
+    request's body is kept (`requests`)."""
+
+    def __init__(self, replies: list[str | dict[str, Any]], *, gap: float = 0.05) -> None:
+        self.replies = list(replies)
+        self.gap = gap
+        self.requests: list[dict[str, Any]] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> SlowOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _chunks(self, reply: str | dict[str, Any]) -> Iterator[dict[str, Any]]:
+        text = reply if isinstance(reply, str) else reply.get("text", "")
+        calls = [] if isinstance(reply, str) else reply.get("tool_calls", [])
+        yield _chunk({"role": "assistant", "content": ""})
+        for word in re.findall(r"\S+\s*", text):
+            yield _chunk({"content": word})
+        for index, call in enumerate(calls):
+            function = {"name": call["name"], "arguments": json.dumps(call["arguments"])}
+            tool = {"index": index, "id": f"call_{index}", "type": "function"}
+            yield _chunk({"tool_calls": [{**tool, "function": function}]})
+        yield _chunk({}, "tool_calls" if calls else "stop")
+        yield {
+            "id": "x",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "m",
+            "choices": [],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        peer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                peer.requests.append(body)
+                if not peer.replies:
+                    self.send_error(500, "no reply left")
+                    return
+                reply = peer.replies.pop(0)
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.end_headers()
+                for chunk in peer._chunks(reply):
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                    time.sleep(peer.gap)
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.close_connection = True
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "x",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }

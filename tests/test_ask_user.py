@@ -166,6 +166,12 @@ def test_headless_with_pause_the_run_waits_for_reins_resume_answer(project: Path
     assert done.returncode == 10, done.stderr
     assert "awaiting an answer: ask_user" in done.stdout
     assert "? asks: Which format? (markdown / json) (default: markdown)" in done.stdout
+    run = done.stdout.split()[1]  # `run ID  session ...`
+    assert (  # what it needs, not an approval
+        f"answer with `reins resume {run} --answer TEXT`; in a terminal, `reins resume {run}` asks"
+        in done.stdout
+    )
+    assert "--approve" not in done.stdout
     done = reins("resume", "last", "--answer", "json", cwd=project)
     assert done.returncode == 0, done.stderr
     assert "The user answered: json" in done.stdout

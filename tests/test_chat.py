@@ -16,6 +16,7 @@ import pytest
 
 from reins.core._paths import project_store
 
+from .servers import SlowOpenAI
 from .terminal import Terminal, run_in_terminal
 from .test_cli import _env, reins
 
@@ -164,3 +165,45 @@ def test_a_workspace_that_is_not_there_is_said_at_the_start(project: Path) -> No
     assert code == 2, screen
     assert "workspace 'nowhere' is not an existing directory" in screen
     assert "Traceback" not in screen
+
+
+def replies_in_the_log(project: Path) -> list[str]:
+    """The assistant's texts of the session, as its log holds them (`reins show --json` of
+    its last run holds the turns before it too)."""
+    messages = json.loads(reins("show", "last", "--json", cwd=project).stdout)
+    return [m["text"] for m in messages if m["role"] == "assistant" and m["text"]]
+
+
+def test_a_reply_streamed_word_by_word_shows_whole_as_the_log_has_it(
+    project: Path, terminals: list[Terminal]
+) -> None:
+    steered = {
+        "text": "Let me look first.",
+        "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 2"}}],
+    }
+    replies = ["The folder holds some files. Done.", steered, "As you asked: the sky is blue."]
+    with SlowOpenAI(replies, gap=0.05) as server:  # as a real server streams
+        chat = Terminal(
+            project, [sys.executable, "-m", "reins", "chat", "-m", server.url, "-w", "ws", "-y"]
+        )
+        terminals.append(chat)
+        chat.wait_for("new session ·")
+        chat.line("what is here")
+        chat.wait_for("tokens ")
+        chat.line("look again")
+        chat.wait_for("→ run_command")
+        chat.line("also say blue")  # while the command sleeps: told before the next step
+        chat.wait_for("» steered: also say blue")
+        chat.wait_for("tokens ", count=2)
+        chat.line("/exit")
+        screen = chat.wait_for("EXITED 0")
+    said = replies_in_the_log(project)
+    assert said == [
+        "The folder holds some files. Done.",
+        "Let me look first.",
+        "As you asked: the sky is blue.",
+    ]
+    lines = [line.strip() for line in screen.splitlines()]
+    for text in said:
+        assert text in lines, screen  # each reply on a line of its own, whole
+    assert "also say blue" in server.requests[-1]["messages"][-1]["content"]

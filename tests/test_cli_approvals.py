@@ -136,7 +136,11 @@ def test_a_paused_run_resumed_in_a_terminal_asks(project: Path) -> None:
         project, ["run", "go", "-m", model, "-w", "ws"], [], prompt=b"Allow?"
     )
     assert code == 10, screen  # the run itself pauses, as configured
-    assert "in a terminal, `reins resume` asks" in screen
+    run = screen.split("run ", 1)[1].split()[0]
+    assert (
+        f"answer with `reins resume {run} --approve CALL` (or `all`), or `--deny CALL`; "
+        f"in a terminal, `reins resume {run}` asks" in screen.replace("\r\n", "")
+    )
     code, screen = run_in_terminal(
         project, ["resume", "last"], [b"y\n"], prompt=b"Allow?", think=0.5
     )

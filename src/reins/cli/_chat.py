@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import IO, TYPE_CHECKING, Annotated, cast
 
 import typer
 from rich.markup import escape
@@ -23,11 +23,13 @@ from ._agent_parts import _config, _mcp_servers
 from ._console import WARNINGS, _one_line_errors, err, out
 from ._execute import _execute
 from ._options import McpConfigOpt, NetworkOpt, SandboxOpt, StoreOpt, TrustProjectOpt, YesOpt
+from ._safe import visible
 
 if TYPE_CHECKING:
     import asyncio
 
     from prompt_toolkit import PromptSession
+    from rich.console import Console
 
     from ..agent._agent import Agent
     from ..agent._config import Config
@@ -131,6 +133,40 @@ def chat(
     _execute(store, go, workspace=workspace)
 
 
+class WholeLines:
+    """Where a turn's events print: a line goes to stdout once it is whole. Above the input
+    line, stdout is patched so that the prompt is drawn again after each flush, over whatever
+    part of a line was written (a reply streamed word by word would be lost but for its last
+    words); the part held shows in the toolbar meanwhile."""
+
+    def __init__(self) -> None:
+        self.part = ""
+
+    def write(self, text: str) -> int:
+        whole, newline, self.part = (self.part + text).rpartition("\n")
+        if newline:
+            sys.stdout.write(whole + newline)
+        return len(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+    def isatty(self) -> bool:
+        return sys.stdout.isatty()
+
+    def shown_part(self) -> str:
+        """The part line held, as it would show (its styles taken out)."""
+        from rich.text import Text
+
+        return visible(Text.from_ansi(self.part).plain.strip())
+
+    def end(self) -> None:
+        """The turn is over: a part line left (a reply cut short) shows, ended."""
+        if self.part:
+            self.write("\n")
+        self.flush()
+
+
 class ChatLines:
     """The chat's lines, for a prompt that waits for one (an approval, the offer at a cap)."""
 
@@ -186,6 +222,7 @@ class Chat:
         self.since = 0.0
         self.step = 0
         self.leaving = False
+        self.screen = WholeLines()
 
     async def converse(self) -> None:
         while not self.leaving:
@@ -209,6 +246,8 @@ class Chat:
         if self.working is not None:
             elapsed = time.monotonic() - self.since
             frame = SPINNER[int(elapsed * 8) % len(SPINNER)]
+            if part := self.screen.shown_part():  # a line of the reply, as it comes
+                return f" {frame} step {self.step} · {elapsed:.1f} s · …{part[-60:]}"
             return (
                 f" {frame} working · step {self.step} · {elapsed:.1f} s — a line steers the "
                 "run, /stop stops it"
@@ -239,7 +278,7 @@ class Chat:
         from ..core._events import ModelRequested, RunStarted
         from ._render import EventRenderer
 
-        show = EventRenderer(out)
+        show = EventRenderer(self.console)
         self.lines.before_prompt = show.prompting
         self.cancel = Cancel()
         self.since, self.step = time.monotonic(), 0
@@ -257,7 +296,19 @@ class Chat:
             err.print(f"[red]internal error:[/] {type(exc).__name__}: {escape(str(exc))}")
         finally:
             show.close()
+            self.screen.end()
             self.run, self.cancel, self.working = None, None, None
+
+    @property
+    def console(self) -> Console:
+        """A console as `out`, that prints whole lines (`WholeLines`)."""
+        return type(out)(
+            file=cast(IO[str], self.screen),
+            color_system="auto" if out.color_system else None,
+            force_terminal=out.is_terminal,
+            highlight=False,
+            emoji=False,
+        )
 
     async def command(self, name: str, argument: str = "") -> None:
         busy = self.working is not None

@@ -94,6 +94,10 @@ class EventRenderer:
         self._asked_at: datetime | None = None
         self._window: int | None = None
         self._held_ask: str | None = None
+        self._questions: set[str] = set()
+        """The calls of questions asked and not answered yet."""
+        self._approvals: set[str] = set()
+        """The calls that ask for approval and have no verdict yet."""
         """An approval request's line, or the notice of the offer to go on at a cap, held:
         the prompt that asks it says it (`prompting` drops it), or else the next event shows
         it (a run that pauses for the answer, a replay)."""
@@ -211,12 +215,14 @@ class EventRenderer:
             case ApprovalRequested():
                 self._idle()  # a prompt may follow
                 self._show_call(event.call.id, event.call)
+                self._approvals.add(event.call.id)
                 rule = escape(event.rule)
                 self._held_ask = (
                     f"[yellow]? {escape(event.call.name)} asks for approval[/] [dim]({rule})[/]"
                 )
             case PermissionDecided():
                 self._show_call(event.call_id)
+                self._approvals.discard(event.call_id)
                 verdict = "[green]✓ allowed[/]" if event.allowed else "[red]✗ denied[/]"
                 scope = f", always for {escape(event.grant)!r}" if event.always else ""
                 out.print(
@@ -272,12 +278,14 @@ class EventRenderer:
                 self._idle()
                 self._end_line()
                 self._shown.add(event.call_id)  # the question is shown, not its call
+                self._questions.add(event.call_id)
                 offered = f" ({' / '.join(event.choices)})" if event.choices else ""
                 out.print(
                     f"[magenta]? asks:[/] {escape(event.question)}{escape(offered)} "
                     f"[dim](default: {escape(event.default)})[/]"
                 )
             case QuestionAnswered():
+                self._questions.discard(event.call_id)
                 told = escape(event.answer) if event.answer is not None else f"[dim]({event.by})[/]"
                 out.print(f"[magenta]» answer:[/] {told}")
             case ToolsChanged():
@@ -305,14 +313,26 @@ class EventRenderer:
                 else:
                     render_finish(out, event.stop_reason, answer, event.detail)
                 if event.stop_reason is StopReason.WAITING:
-                    out.print(
-                        f"answer with `reins resume {event.run_id} --approve CALL` (or `all`), "
-                        "or `--deny CALL`; in a terminal, `reins resume` asks"
-                    )
+                    out.print(self._how_to_answer(event))
                 spent = f"tokens {self._tokens[0]} in, {self._tokens[1]} out"
                 out.print(f"[dim]{spent}" + (f", ${self._cost:.4f}" if self._cost else "") + "[/]")
             case _:
                 assert_never(event)
+
+    def _how_to_answer(self, event: RunFinished) -> str:
+        """What a run that waits needs, and the command that gives it: an answer to its
+        question (`--answer`), a verdict on its calls (`--approve`, `--deny`), or both."""
+        questions, approvals = bool(self._questions), bool(self._approvals)
+        if not (questions or approvals):  # asked before this process (a resumed run)
+            questions = event.detail.startswith("awaiting an answer")
+            approvals = not questions
+        run = event.run_id
+        ways = []
+        if questions:
+            ways.append(f"`reins resume {run} --answer TEXT`")
+        if approvals:
+            ways.append(f"`reins resume {run} --approve CALL` (or `all`), or `--deny CALL`")
+        return f"answer with {' and '.join(ways)}; in a terminal, `reins resume {run}` asks"
 
     def _step_line(self, event: ModelResponded) -> None:
         """After each reply: its time, tokens and cost, and how full the context is."""
