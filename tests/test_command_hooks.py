@@ -28,6 +28,8 @@ from reins.policies import Hook
 from reins.testing import FunctionModel, ScriptedModel
 
 from .helpers import call, reply
+from .test_cli import reins
+from .test_store_cli import one_line_error
 
 RAN: list[str] = []
 
@@ -342,3 +344,87 @@ def test_a_hook_that_cannot_work_is_refused_when_made() -> None:
         Hook(event="session_start", command="true", matcher="shout")
     with pytest.raises(UsageError, match="hooks\\[0\\] is a str, not a Hook"):
         Agent(model=ScriptedModel(["x"]), hooks=["./guard.sh"])  # type: ignore[list-item]
+
+
+# The config files and the command line
+
+
+GUARD = "echo 'not in this repo' >&2; exit 2\n"
+PROJECT_HOOK = '[[hooks.before_tool]]\nmatcher = "write_file"\ncommand = "./guard.sh"\n'
+WRITE = [
+    {
+        "text": "Writing.",
+        "tool_calls": [
+            {"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}
+        ],
+    },
+    "FINAL_ANSWER: done",
+]
+RUN = ("run", "go", "-m", "script:s.json", "-w", "ws")
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cloned repository whose reins.toml sets a hook (its script in the workspace); the
+    user's config is empty."""
+    folder = (tmp_path / "repo").resolve()
+    (folder / "ws").mkdir(parents=True)
+    script(folder / "ws", "guard.sh", GUARD)
+    (folder / "reins.toml").write_text(PROJECT_HOOK)
+    (folder / "s.json").write_text(json.dumps(WRITE))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # the child's user config
+    return folder
+
+
+def test_a_projects_hooks_wait_for_trust_and_then_block(repo: Path) -> None:
+    refused = reins(*RUN, cwd=repo)
+    assert refused.returncode == 2, refused.stdout
+    user = repo.parent / "config" / "reins" / "config.toml"
+    assert one_line_error(refused) == (
+        f"error: {repo / 'reins.toml'} sets commands that run around tool calls, at a "
+        "session's start, on a prompt or when the agent says it is done (before_tool hook "
+        "(write_file) `./guard.sh`), and this project is not trusted: to run them, pass "
+        f'--trust-project, or add "{repo}" to trusted_projects in {user}'
+    )
+    assert not (repo / "ws" / "hello.txt").exists()
+
+    done = reins(*RUN, "--trust-project", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "This call was blocked by a hook (./guard.sh): not in this repo" in done.stdout
+    assert not (repo / "ws" / "hello.txt").exists()
+
+
+def test_the_users_hooks_need_no_trust(repo: Path) -> None:
+    (repo / "reins.toml").unlink()
+    path = repo.parent / "config" / "reins" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(PROJECT_HOOK)
+    done = reins(*RUN, cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "This call was blocked by a hook (./guard.sh): not in this repo" in done.stdout
+    assert not (repo / "ws" / "hello.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("toml", "error"),
+    [
+        (
+            '[[hooks.PreToolUse]]\ncommand = "./guard.sh"\n',
+            "hooks.PreToolUse: reins calls Claude Code's PreToolUse before_tool: write "
+            "[[hooks.before_tool]]",
+        ),
+        (
+            '[[hooks.before_tool]]\nmatcher = "("\ncommand = "./guard.sh"\n',
+            "matcher '(' is not a regular expression",
+        ),
+        ('[[hooks.prompt]]\ncommand = ""\n', "a prompt hook is an empty command"),
+        ('[[hooks.after_tool]]\ncommand = "x"\ntimeout = 0\n', "greater than 0"),
+    ],
+)
+def test_a_bad_hook_in_a_config_file_is_one_clear_error(repo: Path, toml: str, error: str) -> None:
+    (repo / "reins.toml").write_text(toml)
+    done = reins(*RUN, "--trust-project", cwd=repo)
+    assert done.returncode == 2, done.stdout
+    line = one_line_error(done)
+    assert line.startswith(f"error: config {repo / 'reins.toml'}: hooks"), line
+    assert error in line

@@ -38,6 +38,9 @@ key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) w
     [[stop_hooks]]                    # the event as JSON on stdin; exit 2 + a message rejects
     command = "./scripts/review.sh"
     timeout = 60
+    [[hooks.before_tool]]             # also after_tool, session_start, prompt (Claude Code's
+    matcher = "run_command"           # PreToolUse, ...): exit 2 blocks; JSON on stdout may
+    command = "./scripts/guard.sh"    # change the call or add context
 
     trusted_projects = ["~/src/app"]  # user file only: these projects' checks, hooks, providers
 
@@ -46,8 +49,9 @@ and its permissions, approval and sandbox can only be stricter than the user's; 
 (`max_steps`, the budgets, `stop_max_rejections`, `reflect_max_retries`): it may lower one the
 user set, not raise it. What it sets that acts for it waits (`Config.untrusted`) until the user
 trusts the project, in their own file (`trusted_projects`, the folder that holds `reins.toml`)
-or when `reins run` asks: its `checks` and `stop_hooks` (commands that run unasked when the
-agent says it is done; once trusted they run after the user's, never instead), its
+or when `reins run` asks: its `checks`, `stop_hooks` and `hooks` (commands that run unasked
+when the agent says it is done, around tool calls, at a session's start or on a prompt; once
+trusted they run after the user's, never instead), its
 `[providers.*]` tables (where the model's requests go, with the prompts and files, and which
 key they carry), and a `model` that names no provider of the user's (`script:`, `local:PATH`,
 a URL, or an endpoint only the project defines).
@@ -63,14 +67,21 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..context import ContextSettings
 from ..core._errors import UsageError
 from ..core._files import NotAFile, read_regular
 from ..mcp._config import MCPServerConfig, servers_from_json, servers_from_table
 from ..permissions import PermissionRules
-from ..policies import Guards
+from ..policies import HOOK_EVENTS, Guards, Hook, HookEvent
 from ..sandbox import MODES, SandboxMode, SandboxPolicy
 
 PROJECT_FILE = "reins.toml"
@@ -230,6 +241,71 @@ class StopHookConfig(BaseModel):
         return command
 
 
+class HookConfig(BaseModel):
+    """A `[[hooks.EVENT]]` entry: a command run at that hook point (`reins.policies.Hook`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: str
+    matcher: str = ""
+    timeout: float = Field(default=60.0, gt=0)
+
+
+class HooksConfig(BaseModel):
+    """The `[hooks]` table: command hooks by hook point, each a list of tables."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    session_start: tuple[HookConfig, ...] = ()
+    prompt: tuple[HookConfig, ...] = ()
+    before_tool: tuple[HookConfig, ...] = ()
+    after_tool: tuple[HookConfig, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _our_names(cls, data: object) -> object:
+        if isinstance(data, dict):
+            ours = {theirs: mine for mine, theirs in HOOK_EVENTS.items()}
+            for key in data:
+                if key in ours:  # Claude Code's name for it
+                    raise ValueError(
+                        f"hooks.{key}: reins calls Claude Code's {key} {ours[key]}: write "
+                        f"[[hooks.{ours[key]}]]"
+                    )
+        return data
+
+    @model_validator(mode="after")
+    def _hooks_that_work(self) -> HooksConfig:
+        try:
+            self.in_order()
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def in_order(self) -> list[Hook]:
+        """The hooks, by hook point in the order they fire, each point's in the file's order."""
+        return [
+            Hook(event=event, command=h.command, matcher=h.matcher, timeout=h.timeout)
+            for event in HOOK_POINTS
+            for h in getattr(self, event)
+        ]
+
+    def then(self, other: HooksConfig, *, unless: HooksConfig | None = None) -> HooksConfig:
+        """These hooks, then `other`'s at each point, less those here or in `unless`."""
+        merged: dict[str, tuple[HookConfig, ...]] = {}
+        for event in HOOK_POINTS:
+            mine = getattr(self, event)
+            skip = {*mine, *(getattr(unless, event) if unless is not None else ())}
+            merged[event] = (
+                *mine,
+                *(h for h in dict.fromkeys(getattr(other, event)) if h not in skip),
+            )
+        return HooksConfig.model_validate(merged)
+
+
+HOOK_POINTS: tuple[HookEvent, ...] = ("session_start", "prompt", "before_tool", "after_tool")
+
+
 class Untrusted(BaseModel):
     """What a project file sets that acts for it, held aside until the user trusts the project:
     the commands that would run, unasked, whenever the agent says it is done, and the settings
@@ -245,6 +321,9 @@ class Untrusted(BaseModel):
     checks: tuple[str, ...] = ()
     """Run after the user's once trusted (the user's always stand)."""
     stop_hooks: tuple[StopHookConfig, ...] = ()
+    hooks: HooksConfig = HooksConfig()
+    """The project's command hooks (`[[hooks.before_tool]]`, ...): after the user's once
+    trusted."""
     providers: dict[str, Endpoint] = {}
     """The project's `[providers.*]` tables: over the user's, key by key, once trusted."""
     model: str | None = None
@@ -270,10 +349,16 @@ class Untrusted(BaseModel):
         return [
             *(("check", c) for c in self.checks if checks),
             *(("stop hook", h.command) for h in self.stop_hooks),
+            *((_hook_kind(h), h.command) for h in self.hooks.in_order()),
             *(("MCP server", f"{name}: {_launch(m)}") for name, m in self.mcp_servers.items()),
             *(("skill", str(folder)) for folder in self.skills),
             *(("setting", s) for s in settings),
         ]
+
+
+def _hook_kind(hook: Hook) -> str:
+    """`before_tool hook`, and the tools it runs for: `before_tool hook (write_file|edit)`."""
+    return f"{hook.event} hook ({hook.matcher})" if hook.matcher else f"{hook.event} hook"
 
 
 BUILT_IN_PROVIDERS = ("openai", "anthropic", "ollama")
@@ -337,6 +422,8 @@ class Config(BaseModel):
     checks: tuple[str, ...] = ()
     """Commands that must pass before a final answer ends a run (`--check` adds to them)."""
     stop_hooks: tuple[StopHookConfig, ...] = ()
+    hooks: HooksConfig = HooksConfig()
+    """Commands around tool calls, at a session's start and on a prompt (`[[hooks.*]]`)."""
     stop_max_rejections: int = Field(default=3, ge=0)
     """Final answers rejected (by checks and stop hooks) before the run ends missing_evidence."""
     reflect: bool = False
@@ -379,6 +466,7 @@ class Config(BaseModel):
                 "untrusted": None,
                 "checks": (*self.checks, *held.checks),
                 "stop_hooks": (*self.stop_hooks, *held.stop_hooks),
+                "hooks": self.hooks.then(held.hooks),
                 "providers": providers,
                 "model": held.model or self.model,
                 "mcp_servers": {**self.mcp_servers, **held.mcp_servers},
@@ -522,7 +610,7 @@ def _number(value: object) -> bool:
 def _held(data: dict[str, object], providers: object, path: Path) -> dict[str, Any]:
     """What waits for the user's trust, taken out of the project file's `data`."""
     held: dict[str, Any] = {
-        key: data.pop(key) for key in ("checks", "stop_hooks", "providers") if key in data
+        key: data.pop(key) for key in ("checks", "stop_hooks", "hooks", "providers") if key in data
     }
     if (table := data.pop("mcp_servers", None)) is not None:
         held["mcp_servers"] = servers_from_table(table, str(path), project=True)
@@ -566,6 +654,7 @@ def _untrusted(path: Path, folder: Path, held: dict[str, Any], config: Config) -
         update={
             "checks": tuple(checks),
             "stop_hooks": tuple(hooks),
+            "hooks": HooksConfig().then(untrusted.hooks, unless=config.hooks),
             "providers": providers,
             "mcp_servers": servers,
         }

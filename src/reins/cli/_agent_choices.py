@@ -98,6 +98,7 @@ class AgentChoices:
             guards=config.guards.guards(**self.guard_flags),
             checks=[*config.checks, *self.checks],
             stop_hooks=_stop_hooks(config),
+            hooks=config.hooks.in_order(),
             stop_max_rejections=config.stop_max_rejections,
             reflect=_either(self.reflect, config.reflect),
             reflect_max_retries=self.reflect_max_retries or config.reflect_max_retries,

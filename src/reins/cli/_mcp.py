@@ -150,6 +150,7 @@ def serve(
                     guards=config.guards.guards(),
                     checks=config.checks,
                     stop_hooks=_stop_hooks(config),
+                    hooks=config.hooks.in_order(),
                     context=config.context.settings(),
                     instruction_files=config.instruction_files,
                     mcp_servers=_mcp_servers(config, None),

@@ -126,6 +126,7 @@ def resume(
             ),
             guards=guards,
             stop_hooks=_stop_hooks(config),
+            hooks=config.hooks.in_order(),
             stop_max_rejections=config.stop_max_rejections,
             instruction_files=config.instruction_files,
             mcp_servers=servers,  # as configured now: their tools come and go with them

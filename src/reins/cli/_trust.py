@@ -1,7 +1,7 @@
-"""Trusting a project: what its `reins.toml` sets that acts for it — checks and stop hooks,
-which run unasked whenever the agent says it is done, and provider settings, which decide
-where the model's requests go and which key they carry — takes effect only once the user
-trusts the project."""
+"""Trusting a project: what its `reins.toml` sets that acts for it — checks, stop hooks and
+command hooks, which run unasked when the agent says it is done or around its tool calls, and
+provider settings, which decide where the model's requests go and which key they carry — takes
+effect only once the user trusts the project."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _ask(console: Console, held: Untrusted, items: Items) -> bool:
     hooks, servers, skills, settings = _groups(items)
     what = []
     if hooks:
-        what.append("commands that run, unasked, when the agent says it is done (in the sandbox)")
+        what.append(f"commands that run, unasked, {_when(hooks)} (in the sandbox)")
     if servers:
         what.append("MCP servers started with each run (outside the sandbox), whose tools it calls")
     if skills:
@@ -100,7 +100,7 @@ def _refusal(held: Untrusted, items: Items) -> str:
     what = []
     if hooks:
         listed = "; ".join(f"{kind} `{visible(command)}`" for kind, command in hooks)
-        what.append(f"commands that run when the agent says it is done ({listed})")
+        what.append(f"commands that run {_when(hooks)} ({listed})")
     if servers:
         listed = "; ".join(f"`{visible(server)}`" for _, server in servers)
         what.append(f"MCP servers started with each run ({listed})")
@@ -125,9 +125,17 @@ def _groups(items: Items) -> tuple[Items, Items, Items, Items]:
     return hooks, servers, skills, settings
 
 
+def _when(hooks: Items) -> str:
+    """When the project's commands run: at a final answer, or at the hook points too."""
+    if all(kind in ("check", "stop hook") for kind, _ in hooks):  # a command hook's: "prompt hook"
+        return "when the agent says it is done"
+    return "around tool calls, at a session's start, on a prompt or when the agent says it is done"
+
+
 def _what(items: Items) -> str:
     hooks, servers, skills, settings = _groups(items)
-    parts = ["checks", "stop hooks"] if hooks else []
+    kinds = {kind if kind in ("check", "stop hook") else "hook" for kind, _ in hooks}
+    parts = [f"{kind}s" for kind in ("check", "stop hook", "hook") if kind in kinds]
     parts += ["MCP servers"] if servers else []
     parts += ["skills"] if skills else []
     parts += ["model settings"] if settings else []
