@@ -32,6 +32,7 @@ from ..core._model import (
     TextChunk,
     ThinkingChunk,
 )
+from ._media_wire import anthropic_block
 from ._resilience import Retried
 from ._sdk_errors import sdk_errors
 
@@ -264,7 +265,10 @@ def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
             case SystemMessage():
                 pass  # sent as `system`
             case UserMessage():
-                add("user", [{"type": "text", "text": message.content}])
+                given = [anthropic_block(m) for m in message.media]  # after the text
+                if message.content or not given:
+                    given.insert(0, {"type": "text", "text": message.content})
+                add("user", given)
             case AssistantMessage():
                 # Signed thinking goes back first and unchanged; unsigned (another provider's)
                 # cannot go back at all.
@@ -294,6 +298,11 @@ def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     "content": message.content,
                     "is_error": message.is_error,
                 }
+                if message.media:  # a result's content may hold images and documents too
+                    returned = [anthropic_block(m) for m in message.media]
+                    if message.content:
+                        returned.insert(0, {"type": "text", "text": message.content})
+                    result["content"] = returned
                 add("user", [result])
     return turns
 

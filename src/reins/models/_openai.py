@@ -34,6 +34,7 @@ from ..core._model import (
     ThinkingChunk,
     final_response,
 )
+from ._media_wire import chat_part, returned_by
 from ._resilience import resilient
 from ._sdk_errors import sdk_errors
 from ._text_calls import recover
@@ -252,7 +253,7 @@ class OpenAIModel(OpenAIEndpoint):
     ) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.model,
-            "messages": [_wire(m) for m in messages],
+            "messages": _conversation(messages),
         }
         if tools:
             params["tools"] = [
@@ -293,10 +294,34 @@ def _reasons(model: str) -> bool:
     return REASONING.match(model) is not None
 
 
+def _conversation(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The messages on the wire. A tool message holds text only: the images and documents of
+    a step's results follow its last result, in one user message that says whose they are."""
+    wire: list[dict[str, Any]] = []
+    returned: list[dict[str, Any]] = []
+    for message in messages:
+        if returned and not isinstance(message, ToolResultMessage):
+            wire.append({"role": "user", "content": returned})
+            returned = []
+        wire.append(_wire(message))
+        if isinstance(message, ToolResultMessage):
+            for media in message.media:
+                text = returned_by(media, message.name, message.call_id)
+                returned += [{"type": "text", "text": text}, chat_part(media)]
+    if returned:
+        wire.append({"role": "user", "content": returned})
+    return wire
+
+
 def _wire(message: Message) -> dict[str, Any]:
     match message:
-        case SystemMessage() | UserMessage():
+        case SystemMessage():
             return {"role": message.role, "content": message.content}
+        case UserMessage():
+            if not message.media:
+                return {"role": "user", "content": message.content}
+            text = [{"type": "text", "text": message.content}] if message.content else []
+            return {"role": "user", "content": text + [chat_part(m) for m in message.media]}
         case AssistantMessage():
             wire: dict[str, Any] = {"role": "assistant", "content": message.text}
             if message.tool_calls:

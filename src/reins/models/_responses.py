@@ -31,6 +31,7 @@ from ..core._model import (
     TextChunk,
     ThinkingChunk,
 )
+from ._media_wire import responses_part
 from ._openai import OpenAIEndpoint, _arguments, _call, _openai, _reasons
 from ._resilience import Retried
 from ._sdk_errors import sdk_errors
@@ -114,8 +115,10 @@ def _input(messages: Sequence[Message]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for message in messages:
         match message:
-            case SystemMessage() | UserMessage():
+            case SystemMessage():
                 items.append({"role": message.role, "content": message.content})
+            case UserMessage():
+                items.append({"role": "user", "content": _content(message)})
             case AssistantMessage():
                 items.extend(
                     {
@@ -145,10 +148,18 @@ def _input(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     {
                         "type": "function_call_output",
                         "call_id": message.call_id,
-                        "output": message.content,
+                        "output": _content(message),
                     }
                 )
     return items
+
+
+def _content(message: UserMessage | ToolResultMessage) -> str | list[dict[str, Any]]:
+    """Its text, or its text then its images and documents as input content items."""
+    if not message.media:
+        return message.content
+    text = [{"type": "input_text", "text": message.content}] if message.content else []
+    return text + [responses_part(m) for m in message.media]
 
 
 def _message(output: Sequence[Any]) -> tuple[AssistantMessage, bool]:

@@ -12,6 +12,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from ..core._errors import ToolError, UsageError
+from ..core._media import Document, Image, media_from_bytes, sniff
 from ..sandbox import SandboxPolicy
 from ._fs import READ, Opened, Target, kind, replace_file
 from ._lines import Lines, is_binary
@@ -47,8 +48,11 @@ def _stoppable(t: Tool) -> Tool:
 
 @_stoppable
 @tool(read_only=True, path_args=("path",))
-def read_file(ctx: ToolContext, path: str, start_line: int = 1, end_line: int | None = None) -> str:
-    """Read a text file, or a range of its lines.
+def read_file(
+    ctx: ToolContext, path: str, start_line: int = 1, end_line: int | None = None
+) -> str | Image | Document:
+    """Read a text file, or a range of its lines. An image (PNG, JPEG, GIF, WebP) or a PDF
+    comes back as itself if you take images and documents.
 
     Args:
         path: File path, relative to the workspace root.
@@ -59,9 +63,11 @@ def read_file(ctx: ToolContext, path: str, start_line: int = 1, end_line: int | 
         raise ToolError(f"bad line range {start_line}-{end_line}; lines count from 1")
     stop = current_stop()
     with _regular_file(ctx, path) as opened:
+        size = opened.st.st_size
+        if sniff(os.pread(opened.fd, 16, 0)) is not None:
+            return _media(opened.fd, path, size)
         if is_binary(opened.fd):
             raise ToolError(f"{path!r} is a binary file")
-        size = opened.st.st_size
         lines = Lines(opened.fd, size=size, head=MAX_LINE_CHARS, budget=MAX_SCAN_BYTES, stop=stop)
         text, last, next_line = _page(lines, start_line, end_line)
         if next_line is None:
@@ -72,6 +78,17 @@ def read_file(ctx: ToolContext, path: str, start_line: int = 1, end_line: int | 
             total = f"{last} lines in all" if lines.ended else "more lines follow"
             return f"{text}\n[{total}; read on with start_line={next_line}]"
         return text + _read_note(lines, size, last, next_line)
+
+
+def _media(fd: int, path: str, size: int) -> Image | Document:
+    """The image or document in the file (the model is sent it where it takes them; one that
+    does not is told it was given and not sent)."""
+    if size > Document.limit:
+        raise ToolError(f"{path!r} is {size} bytes: too big to send to a model")
+    try:
+        return media_from_bytes(_read_at_most(fd, size + 1), name=path)
+    except UsageError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _page(lines: Lines, start_line: int, end_line: int | None) -> tuple[str, int, int | None]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from ..core._errors import ToolError, UsageError
+from ..core._media import Document, Image
 from ..core._messages import ToolCall, ToolResultMessage, ToolSpec
 from ..core._ports import ToolChange
 from ._builtin import BUILTIN_TOOLS
@@ -22,7 +23,7 @@ from ._scope import ReadOnlyScope
 from ._source import ToolSource
 from ._spill import spill
 from ._stop import Stop, given_up
-from ._tool import Tool, ToolContext
+from ._tool import Tool, ToolContext, WithMedia
 
 if TYPE_CHECKING:
     from ..permissions import Permissions, Ruling
@@ -218,6 +219,7 @@ class ToolExecutor:
 
     async def execute(self, call: ToolCall, scope: object = None) -> ToolResultMessage:
         """Run one call; `scope` goes to a tool that starts runs of its own."""
+        media: tuple[Image | Document, ...] = ()
         try:
             approved = self._approved.pop(call.id, ())
             if approved or any_approved():
@@ -225,6 +227,8 @@ class ToolExecutor:
                     content = await self._execute(call, scope)
             else:  # the usual call: nothing to set or to clear (a context manager costs)
                 content = await self._execute(call, scope)
+            if isinstance(content, WithMedia):
+                content, media = content
             is_error = False
         except ToolError as exc:
             content, is_error = str(exc), True
@@ -235,7 +239,7 @@ class ToolExecutor:
         if len(content) > self.max_output_chars:
             content = self._shaped(call, content)
         return ToolResultMessage(
-            call_id=call.id, name=call.name, content=content, is_error=is_error
+            call_id=call.id, name=call.name, content=content, is_error=is_error, media=media
         )
 
     def _shaped(self, call: ToolCall, content: str) -> str:
@@ -249,7 +253,7 @@ class ToolExecutor:
                 pass
         return shorten(content, self.max_output_chars)
 
-    async def _execute(self, call: ToolCall, scope: object = None) -> str:
+    async def _execute(self, call: ToolCall, scope: object = None) -> str | WithMedia:
         tool = self.tools.get(call.name)
         if tool is None:
             raise ToolError(
@@ -284,10 +288,13 @@ class ToolExecutor:
                 except ToolError:
                     continue
             if notes := self.notes_for(touched):
-                result = f"{result}\n\n{notes}"
+                if isinstance(result, WithMedia):
+                    result = result._replace(text=f"{result.text}\n\n{notes}")
+                else:
+                    result = f"{result}\n\n{notes}"
         return result
 
-    async def _run(self, tool: Tool, args: BaseModel, context: ToolContext) -> str:
+    async def _run(self, tool: Tool, args: BaseModel, context: ToolContext) -> str | WithMedia:
         """`tool.run`, abandoned with a TimeoutError after `tool.timeout` seconds."""
         if tool.timeout is None:
             return await tool.run(context, args)

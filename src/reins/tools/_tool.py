@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, get_origin, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, get_origin, get_type_hints, overload
 
 import docstring_parser
 from pydantic import (
@@ -23,6 +23,7 @@ from pydantic_core import to_json
 from typing_extensions import TypeVar
 
 from ..core._errors import ToolError, UsageError
+from ..core._media import Document, Image
 from ..core._messages import ToolSpec
 from ..core._threads import in_thread
 from ..sandbox import SandboxPolicy
@@ -142,8 +143,10 @@ class Tool:
             )
             raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
 
-    async def run(self, context: ToolContext, args: BaseModel) -> str:
-        """Call the function with the validated arguments; its result as the observation."""
+    async def run(self, context: ToolContext, args: BaseModel) -> str | WithMedia:
+        """Call the function with the validated arguments; its result as the observation
+        (text; an `Image` or `Document`, or a list of texts and them, go to the model as
+        such where it takes them)."""
         # The validated fields (extra ones are forbidden), or a schema's arguments.
         kwargs = (args.model_extra or {}) if self.schema is not None else args.__dict__
         positional = (context,) if self.takes_context else ()
@@ -153,7 +156,27 @@ class Tool:
             result = await run_stoppable(self.fn, *positional, limit=self.timeout, **kwargs)
         else:
             result = await in_thread(self.fn, *positional, limit=self.timeout, **kwargs)
-        return result if isinstance(result, str) else to_json(result).decode()
+        return result if isinstance(result, str) else _observation(result)
+
+
+class WithMedia(NamedTuple):
+    """A tool's observation that holds images or documents: its text, then them."""
+
+    text: str
+    media: tuple[Image | Document, ...]
+
+
+def _observation(result: object) -> str | WithMedia:
+    if isinstance(result, Image | Document):
+        return WithMedia(result.describe(), (result,))
+    if (
+        isinstance(result, list | tuple)
+        and any(isinstance(r, Image | Document) for r in result)
+        and all(isinstance(r, str | Image | Document) for r in result)
+    ):
+        texts = [r for r in result if isinstance(r, str)]
+        return WithMedia("\n\n".join(texts), tuple(r for r in result if not isinstance(r, str)))
+    return to_json(result).decode()
 
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")

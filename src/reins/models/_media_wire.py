@@ -1,0 +1,47 @@
+"""Images and documents as each provider's wire takes them (base64, from the value's bytes).
+
+Checked against the SDKs' own types: OpenAI chat's `image_url` and `file` content parts, the
+Responses API's `input_image` and `input_file`, Anthropic's `image` and `document` blocks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core._media import Document, Image
+
+DEFAULT_FILENAME = "document.pdf"
+"""OpenAI wants a file name with a file's data; a document given as bytes has none."""
+
+
+def chat_part(media: Image | Document) -> dict[str, Any]:
+    """An OpenAI chat content part (`ChatCompletionContentPartParam`)."""
+    if isinstance(media, Image):
+        return {"type": "image_url", "image_url": {"url": media.data_url()}}
+    filename = media.name or DEFAULT_FILENAME
+    return {"type": "file", "file": {"filename": filename, "file_data": media.data_url()}}
+
+
+def responses_part(media: Image | Document) -> dict[str, Any]:
+    """A Responses API input content item (`ResponseInputImageParam`, `...FileParam`)."""
+    if isinstance(media, Image):
+        return {"type": "input_image", "image_url": media.data_url(), "detail": "auto"}
+    filename = media.name or DEFAULT_FILENAME
+    return {"type": "input_file", "filename": filename, "file_data": media.data_url()}
+
+
+def anthropic_block(media: Image | Document) -> dict[str, Any]:
+    """An Anthropic content block (`ImageBlockParam`, `DocumentBlockParam`)."""
+    source = {"type": "base64", "media_type": media.media_type, "data": media.base64()}
+    if isinstance(media, Image):
+        return {"type": "image", "source": source}
+    block: dict[str, Any] = {"type": "document", "source": source}
+    if media.name:
+        block["title"] = media.name
+    return block
+
+
+def returned_by(media: Image | Document, tool: str, call_id: str) -> str:
+    """What precedes a tool result's image or document when it goes in a user message (the
+    wire's tool results hold text only)."""
+    return f"The {media.describe()} that {tool} returned (call {call_id}):"
