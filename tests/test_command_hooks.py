@@ -175,6 +175,37 @@ async def test_a_hook_changes_the_arguments_the_log_records_them_and_the_model_i
     assert folded.messages == state.messages
 
 
+TO_OTHER = """\
+cat > /dev/null
+cat <<'JSON'
+{"hookSpecificOutput": {"updatedInput": {"path": "other.txt", "content": "new"}}}
+JSON
+"""
+
+
+async def test_the_guards_see_the_call_that_ran_not_the_one_the_model_made(
+    workspace: Path,
+) -> None:
+    """The read cache forgets the reads a change made stale: those of the path it wrote, as
+    the hook changed it (else the second read would be answered with the stale text)."""
+    (workspace / "other.txt").write_text("old")
+    command = script(workspace, "other.sh", TO_OTHER)
+    hook = Hook(event="before_tool", matcher="write_file", command=command)
+    replies = [
+        reply("", call("read_file", "r1", path="other.txt")),
+        reply("", call("write_file", "w1", path="hello.txt", content="hi")),
+        reply("", call("read_file", "r2", path="other.txt")),
+        "done",
+    ]
+    agent = Agent(model=ScriptedModel(replies), workspace=workspace, hooks=[hook])
+    events, _ = await events_of(agent)
+    reads = [content for name, content, _ in results(events) if name == "read_file"]
+    assert "old" in reads[0]
+    assert "new" in reads[1]
+    assert "old" not in reads[1]
+    assert not (workspace / "hello.txt").exists()
+
+
 async def test_arguments_the_tool_refuses_are_a_warning_and_the_call_runs_as_made(
     workspace: Path,
 ) -> None:

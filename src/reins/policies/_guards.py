@@ -23,6 +23,7 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 
+from ..core._events import ToolCallStarted
 from ..core._guard_settings import Guards
 from ..core._messages import (
     AssistantMessage,
@@ -157,6 +158,8 @@ class RunFacts:
         self.since_warning = 0
         self.since_anchor = 0
         self._calls: tuple[ToolCall, ...] = ()
+        self._changed: dict[str, ToolCallStarted] = {}
+        """The run's calls that ran with arguments a hook changed (`RunState.changed`)."""
         self._results: set[int] = set()
         self.todo_done = 0
         """Steps of the todo list done so far."""
@@ -168,6 +171,7 @@ class RunFacts:
             self._reset(_goal_index(state) + 1)
         if self.seen == len(messages):
             return self  # the usual case: nothing new
+        self._changed = state.changed
         # Dispatch on the exact type (a pydantic class's isinstance check is slow): this runs
         # every round.
         for message in messages[self.seen :]:
@@ -208,6 +212,8 @@ class RunFacts:
                 break
         else:
             return
+        if self._changed and (started := self._changed.get(call.id)) is not None:
+            call = started.call  # what ran: the reads it made stale are those of its paths
         if result.name in self.read_only:
             if result.is_error or result.content.startswith(CACHED):
                 return
