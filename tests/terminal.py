@@ -14,14 +14,26 @@ from .test_cli import REINS, _env
 
 
 def run_in_terminal(
-    project: Path, args: list[str], answers: list[bytes], *, prompt: bytes, think: float = 0
+    project: Path,
+    args: list[str],
+    answers: list[bytes],
+    *,
+    prompt: bytes,
+    think: float = 0,
+    program: list[str] = REINS,
+    env: dict[str, str] | None = None,
 ) -> tuple[int, str]:
-    """`reins ARGS` on a pseudo-terminal; each answer is typed `think` seconds after `prompt`
-    shows (once more than there are answers: the child is killed). Returns the exit code and
-    the screen, its colours taken out."""
+    """`reins ARGS` (or `program ARGS`, with `env` added) on a pseudo-terminal; each answer
+    is typed `think` seconds after `prompt` shows (once more than there are answers: the child
+    is killed). Returns the exit code and the screen, its colours taken out."""
     leader, follower = os.openpty()
     child = subprocess.Popen(
-        [*REINS, *args], cwd=project, stdin=follower, stdout=follower, stderr=follower, env=_env()
+        [*program, *args],
+        cwd=project,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env={**_env(), **(env or {})},
     )
     os.close(follower)
     seen = b""

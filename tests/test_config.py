@@ -134,7 +134,7 @@ def test_a_project_file_may_not_hold_a_key(user_config: Path, tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("model = ", r"is not valid TOML"),
+        ("model = ", r"\.toml: not valid TOML"),
         ("[providers.openai]\nbase_ur = 'x'\n", r"providers\.openai\.base_ur: Extra inputs"),
         ("[providers.vllm]\napi = 'grpc'\n", r"providers\.vllm\.api: Input should be"),
         ("providers = 3\n", r"providers: must be a table, not an integer"),
@@ -146,7 +146,7 @@ def test_a_project_file_may_not_hold_a_key(user_config: Path, tmp_path: Path) ->
             "[profiles.coding]\nmode = 'write_test'\n",
             r"profiles\.coding\.mode: .*no mode 'write_test'; the modes: explore, plan, write-test",
         ),
-        ('model = "\udcff"\n', r"is not UTF-8 text \(byte 9\); TOML files are UTF-8"),
+        ('model = "\udcff"\n', r"\.toml: not UTF-8 text \(byte 9\); TOML files are UTF-8"),
         (
             "[[stop_hooks]]\ncommand = 'true'\ntimeout = -1\n",
             r"stop_hooks\.0\.timeout: Input should be greater than 0",
@@ -157,8 +157,9 @@ def test_a_project_file_may_not_hold_a_key(user_config: Path, tmp_path: Path) ->
 )
 def test_a_bad_config_is_one_clear_error(user_config: Path, text: str, message: str) -> None:
     user_config.write_bytes(text.encode(errors="surrogateescape"))  # \udcff: the byte 0xff
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(UsageError, match=message) as refused:
         resolve_model("openai:gpt-4o")
+    assert str(refused.value).startswith(f"config {user_config}: ")  # one format for all
 
 
 def test_an_endpoint_without_a_base_url_is_reported(user_config: Path) -> None:
@@ -187,8 +188,8 @@ def test_reins_run_reports_a_broken_config_in_one_line(
     done = CliRunner().invoke(app, ["run", "hello", "--store", str(tmp_path / "s")])
     assert done.exit_code == 2
     [line] = done.output.splitlines()  # one line, whatever the terminal's width
-    assert line.startswith("error: config file ")
-    assert "is not valid TOML" in line
+    assert line.startswith("error: config ")
+    assert ": not valid TOML: " in line
 
 
 def test_a_reins_config_that_names_no_file_is_one_clear_error(

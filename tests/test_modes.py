@@ -10,10 +10,10 @@ from reins import (
     Agent,
     AnswerRejected,
     ApprovalRequested,
-    Notice,
     StopReason,
     SystemMessage,
     ToolResultMessage,
+    UsageError,
 )
 from reins.store import MemoryLog
 from reins.testing import ScriptedModel
@@ -87,22 +87,20 @@ async def test_write_test_mode_wants_a_test_run_after_the_last_change(workspace:
     assert "Mode: write-test." in result.messages[0].content  # type: ignore[union-attr]
 
 
-async def test_write_no_test_mode_is_told_and_an_unknown_mode_explores(workspace: Path) -> None:
+async def test_write_no_test_mode_is_told(workspace: Path) -> None:
     told = await Agent(
         model=ScriptedModel(["FINAL_ANSWER: ok"]), workspace=workspace, mode="write-no-test"
     ).run("x")
     assert "do not run tests or builds unless" in told.messages[0].content  # type: ignore[union-attr]
-    log = MemoryLog()
-    replies = [reply("", call("write_file", "a", path="a.txt", content="a")), "FINAL_ANSWER: ok"]
-    agent = Agent(model=ScriptedModel(replies), workspace=workspace, log=log, mode="Wander")
-    result = await agent.run("x")
-    notices = [e.text for e in await log.events(result.run_id) if isinstance(e, Notice)]
-    assert notices[0] == (
-        "unknown mode 'Wander': running in explore mode (modes: explore, plan, write-test, "
-        "write-no-test)"
+
+
+def test_an_unknown_mode_is_refused_when_the_agent_is_made(workspace: Path) -> None:
+    """A typo must not change what a run may do: one error naming the modes, as --mode's."""
+    with pytest.raises(UsageError) as refused:
+        Agent(model=ScriptedModel(["FINAL_ANSWER: ok"]), workspace=workspace, mode="Wander")
+    assert str(refused.value) == (
+        "mode='Wander': no such mode; the modes: explore, plan, write-test, write-no-test"
     )
-    assert results(result.messages)[0].is_error
-    assert not (workspace / "a.txt").exists()
 
 
 async def test_a_resumed_run_keeps_its_mode(workspace: Path) -> None:

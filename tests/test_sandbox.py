@@ -485,7 +485,7 @@ def test_the_config_sets_the_sandbox_and_a_project_may_only_tighten_it(
     with pytest.raises(UsageError) as caught:
         load_config()
     assert str(caught.value) == (
-        f"{project}: [sandbox] mode = 'danger-full-access' (yours: 'workspace-write'); "
+        f"config {project}: [sandbox] mode = 'danger-full-access' (yours: 'workspace-write'); "
         "network = true; env adds ['X']; max_timeout = 900 (yours: 600): a project file may "
         f"only tighten the sandbox; loosen it in your own config ({user}) or on the command "
         "line (--sandbox, --network)"

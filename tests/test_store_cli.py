@@ -274,7 +274,7 @@ def test_a_config_file_that_cannot_be_read_is_one_line(project: Path) -> None:
     done = reins("run", "go", "-m", model, "-w", "ws", cwd=project)
     assert done.returncode == 2
     assert one_line_error(done) == (
-        f"error: config file {project / 'reins.toml'} is a folder, not a regular file; remove "
+        f"error: config {project / 'reins.toml'}: a folder, not a regular file; remove "
         "it, or put a TOML file in its place"
     )
 
@@ -296,9 +296,7 @@ def test_a_config_file_without_read_permission_is_one_line(project: Path) -> Non
         env=_env(),
     )
     assert done.returncode == 2, done.stderr
-    assert one_line_error(done) == (
-        f"error: cannot read the config file {config}: Permission denied"
-    )
+    assert one_line_error(done) == (f"error: config {config}: cannot read it: Permission denied")
 
 
 def test_a_script_nested_too_deep_is_one_line(project: Path) -> None:

@@ -104,8 +104,8 @@ def test_a_project_file_cannot_trust_itself(project: Path, toml: str) -> None:
     error = one_line_error(done)
     if "trusted_projects" in toml:
         assert error == (
-            f"error: {project / 'reins.toml'}: trusted_projects: a project file cannot trust "
-            f"itself (or any project); trust a project in "
+            f"error: config {project / 'reins.toml'}: trusted_projects: a project file cannot "
+            f"trust itself (or any project); trust a project in "
             f"{project.parent / 'config' / 'reins' / 'config.toml'}, or pass --trust-project"
         )
     else:

@@ -54,8 +54,7 @@ def error(done: subprocess.CompletedProcess[str]) -> str:
 def test_a_project_config_that_is_a_fifo_is_an_error_not_a_hang(project: Path) -> None:
     os.mkfifo(project / "reins.toml")
     assert error(run(project)) == (
-        f"config file {project / 'reins.toml'} is {FIFO}; remove it, or put a TOML file in its "
-        "place"
+        f"config {project / 'reins.toml'}: {FIFO}; remove it, or put a TOML file in its place"
     )
 
 
@@ -72,7 +71,7 @@ def test_a_user_config_that_is_no_file_is_an_error(project: Path, make: object, 
     odd = project / "odd.toml"
     make(odd)  # type: ignore[operator]
     assert error(run(project, REINS_CONFIG=str(odd))) == (
-        f"config file {odd} is {what}; remove it, or put a TOML file in its place"
+        f"config {odd}: {what}; remove it, or put a TOML file in its place"
     )
 
 

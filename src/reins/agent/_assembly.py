@@ -30,7 +30,7 @@ from ..core._model import Model
 from ..core._questions import ASK_USER
 from ..core._state import RunState
 from ..mcp import server_stop_hook, start_all, stop_all
-from ..permissions import approver
+from ..permissions import approver, ask_on_terminal
 from ..policies import (
     BudgetNotices,
     Checks,
@@ -202,7 +202,7 @@ class RunAssembly(AgentFields):
             ],
             settings=self.settings,
             cancel=cancel,
-            approver=approver(self.approval),
+            approver=approver(self.approval, ask_on_terminal),
             on_cap=self.on_cap,
             on_end=partial(stop_all, owned) if owned else None,
             asker=self.ask,

@@ -6,7 +6,7 @@ Two TOML files, both optional: the user's (`$REINS_CONFIG`, which must exist, el
 key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) win over both.
 
     model = "vllm:qwen2.5-7b"         # for `reins run` without --model (else: local)
-    approval = "ask"                  # or "never-ask" (like --yes), or "pause"
+    approval = "ask"                  # or "allow" (like --yes), "deny", "pause"
     max_steps = 30                    # caps of `reins run` (its flags win): steps,
     token_budget = 200000             # tokens (input + output), seconds, US dollars
     time_budget = 600
@@ -80,7 +80,7 @@ from ..context import ContextSettings
 from ..core._errors import UsageError
 from ..core._files import NotAFile, read_regular
 from ..mcp._config import MCPServerConfig, servers_from_json, servers_from_table
-from ..permissions import PermissionRules
+from ..permissions import ApprovalMode, PermissionRules
 from ..policies import HOOK_EVENTS, Guards, Hook, HookEvent
 from ..sandbox import MODES, SandboxMode, SandboxPolicy
 
@@ -396,10 +396,13 @@ class Config(BaseModel):
     model: str | None = None
     """The model `reins run` uses when neither --model nor REINS_MODEL says."""
     providers: dict[str, Endpoint] = {}
-    approval: Literal["ask", "never-ask", "pause"] = "ask"
-    """Who answers a permission ask in `reins run`: the person at the terminal (with no
-    terminal: denied), nobody (`never-ask`: approved, as `--yes`), or a later `reins resume`
-    (`pause`: the run stops `waiting`)."""
+    approval: ApprovalMode = "ask"
+    """Who answers a permission ask in `reins run`, in `Agent(approval=...)`'s words: the
+    person at the terminal (`ask`; with no terminal: denied), nobody (`allow`: approved, as
+    `--yes`; `deny`: denied), or a later `reins resume` (`pause`: the run stops `waiting`).
+    The old `never-ask` is read as `allow`, with a notice."""
+    notices: tuple[str, ...] = ()
+    """What the files said in an old spelling, for the command to show (made here, not read)."""
     permissions: PermissionRules = PermissionRules()
     """The user's rules."""
     project_permissions: PermissionRules = PermissionRules()
@@ -516,6 +519,7 @@ def load_config(start: Path | None = None) -> Config:
     context: dict[str, object] = {}
     trusted: list[Path] = []
     held: dict[str, Any] | None = None
+    notices: tuple[str, ...] = ()
     servers = _user_mcp_json(user)
     if project is not None and user.exists() and project.exists() and project.samefile(user):
         project = None  # $REINS_CONFIG names the project file: it is the user's own
@@ -523,7 +527,8 @@ def load_config(start: Path | None = None) -> Config:
         if path is None or not path.exists():
             continue
         data = _read(path)
-        for key in ("project_permissions", "untrusted"):  # made here, not read
+        notices += _old_spellings(path, data)
+        for key in ("project_permissions", "untrusted", "notices"):  # made here, not read
             if key in data:
                 raise UsageError(f"config {path}: {key}: Extra inputs are not permitted")
         if is_project:
@@ -581,11 +586,12 @@ def load_config(start: Path | None = None) -> Config:
                 "sandbox": sandbox,
                 "mcp_servers": servers,
                 "skill_folders": (user.parent / SKILLS,),
+                "notices": notices,
             }
         )
     except ValidationError as exc:
         files = " and ".join(str(p) for p in (user, project) if p is not None and p.exists())
-        raise UsageError(f"config ({files}): {_first_error(exc)}") from None
+        raise UsageError(f"config {files}: {_first_error(exc)}") from None
     if project is None or held is None:
         return config
     untrusted = _untrusted(project, folder, held, config)
@@ -698,7 +704,7 @@ def _recorded_trust(user: Path) -> list[Path]:
         raise UsageError(f"cannot read {path}: {exc}; fix or delete it") from None
     folders = data.get("trusted_projects") if isinstance(data, dict) else None
     if not isinstance(folders, list) or not all(isinstance(f, str) for f in folders):
-        raise UsageError(f'{path}: expected {{"trusted_projects": ["/a/folder", ...]}}')
+        raise UsageError(f'config {path}: expected {{"trusted_projects": ["/a/folder", ...]}}')
     return [Path(f) for f in folders]
 
 
@@ -741,29 +747,29 @@ def _read(path: Path) -> dict[str, object]:
     try:
         return tomllib.loads(read_regular(path).decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
+        raise UsageError(f"config {path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise UsageError(
-            f"config file {path} is not UTF-8 text (byte {exc.start}); TOML files are UTF-8"
+            f"config {path}: not UTF-8 text (byte {exc.start}); TOML files are UTF-8"
         ) from None
     except NotAFile as exc:
         raise UsageError(
-            f"config file {path} is {exc.strerror}; remove it, or put a TOML file in its place"
+            f"config {path}: {exc.strerror}; remove it, or put a TOML file in its place"
         ) from None
     except OSError as exc:
-        raise UsageError(f"cannot read the config file {path}: {exc.strerror}") from None
+        raise UsageError(f"config {path}: cannot read it: {exc.strerror}") from None
     except RecursionError:
-        raise UsageError(f"config file {path} is nested too deep to read") from None
+        raise UsageError(f"config {path}: nested too deep to read") from None
 
 
 def _rules(path: Path, table: object) -> PermissionRules:
     if not isinstance(table, dict):
-        raise UsageError(f"{path}: permissions must be a table ([permissions])")
+        raise UsageError(f"config {path}: permissions must be a table ([permissions])")
     try:
         return PermissionRules.from_table(table)
     except ValidationError as exc:
         where = _first_error(exc, "permissions").replace("permissions.tools.", "permissions.")
-        raise UsageError(f'{path}: {where} (a rule is "allow", "ask" or "deny")') from None
+        raise UsageError(f'config {path}: {where} (a rule is "allow", "ask" or "deny")') from None
 
 
 def _refuse_profile_models(path: Path, profiles: object) -> None:
@@ -782,33 +788,53 @@ def _refuse_profile_models(path: Path, profiles: object) -> None:
             )
 
 
+_RENAMED = {"approval": {"never-ask": "allow"}}
+"""Old spellings of a key's values, read as the new one (with a notice) for one release."""
+
+
+def _old_spellings(path: Path, data: dict[str, object]) -> tuple[str, ...]:
+    """`data` in today's words, and a notice for each old one it held."""
+    notices = []
+    for key, renamed in _RENAMED.items():
+        value = data.get(key)
+        if isinstance(value, str) and value in renamed:
+            data[key] = renamed[value]
+            notices.append(
+                f'config {path}: {key} = "{value}" is now spelled "{renamed[value]}"; '
+                "the old word works until reins 0.3"
+            )
+    return tuple(notices)
+
+
 def _refuse_looser_approval(path: Path, data: dict[str, object]) -> None:
-    if data.get("approval") == "never-ask":
+    if data.get("approval") == "allow":
         raise UsageError(
-            f'{path}: approval = "never-ask": a project file may only make approvals stricter; '
-            f"set it in {user_config_path()} or pass --yes"
+            f'config {path}: approval = "allow": a project file may only make approvals '
+            f"stricter; set it in {user_config_path()} or pass --yes"
         )
 
 
 def _refuse_trust(path: Path, data: dict[str, object]) -> None:
     if "trusted_projects" in data:
         raise UsageError(
-            f"{path}: trusted_projects: a project file cannot trust itself (or any project); "
-            f"trust a project in {user_config_path()}, or pass --trust-project"
+            f"config {path}: trusted_projects: a project file cannot trust itself (or any "
+            f"project); trust a project in {user_config_path()}, or pass --trust-project"
         )
 
 
 def _trusted_projects(path: Path, value: object) -> list[Path]:
     """The folders named by the user's `trusted_projects`, resolved."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise UsageError(f'{path}: trusted_projects must be a list of folders, e.g. ["~/src/app"]')
+        raise UsageError(
+            f'config {path}: trusted_projects must be a list of folders, e.g. ["~/src/app"]'
+        )
     folders = []
     for name in value:
         folder = Path(name).expanduser()
         if not folder.is_absolute():
             raise UsageError(
-                f"{path}: trusted_projects: {name!r} is not an absolute path; name the folder "
-                'that holds reins.toml from the root or from ~, e.g. "~/src/app"'
+                f"config {path}: trusted_projects: {name!r} is not an absolute path; name the "
+                'folder that holds reins.toml from the root or from ~, e.g. "~/src/app"'
             )
         folders.append(folder.resolve())
     return folders
@@ -819,9 +845,9 @@ def _refuse_keys(path: Path, data: dict[str, object]) -> None:
     for name, endpoint in providers.items() if isinstance(providers, dict) else []:
         if isinstance(endpoint, dict) and "api_key" in endpoint:
             raise UsageError(
-                f"{path}: providers.{name}.api_key: a project file is shared with the code, so "
-                "it must not hold a key; set api_key_env to the variable that holds it, or put "
-                f"the key in {user_config_path()}"
+                f"config {path}: providers.{name}.api_key: a project file is shared with the "
+                "code, so it must not hold a key; set api_key_env to the variable that holds "
+                f"it, or put the key in {user_config_path()}"
             )
 
 
@@ -864,7 +890,7 @@ def _tightened(user: SandboxConfig, project: SandboxConfig, path: Path) -> Sandb
         loosened.append(f"max_timeout = {project.max_timeout:g} (yours: {mine.max_timeout:g})")
     if loosened:
         raise UsageError(
-            f"{path}: [sandbox] {'; '.join(loosened)}: a project file may only tighten the "
+            f"config {path}: [sandbox] {'; '.join(loosened)}: a project file may only tighten the "
             f"sandbox; loosen it in your own config ({user_config_path()}) or on the command "
             "line (--sandbox, --network)"
         )

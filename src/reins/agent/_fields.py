@@ -11,12 +11,19 @@ from typing import TYPE_CHECKING, Any, Literal, get_origin
 
 from ..context import ContextSettings
 from ..context._instructions import INSTRUCTION_FILES
+from ..context._modes import MODES, resolve_mode
 from ..context._sections import PromptSection
 from ..core._errors import UsageError
 from ..core._loop import hooks_of
 from ..core._model import Model, ModelSettings
 from ..core._questions import ASK_USER, Asker, AskMode
-from ..permissions import ApprovalHandler, ApprovalMode, Permissions
+from ..permissions import (
+    APPROVAL_MODES,
+    ApprovalHandler,
+    ApprovalMode,
+    Permissions,
+    has_terminal,
+)
 from ..policies import CapHandler, CommandHook, Guards, Hook, Policy, StopHook
 from ..sandbox import SandboxPolicy
 from ..skills import Skill
@@ -56,8 +63,9 @@ class AgentFields:
     mode: str | None = None
     """One of `explore` and `plan` (read-only: tools that change files or run commands are
     refused, but writes under docs/explore/ or docs/plan/), `write-test` (an answer after a
-    change waits for a test run), `write-no-test`; told to the model. An unknown name runs
-    in explore mode, with a notice. None: no mode."""
+    change waits for a test run), `write-no-test`; told to the model. Another name is a
+    `UsageError` when the agent is made (a typo must not change what a run may do). None: no
+    mode."""
     workspace: str | Path = "."
     """The project's folder: the tools' root. Not `/`, the home folder or one holding it
     (a `WorkspaceError` at the first run)."""
@@ -91,10 +99,12 @@ class AgentFields:
     `needs_approval` ask; a write to a place that runs code later, such as `.git`, asks each
     time, whatever the rules)."""
     approval: ApprovalHandler | ApprovalMode = "deny"
-    """Who answers an ask: a function (sync or async) given an `ApprovalRequest`, returning
-    True/False or an `Approval`; `"pause"` (the run ends `waiting`, to be resumed with the
-    answers); `"allow"` (approve everything but writes to places that run code later, which
-    only a function or a resume's answer allows); `"deny"` (nobody to ask)."""
+    """Who answers an ask, in the words the config and the CLI use too: `"ask"` a person —
+    a function of yours (sync or async) given an `ApprovalRequest`, returning True/False or an
+    `Approval`, or, given the word itself, a prompt on this process's terminal (none: a
+    `UsageError` when the agent is made); `"pause"` (the run ends `waiting`, to be resumed with
+    the answers); `"allow"` (approve everything but writes to places that run code later,
+    which only a person's yes allows; `--yes`); `"deny"` (nobody to ask: the default)."""
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     """What the commands tools start may do; the log's folder and `.git` stay read-only."""
     guards: Guards = field(default_factory=Guards)
@@ -200,8 +210,16 @@ class AgentFields:
                     f"a tool of yours is named {tool.name}, which reins' own tool is: rename it "
                     "(for an answer of a type of yours, give output_type)"
                 )
-        _one_of("approval", self.approval, ("deny", "allow", "pause"))
+        _one_of("approval", self.approval, APPROVAL_MODES)
+        if self.approval == "ask" and not has_terminal():
+            raise UsageError(
+                'approval="ask": nobody can be asked, as stdin is not a terminal; pass a '
+                'function that answers (approval=my_approver), or choose "allow", "deny" or '
+                '"pause"'
+            )
         _one_of("ask", self.ask, ("pause", None))
+        if self.mode is not None and resolve_mode(self.mode)[1] is not None:
+            raise UsageError(f"mode={self.mode!r}: no such mode; the modes: {', '.join(MODES)}")
         if self.at_cap not in ("stop", "summarize"):
             raise UsageError(f"at_cap={self.at_cap!r}: say 'stop' or 'summarize'")
         for name in ("max_steps", "max_parallel_tools", "subagent_steps", "reflect_max_retries"):

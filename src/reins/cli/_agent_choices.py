@@ -122,8 +122,8 @@ class AgentChoices:
 
 
 def _check_mode(name: str | None) -> None:
-    """A mode named on the command line must be one (an agent given an unknown one from
-    Python runs in explore mode, the safe one, and says so)."""
+    """A mode named on the command line must be one (as `Agent(mode=...)`: said here with the
+    flag's name)."""
     from ..context import MODES
     from ..context._modes import resolve_mode
 

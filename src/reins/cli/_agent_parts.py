@@ -26,7 +26,10 @@ def _config(trust_project: bool, *, checks: bool = True) -> Config:
     from ._trust import trusted
 
     with _one_line_errors():
-        return trusted(load_config(), trust_project=trust_project, console=err, checks=checks)
+        config = trusted(load_config(), trust_project=trust_project, console=err, checks=checks)
+    for notice in config.notices:  # an old spelling, still read
+        err.print(f"notice: {notice}", markup=False, highlight=False)
+    return config
 
 
 def _builtin_of(tools: tuple[str, ...]) -> list[Tool]:
@@ -75,11 +78,14 @@ def _asker(config: Config, lines: LineSource) -> Asker | AskMode | None:
 def _approval(
     config: Config, yes: bool, lines: LineSource, *, resuming: bool = False
 ) -> ApprovalHandler | ApprovalMode:
-    """Who answers a permission ask: nobody with --yes, the person at the terminal if there
-    is one, else nobody (denied), or a later `reins resume` with approval = "pause" (which
-    asks, when run in a terminal: the person the run waited for is there)."""
-    if yes or config.approval == "never-ask":
+    """Who answers a permission ask: nobody with --yes (approved) or approval = "allow", nobody
+    with approval = "deny" (denied), the person at the terminal if there is one, else nobody
+    (denied), or a later `reins resume` with approval = "pause" (which asks, when run in a
+    terminal: the person the run waited for is there)."""
+    if yes or config.approval == "allow":
         return "allow"
+    if config.approval == "deny":
+        return "deny"
     if config.approval == "pause" and not (resuming and sys.stdin.isatty()):
         return "pause"
     if sys.stdin.isatty():

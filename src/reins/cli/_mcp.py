@@ -108,7 +108,7 @@ def serve(
 ) -> None:
     """Serve reins over MCP on stdin/stdout: `run` (an agent run on a goal: its answer and
     run id), `sessions` and `read_run` (the log). Calls that would ask a person are denied
-    unless the config says approval = "never-ask"."""
+    unless the config says approval = "allow"."""
     from ..agent._agent import Agent
     from ..agent._resolve import default_model, resolve_model
     from ..store import SQLiteLog
@@ -145,7 +145,7 @@ def serve(
                     cost_budget=config.cost_budget,
                     log=log,
                     permissions=_permissions(config),
-                    approval="allow" if config.approval == "never-ask" else "deny",
+                    approval="allow" if config.approval == "allow" else "deny",
                     sandbox=config.sandbox.policy(),
                     guards=config.guards.guards(),
                     checks=config.checks,

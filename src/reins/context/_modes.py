@@ -65,7 +65,8 @@ FALLBACK = "explore"
 
 
 def resolve_mode(name: str | None) -> tuple[Mode | None, str | None]:
-    """The mode a name means, and a note if it means none (then: explore, the safe one)."""
+    """The mode a name means, and a note if it means none (then: explore, the safe one). An
+    agent refuses an unknown name when it is made; a log written before that may hold one."""
     if name is None:
         return None, None
     mode = MODES.get(name.strip().lower())

@@ -1,10 +1,11 @@
 """Asking a person: how a rule judged a call, the request a run records, the answer, and who
 gives it (the rules themselves are `reins.permissions`).
 
-Three ways to answer: a handler in this process (the CLI's terminal prompt, an API callback,
-sync or async), a pause (the run ends `waiting`; a later process answers with
-`Agent.resume(run_id, approvals=...)`), or nobody (headless: the call is denied and the model
-is told so). `"allow"` answers every request yes (`reins run --yes`): the sandbox still holds,
+One word per way to answer, the same in Python, the config and the CLI (`APPROVAL_MODES`):
+`"ask"` a person in this process (the CLI's terminal prompt, a function of yours, sync or
+async); `"pause"` the run ends `waiting` and a later process answers with
+`Agent.resume(run_id, approvals=...)`; `"deny"` nobody (headless: the call is denied and the
+model is told so); `"allow"` every request yes (`reins run --yes`): the sandbox still holds,
 and a write to a place that runs code later (`each_time`) is denied, as with nobody to ask.
 """
 
@@ -80,12 +81,15 @@ ApprovalHandler: TypeAlias = Callable[
 Approver: TypeAlias = Callable[[ApprovalRequest], Awaitable[Approval | None]]
 """What the loop calls; None means: pause the run until someone answers."""
 
-ApprovalMode: TypeAlias = Literal["deny", "allow", "pause"]
+ApprovalMode: TypeAlias = Literal["ask", "allow", "deny", "pause"]
+APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "allow", "deny", "pause")
 
 
-def approver(handler: ApprovalHandler | ApprovalMode) -> Approver:
-    """The loop's view of an `Agent(approval=...)` setting."""
+def approver(handler: ApprovalHandler | ApprovalMode, terminal: ApprovalHandler) -> Approver:
+    """The loop's view of an `Agent(approval=...)` setting; `terminal` answers `"ask"`."""
     match handler:
+        case "ask":
+            handler = terminal
         case "deny":
             return _fixed(Approval(False, by="headless"))
         case "allow":
@@ -93,10 +97,13 @@ def approver(handler: ApprovalHandler | ApprovalMode) -> Approver:
         case "pause":
             return _fixed(None)
         case str():
-            raise ValueError(f"approval {handler!r}: use a function, 'deny', 'allow' or 'pause'")
+            words = ", ".join(repr(m) for m in APPROVAL_MODES)
+            raise ValueError(f"approval {handler!r}: use a function or one of {words}")
+
+    function = handler
 
     async def ask(request: ApprovalRequest) -> Approval | None:
-        answer = handler(request)
+        answer = function(request)
         if inspect.isawaitable(answer):
             answer = await answer
         return answer if isinstance(answer, Approval) else Approval(bool(answer))

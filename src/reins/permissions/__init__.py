@@ -3,6 +3,7 @@
 from ..core._approval import (
     ALLOW,
     ALLOW_ALWAYS,
+    APPROVAL_MODES,
     DENY,
     Approval,
     ApprovalHandler,
@@ -16,10 +17,12 @@ from ..core._approval import (
 )
 from ._commands import simple_commands
 from ._rules import PermissionRules, Permissions
+from ._terminal import ask_on_terminal, has_terminal
 
 __all__ = [
     "ALLOW",
     "ALLOW_ALWAYS",
+    "APPROVAL_MODES",
     "DENY",
     "Approval",
     "ApprovalHandler",
@@ -31,6 +34,8 @@ __all__ = [
     "Permissions",
     "Ruling",
     "approver",
+    "ask_on_terminal",
     "denial",
+    "has_terminal",
     "simple_commands",
 ]
