@@ -171,6 +171,12 @@ def test_profiles_are_chosen_by_name_or_inferred_from_the_goal(project: Path) ->
 
     coding = reins("run", "fix the failing test in app.py", "-m", model, "-w", "ws", cwd=project)
     assert coding.returncode == 3, coding.stderr  # the coding profile's cap of 2 steps
+    assert (  # said in the header: the user did not choose it
+        "profile coding (inferred from the goal; --profile NAME chooses one) · at most 2 steps · "
+        "tools: read_file, write_file, edit_file, list_files, find_files, grep, run_command, "
+        "final_answer · "
+        "mode plan"
+    ) in coding.stdout
     event = started("fix the failing test in app.py")
     assert event["config"]["profile"] == "coding"  # type: ignore[index]
     assert event["config"]["profile_inferred"] is True  # type: ignore[index]
@@ -182,11 +188,13 @@ def test_profiles_are_chosen_by_name_or_inferred_from_the_goal(project: Path) ->
     event = started("fix it")
     assert event["config"]["profile"] == "research"  # type: ignore[index]
     assert event["config"]["profile_inferred"] is False  # type: ignore[index]
+    assert "profile research · at most 30 steps · tools:" in chosen.stdout
     assert "Cite every file you read." in event["messages"][0]["content"]  # type: ignore[index]
 
     plain = reins("run", "hello there", "-m", model, "-w", "ws", cwd=project)
     assert plain.returncode == 0
     assert started("hello there")["config"]["profile"] is None  # type: ignore[index]
+    assert "profile " not in plain.stdout
 
     unknown = reins("run", "x", "-m", model, "--profile", "nope", cwd=project)
     assert one_line_error(unknown) == (

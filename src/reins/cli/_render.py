@@ -31,6 +31,7 @@ from ..core._events import (
     QuestionAsked,
     Reflected,
     ResponseRejected,
+    RunConfig,
     RunFinished,
     RunResumed,
     RunStarted,
@@ -143,6 +144,8 @@ class EventRenderer:
                     f"model {escape(config.model)} · workspace {escape(config.workspace)}[/]"
                 )
                 out.print(f"[bold]goal[/] {escape(event.goal)}")
+                if config.profile is not None:
+                    out.print(f"[dim]{escape(_profile_line(config))}[/]", soft_wrap=True)
                 if config.guards is not None and (changes := config.guards.changes()):
                     out.print(f"[dim]guards: {', '.join(changes)}[/]")
             case RunResumed():
@@ -468,6 +471,17 @@ _ASSESSMENT_STYLE = {
     "partial": "yellow",
     "unknown": "dim",
 }
+
+
+def _profile_line(config: RunConfig) -> str:
+    """The profile a run was made from and what it sets that a person would miss: its step
+    cap, its tools, its mode. One inferred from the goal says so, and how to choose."""
+    how = " (inferred from the goal; --profile NAME chooses one)" if config.profile_inferred else ""
+    parts = [f"profile {config.profile}{how}", f"at most {config.max_steps} steps"]
+    parts.append(f"tools: {', '.join(config.tools) or 'none'}")
+    if config.mode:
+        parts.append(f"mode {config.mode}")
+    return " · ".join(parts)
 
 
 def _notice(event: Notice) -> str:
