@@ -15,6 +15,7 @@ import pytest
 from reins import (
     MESSAGES,
     Agent,
+    AssistantMessage,
     Document,
     Image,
     Message,
@@ -22,11 +23,16 @@ from reins import (
     SQLiteLog,
     StopReason,
     StoreError,
+    ToolCall,
+    ToolResultMessage,
     UsageError,
     UserMessage,
 )
 from reins.core._messages import blind, goal_message
 from reins.testing import FunctionModel
+from reins.tools import read_file
+
+Carrier = UserMessage | ToolResultMessage
 
 
 def png(red: int = 255) -> bytes:
@@ -181,3 +187,39 @@ async def test_a_model_with_no_vision_gets_a_note_and_the_user_a_notice(workspac
         "look\n\n[image a.png (image/png, 69 bytes) was given here; this model cannot take "
         "images, so it was not sent]"
     ]
+
+
+async def test_a_run_stopped_at_a_cap_resumes_in_another_process_with_its_images(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """The image the tool returned and the goal's both come back from the blobs."""
+    (workspace / "shot.png").write_bytes(png(red=9))
+    sent: list[list[bytes]] = []
+
+    def model(messages: list[Message], tools: object) -> AssistantMessage | str:
+        sent.append([p.data for m in messages if isinstance(m, Carrier) for p in m.media])
+        if len(sent) == 1:
+            return AssistantMessage(
+                tool_calls=(ToolCall(id="c1", name="read_file", arguments={"path": "shot.png"}),)
+            )
+        return "two red pixels"
+
+    store = tmp_path / "store"
+    first = Agent(
+        model=FunctionModel(model),
+        tools=[read_file],
+        log=SQLiteLog(store),
+        workspace=workspace,
+        max_steps=1,
+    )
+    stopped = await first.run(["Compare", Image.from_bytes(png())])
+    await first.log.close()
+    assert stopped.stop_reason == StopReason.MAX_STEPS
+    again = Agent(
+        model=FunctionModel(model), tools=[read_file], log=SQLiteLog(store), workspace=workspace
+    )
+    resumed = await again.resume(stopped.run_id, max_steps=3)
+    await again.log.close()
+    assert resumed.final_answer == "two red pixels"
+    assert sent == [[png()], [png(), png(red=9)]]
+    assert len([p for p in (store / "blobs").rglob("*") if p.is_file()]) == 2

@@ -35,11 +35,20 @@ from ._stdin import TerminalLines
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._cancel import Cancel
+    from ..core._messages import Goal
     from ..store import SQLiteLog
 
 
 def run(
     goal: Annotated[str, typer.Argument(help="What the agent should do.")],
+    image: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--image",
+            metavar="FILE",
+            help="An image (PNG, JPEG, GIF, WebP) or a PDF given with the goal; repeatable.",
+        ),
+    ] = None,
     model: Annotated[
         str | None,
         typer.Option(
@@ -182,6 +191,7 @@ def run(
     with _one_line_errors():
         chosen, inferred = _profile(config, goal, profile)
         Workspace(workspace)  # one refused (missing, /, the home folder) is said first
+        asked = _with_media(goal, image or [])  # a missing or unsupported file: said first
     choices = AgentChoices(
         model=model,
         workspace=workspace,
@@ -217,8 +227,17 @@ def run(
             session_id: str | None = find_session(await log.runs(), session)
         else:
             session_id = None
-        stream = agent.iter(goal, session_id=session_id, cancel=cancel)
+        stream = agent.iter(asked, session_id=session_id, cancel=cancel)
         lines.start(stream.steer)
         return await _drive(stream, json_lines, cancel, lines)
 
     _execute(store, go, workspace=workspace)
+
+
+def _with_media(goal: str, files: list[Path]) -> Goal:
+    """The goal, then the images and documents of `--image` (read from their bytes)."""
+    from ..core._media import media_from_path
+
+    if not files:
+        return goal
+    return [goal, *(media_from_path(f) for f in files)]
