@@ -28,6 +28,7 @@ from reins.policies import Hook
 from reins.testing import FunctionModel, ScriptedModel
 
 from .helpers import call, reply
+from .terminal import run_in_terminal
 from .test_cli import reins
 from .test_store_cli import one_line_error
 
@@ -459,3 +460,40 @@ def test_a_bad_hook_in_a_config_file_is_one_clear_error(repo: Path, toml: str, e
     line = one_line_error(done)
     assert line.startswith(f"error: config {repo / 'reins.toml'}: hooks"), line
     assert error in line
+
+
+def test_resume_runs_the_projects_hooks_only_once_trusted(repo: Path) -> None:
+    write = WRITE[0]
+    (repo / "s.json").write_text(json.dumps([write, write, "FINAL_ANSWER: done"]))
+    capped = reins(*RUN, "--max-steps", "1", "--trust-project", cwd=repo)
+    assert capped.returncode == 3, capped.stderr  # max_steps, after the hook blocked step 1
+    refused = reins("resume", "last", cwd=repo)
+    assert refused.returncode == 2, refused.stdout
+    assert "(before_tool hook (write_file) `./guard.sh`)" in one_line_error(refused)
+    done = reins("resume", "last", "--trust-project", "--max-steps", "5", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "This call was blocked by a hook (./guard.sh): not in this repo" in done.stdout
+    assert not (repo / "ws" / "hello.txt").exists()
+
+
+def test_a_prompt_hook_blocks_from_the_config_with_exit_8(repo: Path) -> None:
+    (repo / "reins.toml").write_text(
+        "[[hooks.prompt]]\ncommand = \"grep -q deploy && { echo 'not on Friday' >&2; exit 2; }; "
+        'exit 0"\n'
+    )
+    done = reins("run", "deploy it", "-m", "script:s.json", "-w", "ws", "--trust-project", cwd=repo)
+    assert done.returncode == 8, done.stderr  # refusal
+    assert "not on Friday" in done.stdout
+    assert "step 1" not in done.stdout  # no model call
+
+
+def test_the_terminal_shows_the_hooks_and_no_runs_without_them(repo: Path) -> None:
+    code, screen = run_in_terminal(repo, list(RUN), [b"n\n"], prompt=b"Run them?")
+    assert code == 0, screen
+    assert (
+        f"{repo / 'reins.toml'} sets commands that run, unasked, around tool calls, at a "
+        "session's start, on a prompt or when the agent says it is done (in the sandbox):"
+    ) in screen.replace("\r\n", " ")
+    assert "  before_tool hook (write_file)  ./guard.sh\r\n" in screen
+    assert "Running without the project's hooks." in screen
+    assert (repo / "ws" / "hello.txt").read_text() == "hi\n"  # not blocked: not trusted
