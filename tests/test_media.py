@@ -28,6 +28,8 @@ from reins import (
     UsageError,
     UserMessage,
 )
+from reins.context._tokens import estimate
+from reins.core._media import IMAGE_TOKENS, PAGE_TOKENS
 from reins.core._messages import blind, goal_message
 from reins.testing import FunctionModel
 from reins.tools import read_file
@@ -223,3 +225,14 @@ async def test_a_run_stopped_at_a_cap_resumes_in_another_process_with_its_images
     assert resumed.final_answer == "two red pixels"
     assert sent == [[png()], [png(), png(red=9)]]
     assert len([p for p in (store / "blobs").rglob("*") if p.is_file()]) == 2
+
+
+def test_images_and_pdf_pages_count_in_the_context_estimate() -> None:
+    pages = PDF.replace(
+        b"trailer", b"<< /Type /Pages >> << /Type /Page >> << /Type/Page >> trailer"
+    )
+    message = UserMessage(
+        content="abc", media=(Image.from_bytes(png()), Document.from_bytes(pages))
+    )
+    # 1 token of text, 4 around the message, an image, two pages
+    assert estimate([message]) == 1 + 4 + IMAGE_TOKENS + 2 * PAGE_TOKENS

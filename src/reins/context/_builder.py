@@ -35,6 +35,7 @@ from ._tokens import (
     Counter,
     counter_of,
     estimate,
+    media_tokens,
     message_text,
     text_tokens,
     window_of,
@@ -269,6 +270,7 @@ class ContextBuilder:
             message = _cut_to(message, budget)
             messages.append(message)
             total += text_tokens(message_text(message)) + MESSAGE_OVERHEAD
+            total += media_tokens(message)
             totals.append(total)
         fits.messages, fits.length = messages, len(view)
         return fits

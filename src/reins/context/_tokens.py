@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core._catalog import lookup
 from ..core._context_settings import ContextSettings
-from ..core._messages import AssistantMessage, Message, ToolResultMessage, ToolSpec
+from ..core._messages import AssistantMessage, Message, ToolResultMessage, ToolSpec, UserMessage
 from ..core._model import Model
 
 CHARS_PER_TOKEN = 3
@@ -45,7 +45,15 @@ def message_text(message: Message) -> str:
 def estimate(messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
     """Tokens of a request, by the characters heuristic."""
     listed = sum(text_tokens(t.description + t.parameters_json) for t in tools)
-    return listed + sum(text_tokens(message_text(m)) + MESSAGE_OVERHEAD for m in messages)
+    told = sum(text_tokens(message_text(m)) + MESSAGE_OVERHEAD for m in messages)
+    return listed + told + sum(media_tokens(m) for m in messages)
+
+
+def media_tokens(message: Message) -> int:
+    """The guessed tokens of a message's images and documents (`Image.tokens`)."""
+    if type(message) is ToolResultMessage or type(message) is UserMessage:
+        return sum(m.tokens for m in message.media)
+    return 0
 
 
 def counter_of(model: Model) -> Counter | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Protocol, Self
 
@@ -34,6 +36,12 @@ def sniff(data: bytes) -> str | None:
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
     return next((t for sig, t in SIGNATURES.items() if data.startswith(sig)), None)
+
+
+IMAGE_TOKENS = 1_600
+PAGE_TOKENS = 3_000
+PDF_PAGE = re.compile(rb"/Type\s*/Page(?!s)")
+"""A page object of a PDF (`/Type /Pages` is the tree above them)."""
 
 
 class Blobs(Protocol):
@@ -132,6 +140,15 @@ class _Media(BaseModel):
     @classmethod
     def types(cls) -> str:
         return ", ".join(t.split("/")[1].upper() for t in cls.accepted)
+
+    @cached_property
+    def tokens(self) -> int:
+        """A conservative guess of the tokens it takes in a model's context (the provider's
+        usage then says exactly): an image at the size providers scale down to costs about
+        1,600; a PDF page, its text and its picture, up to 3,000."""
+        if self.kind == "image":
+            return IMAGE_TOKENS
+        return PAGE_TOKENS * max(1, len(PDF_PAGE.findall(self.data)))
 
     def base64(self) -> str:
         """The bytes, base64-encoded, as the providers take them."""
