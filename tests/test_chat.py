@@ -207,3 +207,38 @@ def test_a_reply_streamed_word_by_word_shows_whole_as_the_log_has_it(
     for text in said:
         assert text in lines, screen  # each reply on a line of its own, whole
     assert "also say blue" in server.requests[-1]["messages"][-1]["content"]
+
+
+def test_a_turn_takes_the_run_options_given_to_chat(
+    project: Path, terminals: list[Terminal]
+) -> None:
+    flags = ("-y", "--tools", "read_file,run_command", "--mode", "explore", "--max-steps", "1")
+    flags += ("--token-budget", "90000", "--check", "true", "--planning", "--no-guard", "loop")
+    chat = chat_in(project, SLEEP, "FINAL_ANSWER: never", flags=flags)
+    terminals.append(chat)
+    chat.wait_for("new session ·")
+    chat.line("count to three")
+    chat.wait_for("run_command is not available in explore mode")  # the mode holds
+    chat.wait_for("Continue? [1] +20 steps")  # the cap of one step; the chat asks on
+    chat.line("s")
+    chat.wait_for("stopped: max_steps")
+    chat.line("/exit")
+    chat.wait_for("EXITED 0")
+    first = reins("replay", "last", "--json", cwd=project).stdout.splitlines()[0]
+    config = json.loads(first)["config"]
+    assert config["max_steps"] == 1
+    assert config["token_budget"] == 90000
+    assert config["mode"] == "explore"
+    assert config["checks"] == ["true"]
+    assert config["guards"]["loop"] is False
+    assert set(config["tools"]) >= {"read_file", "run_command", "plan", "todo"}
+    assert not {"write_file", "edit_file", "grep"} & set(config["tools"])
+
+
+def test_chat_help_lists_the_run_options() -> None:
+    shown = reins("chat", "--help", cwd=Path("."))
+    assert shown.returncode == 0
+    for flag in ("--max-steps", "--token-budget", "--time-budget", "--cost-budget", "--tools"):
+        assert flag in shown.stdout
+    for flag in ("--mode", "--check", "--planning", "--subagents", "--at-cap", "--no-guard"):
+        assert flag in shown.stdout

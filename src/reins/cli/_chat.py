@@ -18,11 +18,40 @@ from rich.markup import escape
 
 from ..core._errors import ReinsError, UsageError
 from ..core._stop import StopReason
-from ._agent_choices import AgentChoices, _profile
+from ._agent_choices import AgentChoices, _check_mode, _profile
 from ._agent_parts import _config, _mcp_servers
 from ._console import WARNINGS, _one_line_errors, err, out
 from ._execute import _execute
-from ._options import McpConfigOpt, NetworkOpt, SandboxOpt, StoreOpt, TrustProjectOpt, YesOpt
+from ._options import (
+    AtCapOpt,
+    BudgetNoticesOpt,
+    CheckOpt,
+    ContextWindowOpt,
+    CostBudgetOpt,
+    GoalAnchorOpt,
+    GuardOffOpt,
+    GuardOnOpt,
+    LoopThresholdOpt,
+    MaxStepsOpt,
+    McpConfigOpt,
+    ModelOpt,
+    ModeOpt,
+    NetworkOpt,
+    PlanningOpt,
+    ReflectMaxRetriesOpt,
+    ReflectOpt,
+    SandboxOpt,
+    StallThresholdOpt,
+    StoreOpt,
+    SubagentsOpt,
+    TimeBudgetOpt,
+    TokenBudgetOpt,
+    ToolsOpt,
+    TrustProjectOpt,
+    WorkspaceOpt,
+    YesOpt,
+    _guard_flags,
+)
 from ._safe import visible
 
 if TYPE_CHECKING:
@@ -52,15 +81,8 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
 def chat(
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model", "-m", envvar="REINS_MODEL", help="e.g. openai:gpt-4o-mini (default: local)."
-        ),
-    ] = None,
-    workspace: Annotated[
-        Path, typer.Option("--workspace", "-w", help="Folder the tools work in.")
-    ] = Path("."),
+    model: ModelOpt = None,
+    workspace: WorkspaceOpt = Path("."),
     session: Annotated[
         str | None,
         typer.Option("--session", "-s", help="Continue this session (a unique prefix, or last)."),
@@ -71,12 +93,31 @@ def chat(
             "--profile", "-p", metavar="NAME", help="A [profiles.NAME] table of the config."
         ),
     ] = None,
+    max_steps: MaxStepsOpt = None,
+    token_budget: TokenBudgetOpt = None,
+    time_budget: TimeBudgetOpt = None,
+    cost_budget: CostBudgetOpt = None,
+    at_cap: AtCapOpt = None,
+    budget_notices: BudgetNoticesOpt = None,
+    tools: ToolsOpt = None,
     yes: YesOpt = False,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
+    no_guard: GuardOffOpt = None,
+    guard: GuardOnOpt = None,
+    loop_threshold: LoopThresholdOpt = None,
+    stall_threshold: StallThresholdOpt = None,
+    goal_anchor: GoalAnchorOpt = None,
     store: StoreOpt = None,
+    check: CheckOpt = None,
+    reflect: ReflectOpt = None,
+    reflect_max_retries: ReflectMaxRetriesOpt = None,
+    mode: ModeOpt = None,
+    context_window: ContextWindowOpt = None,
     trust_project: TrustProjectOpt = False,
     mcp_config: McpConfigOpt = None,
+    planning: PlanningOpt = None,
+    subagents: SubagentsOpt = None,
 ) -> None:
     """Talk with an agent, turn after turn, in one session: type a goal, and while the run
     works, type to steer it. /help lists the commands."""
@@ -89,10 +130,12 @@ def chat(
     from ..tools._workspace import Workspace
 
     config = _config(trust_project)
+    flags = _guard_flags(no_guard, guard, loop_threshold, stall_threshold, goal_anchor)
     with _one_line_errors():
         chosen, _ = _profile(config, "", profile)
         Workspace(workspace)  # a folder that is not there is said now, not after a goal
-    choices = AgentChoices(
+        _check_mode(mode)
+    choices = AgentChoices(  # each turn is a run, with the run's options
         model=model,
         workspace=workspace,
         profile=chosen,
@@ -100,6 +143,21 @@ def chat(
         sandbox=sandbox,
         network=network,
         mcp_servers=_mcp_servers(config, mcp_config),
+        tools=tools.split(",") if tools is not None else None,
+        max_steps=max_steps,
+        token_budget=token_budget,
+        time_budget=time_budget,
+        cost_budget=cost_budget,
+        at_cap=at_cap,
+        budget_notices=budget_notices,
+        guard_flags=flags,
+        checks=check or [],
+        reflect=reflect,
+        reflect_max_retries=reflect_max_retries,
+        mode=mode,
+        context_window=context_window,
+        planning=planning,
+        subagents=subagents,
     )
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:

@@ -153,3 +153,113 @@ def _whole(flag: str, value: str | None, least: int) -> int | None:
     if number < least:
         raise UsageError(f"{flag} {value!r}: say a whole number, {least} or more")
     return number
+
+
+# The options of a run, defined once: `run` takes them all, `chat` those that make sense for a
+# turn of a chat (each turn is a run), `resume` and `mcp serve` some.
+
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        envvar="REINS_MODEL",
+        help="e.g. openai:gpt-4o-mini, script:FILE.json (default: the config's, else local)",
+    ),
+]
+WorkspaceOpt = Annotated[
+    Path,
+    typer.Option(
+        "--workspace",
+        "-w",
+        help="Folder the tools work in: a project's, not / or your home folder (refused).",
+    ),
+]
+MaxStepsOpt = Annotated[
+    int | None, typer.Option("--max-steps", min=1, help="Cap on model calls (default 30).")
+]
+AtCapOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--at-cap",
+        metavar="stop|summarize",
+        help="At a cap: stop (default), or summarize the partial work as the answer.",
+    ),
+]
+BudgetNoticesOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--budget-notices/--no-budget-notices",
+        help="Tell the model what is left of its budgets (default: yes).",
+    ),
+]
+ToolsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tools",
+        help="Built-in tools to offer, comma-separated (default: all): read_file, "
+        "write_file, edit_file, list_files, find_files, grep, run_command.",
+    ),
+]
+CheckOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--check",
+        metavar="COMMAND",
+        help="A command that must pass (in the sandbox) before the answer stands; "
+        "repeatable, after the config's `checks`.",
+    ),
+]
+ReflectOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--reflect/--no-reflect",
+        help="After each step with tool calls, have the model judge it and choose what "
+        "comes next (default: the config's `reflect`, else off).",
+    ),
+]
+ReflectMaxRetriesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--reflect-max-retries",
+        min=1,
+        metavar="N",
+        help="Reflections in a row judging a step failed that stop the run (default 3).",
+    ),
+]
+ModeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--mode",
+        metavar="explore|plan|write-test|write-no-test",
+        help="explore/plan: read-only (writes only under docs/explore/ or docs/plan/); "
+        "write-test: answer only after the tests ran since the last change; "
+        "write-no-test: change without running tests (default: no mode).",
+    ),
+]
+ContextWindowOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--context-window",
+        min=256,
+        metavar="TOKENS",
+        help="The model's context window, where the catalog does not know it (default: "
+        "the config's [context] window, the endpoint's context_window, the catalog's).",
+    ),
+]
+PlanningOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--planning/--no-planning",
+        help="Offer plan (an analysis, then steps that become the todo list) and todo "
+        "(default: the config's `planning`).",
+    ),
+]
+SubagentsOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--subagents/--no-subagents",
+        help="Offer spawn_agent: the model hands a subtask to a child run, a copy of "
+        "itself or a config profile by name (default: the config's `subagents`).",
+    ),
+]

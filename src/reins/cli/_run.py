@@ -14,20 +14,33 @@ from ._console import _one_line_errors
 from ._event_output import _drive
 from ._execute import _execute
 from ._options import (
+    AtCapOpt,
+    BudgetNoticesOpt,
+    CheckOpt,
+    ContextWindowOpt,
     CostBudgetOpt,
     GoalAnchorOpt,
     GuardOffOpt,
     GuardOnOpt,
     JsonOpt,
     LoopThresholdOpt,
+    MaxStepsOpt,
     McpConfigOpt,
+    ModelOpt,
+    ModeOpt,
     NetworkOpt,
+    PlanningOpt,
+    ReflectMaxRetriesOpt,
+    ReflectOpt,
     SandboxOpt,
     StallThresholdOpt,
     StoreOpt,
+    SubagentsOpt,
     TimeBudgetOpt,
     TokenBudgetOpt,
+    ToolsOpt,
     TrustProjectOpt,
+    WorkspaceOpt,
     YesOpt,
     _guard_flags,
 )
@@ -49,55 +62,18 @@ def run(
             help="An image (PNG, JPEG, GIF, WebP) or a PDF given with the goal; repeatable.",
         ),
     ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            "-m",
-            envvar="REINS_MODEL",
-            help="e.g. openai:gpt-4o-mini, script:FILE.json (default: the config's, else local)",
-        ),
-    ] = None,
-    max_steps: Annotated[
-        int | None, typer.Option("--max-steps", min=1, help="Cap on model calls (default 30).")
-    ] = None,
+    model: ModelOpt = None,
+    max_steps: MaxStepsOpt = None,
     token_budget: TokenBudgetOpt = None,
     time_budget: TimeBudgetOpt = None,
     cost_budget: CostBudgetOpt = None,
-    at_cap: Annotated[
-        str | None,
-        typer.Option(
-            "--at-cap",
-            metavar="stop|summarize",
-            help="At a cap: stop (default), or summarize the partial work as the answer.",
-        ),
-    ] = None,
-    budget_notices: Annotated[
-        bool | None,
-        typer.Option(
-            "--budget-notices/--no-budget-notices",
-            help="Tell the model what is left of its budgets (default: yes).",
-        ),
-    ] = None,
-    workspace: Annotated[
-        Path,
-        typer.Option(
-            "--workspace",
-            "-w",
-            help="Folder the tools work in: a project's, not / or your home folder (refused).",
-        ),
-    ] = Path("."),
+    at_cap: AtCapOpt = None,
+    budget_notices: BudgetNoticesOpt = None,
+    workspace: WorkspaceOpt = Path("."),
     session: Annotated[
         str | None, typer.Option("--session", "-s", help="Continue this session as a new turn.")
     ] = None,
-    tools: Annotated[
-        str | None,
-        typer.Option(
-            "--tools",
-            help="Built-in tools to offer, comma-separated (default: all): read_file, "
-            "write_file, edit_file, list_files, find_files, grep, run_command.",
-        ),
-    ] = None,
+    tools: ToolsOpt = None,
     yes: YesOpt = False,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
@@ -108,32 +84,9 @@ def run(
     goal_anchor: GoalAnchorOpt = None,
     json_lines: JsonOpt = False,
     store: StoreOpt = None,
-    check: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--check",
-            metavar="COMMAND",
-            help="A command that must pass (in the sandbox) before the answer stands; "
-            "repeatable, after the config's `checks`.",
-        ),
-    ] = None,
-    reflect: Annotated[
-        bool | None,
-        typer.Option(
-            "--reflect/--no-reflect",
-            help="After each step with tool calls, have the model judge it and choose what "
-            "comes next (default: the config's `reflect`, else off).",
-        ),
-    ] = None,
-    reflect_max_retries: Annotated[
-        int | None,
-        typer.Option(
-            "--reflect-max-retries",
-            min=1,
-            metavar="N",
-            help="Reflections in a row judging a step failed that stop the run (default 3).",
-        ),
-    ] = None,
+    check: CheckOpt = None,
+    reflect: ReflectOpt = None,
+    reflect_max_retries: ReflectMaxRetriesOpt = None,
     profile: Annotated[
         str | None,
         typer.Option(
@@ -144,44 +97,12 @@ def run(
             "of work the goal asks for, coding, research, writing or ops, if the config has it).",
         ),
     ] = None,
-    mode: Annotated[
-        str | None,
-        typer.Option(
-            "--mode",
-            metavar="explore|plan|write-test|write-no-test",
-            help="explore/plan: read-only (writes only under docs/explore/ or docs/plan/); "
-            "write-test: answer only after the tests ran since the last change; "
-            "write-no-test: change without running tests (default: no mode).",
-        ),
-    ] = None,
-    context_window: Annotated[
-        int | None,
-        typer.Option(
-            "--context-window",
-            min=256,
-            metavar="TOKENS",
-            help="The model's context window, where the catalog does not know it (default: "
-            "the config's [context] window, the endpoint's context_window, the catalog's).",
-        ),
-    ] = None,
+    mode: ModeOpt = None,
+    context_window: ContextWindowOpt = None,
     trust_project: TrustProjectOpt = False,
     mcp_config: McpConfigOpt = None,
-    planning: Annotated[
-        bool | None,
-        typer.Option(
-            "--planning/--no-planning",
-            help="Offer plan (an analysis, then steps that become the todo list) and todo "
-            "(default: the config's `planning`).",
-        ),
-    ] = None,
-    subagents: Annotated[
-        bool | None,
-        typer.Option(
-            "--subagents/--no-subagents",
-            help="Offer spawn_agent: the model hands a subtask to a child run, a copy of "
-            "itself or a config profile by name (default: the config's `subagents`).",
-        ),
-    ] = None,
+    planning: PlanningOpt = None,
+    subagents: SubagentsOpt = None,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
     from ..tools._workspace import Workspace
