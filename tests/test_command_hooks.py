@@ -20,6 +20,8 @@ from reins import (
     StopReason,
     ToolCallFinished,
     ToolCallStarted,
+    ToolResultMessage,
+    ToolSpec,
     UsageError,
     UserMessage,
     tool,
@@ -331,6 +333,35 @@ async def test_a_prompt_hook_adds_context_or_blocks_the_prompt(workspace: Path) 
         f"the prompt was blocked by prompt hook `{block}`: no deploys on Friday"
     )
     assert [e for e in events if isinstance(e, ModelRequested)] == []
+
+
+async def test_a_subagents_run_has_the_tool_hooks_not_the_session_and_prompt_ones(
+    workspace: Path,
+) -> None:
+    command = script(workspace, "log.sh", "cat >> hooks.jsonl; echo >> hooks.jsonl\n")
+    hooks = [
+        Hook(event="session_start", command=command),
+        Hook(event="prompt", command=command),
+        Hook(event="before_tool", matcher="shout", command=command),
+    ]
+
+    def model(messages: list[Message], tools: list[ToolSpec]) -> AssistantMessage | str:
+        parent = any(t.name == "spawn_agent" for t in tools)
+        if any(isinstance(m, ToolResultMessage) for m in messages):
+            return "parent done" if parent else "child done"
+        if parent:
+            return reply("", call("spawn_agent", "s1", task="dig"))
+        return reply("", call("shout", "c1", text="child"))
+
+    agent = Agent(
+        model=FunctionModel(model), workspace=workspace, tools=[shout], subagents=True, hooks=hooks
+    )
+    result = await agent.run("go")
+    assert result.final_answer == "parent done"
+    assert RAN == ["child"]
+    lines = (workspace / "hooks.jsonl").read_text().splitlines()
+    fired = [(e["reins_event"], e["run_id"] == result.run_id) for e in map(json.loads, lines)]
+    assert fired == [("session_start", True), ("prompt", True), ("before_tool", False)]
 
 
 @pytest.mark.parametrize(

@@ -323,7 +323,7 @@ class SessionStartHook(CommandHookPolicy):
     to the model. Exit 2 is a warning for the user (as in Claude Code: it cannot block)."""
 
     async def before_round(self, state: RunState) -> BeforeRound:
-        if state.step or self._mark in state.marks or _answered_before(state):
+        if state.step or self._mark in state.marks or _answered_before(state) or _child(state):
             return CONTINUE
         try:
             reply = await self._ask(state, {"source": "startup", "model": state.config.model})
@@ -349,7 +349,7 @@ class PromptHook(SessionStartHook):
     `decision: "block"`, blocks the prompt: the run ends `refusal` with the reason."""
 
     async def before_round(self, state: RunState) -> BeforeRound:
-        if state.step or self._mark in state.marks:
+        if state.step or self._mark in state.marks or _child(state):
             return CONTINUE
         try:
             reply = await self._ask(state, {"prompt": state.goal})
@@ -392,6 +392,12 @@ def hook_policies(
         else _KINDS[h.event](h, **where)
         for h in ordered
     ]
+
+
+def _child(state: RunState) -> bool:
+    """A subagent's run: its task is the parent's model's, not a person's prompt, and it
+    starts no session of the user's (as in Claude Code; the tool hooks do run in it)."""
+    return state.config.parent_run_id is not None
 
 
 def _answered_before(state: RunState) -> bool:
