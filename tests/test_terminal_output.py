@@ -244,9 +244,19 @@ def test_sessions_rm_and_prune_remove_journal_index_and_outputs(tmp_path: Path) 
     assert reins("sessions", "prune", "--older-than", "1d", cwd=tmp_path).stdout.startswith(
         "removed 0 session(s)"
     )
-    assert reins("sessions", "prune", "--older-than", "0s", cwd=tmp_path).stdout.startswith(
-        "removed 2 session(s)"
+    listed = reins("sessions", "prune", "--older-than", "0s", "--dry-run", cwd=tmp_path).stdout
+    assert f"  {ids[1]}  " in listed
+    assert "would remove 2 session(s) last used before" in listed
+    assert "(--dry-run: none removed)" in listed
+    headless = reins("sessions", "prune", "--older-than", "0s", cwd=tmp_path)
+    assert headless.returncode == 2
+    assert headless.stderr.startswith(
+        "error: sessions prune would remove 2 session(s) for good, and there is no terminal to "
+        "ask: pass --yes to remove them, or --dry-run to list them"
     )
+    assert f"{ids[1]}" in reins("sessions", cwd=tmp_path).stdout  # neither removed anything
+    done = reins("sessions", "prune", "--older-than", "0s", "--yes", cwd=tmp_path)
+    assert "removed 2 session(s)" in done.stdout
     assert "no runs yet" in reins("sessions", cwd=tmp_path).stdout
     assert list(journals.glob("*.jsonl")) == []
     assert not spill.exists()
@@ -400,3 +410,40 @@ def test_a_call_that_never_runs_is_shown_before_what_is_said_of_it(tmp_path: Pat
     denied = '→ run_command({"command": "wc -l x"})\n? run_command asks for approval'
     assert denied in out, out
     assert "✗ denied run_command (by headless" in out, out
+
+
+def test_sessions_prune_in_a_terminal_lists_and_asks(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    model = script(tmp_path / "s.json", ["FINAL_ANSWER: one"])
+    assert reins("run", "an old goal", "-m", model, "-w", "ws", cwd=tmp_path).returncode == 0
+    prune = ["sessions", "prune", "--older-than", "0s"]
+    code, screen = run_in_terminal(tmp_path, prune, [b"n\n"], prompt=b"[y/N]")
+    assert code == 0, screen
+    assert "1 run(s)  an old goal" in screen
+    assert "Remove these 1 session(s) for good? [y/N]" in screen
+    assert "removed 0 session(s): nothing was removed" in screen
+    assert "an old goal" in reins("sessions", cwd=tmp_path).stdout
+    code, screen = run_in_terminal(tmp_path, prune, [b"y\n"], prompt=b"[y/N]")
+    assert code == 0, screen
+    assert "removed 1 session(s) last used before" in screen
+    assert "no runs yet" in reins("sessions", cwd=tmp_path).stdout
+
+
+def test_sessions_json_and_limit(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    model = script(tmp_path / "s.json", ["FINAL_ANSWER: one"])
+    for goal in ("first", "second", "third"):
+        assert reins("run", goal, "-m", model, "-w", "ws", cwd=tmp_path).returncode == 0
+    listed = json.loads(reins("sessions", "--json", cwd=tmp_path).stdout)
+    assert [run["goal"] for run in listed] == ["first", "second", "third"]
+    assert set(listed[0]) == {
+        "session_id", "run_id", "goal", "model", "started_at", "stop_reason", "running",
+    }  # fmt: skip
+    assert listed[0]["stop_reason"] == "end_turn"
+    assert listed[0]["running"] is False
+    assert listed[0]["model"] == model
+    latest = json.loads(reins("sessions", "--json", "--limit", "2", cwd=tmp_path).stdout)
+    assert latest == listed[1:]
+    table = reins("sessions", "-n", "1", cwd=tmp_path).stdout
+    assert "third" in table
+    assert "second" not in table

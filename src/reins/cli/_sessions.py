@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 from ..core._errors import UsageError
 from ..core._stop import StopReason
@@ -13,28 +16,65 @@ from ._console import _one_line_errors, out
 from ._execute import _execute
 from ._options import StoreOpt
 from ._run_status import _running, _say_unverified
+from ._safe import json_visible, visible
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._cancel import Cancel
-    from ..store import SQLiteLog
+    from ..store import RunInfo, SQLiteLog
 
 sessions_app = typer.Typer(rich_markup_mode="markdown", help="List the sessions and their runs.")
 
 
 @sessions_app.callback(invoke_without_command=True)
-def sessions(ctx: typer.Context, store: StoreOpt = None) -> None:
-    """List the sessions and their runs (`rm` and `prune` remove them)."""
+def sessions(
+    ctx: typer.Context,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the runs as one JSON array: session_id, run_id, goal, model, "
+            "started_at, stop_reason (null: unfinished), running.",
+        ),
+    ] = False,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", "-n", min=1, metavar="N", help="Only the latest N runs."),
+    ] = None,
+    store: StoreOpt = None,
+) -> None:
+    """List the sessions and their runs, the latest last (`rm` and `prune` remove them)."""
     if ctx.invoked_subcommand is not None:
         return
     from ._render import render_runs
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
-        runs = await log.runs()
-        render_runs(out, runs, running=_running(log, runs))
+        runs = sorted(await log.runs(), key=lambda run: run.started_at)
+        running = _running(log, runs)
+        if limit is not None:
+            runs = runs[-limit:]
+        if json_out:
+            sys.stdout.write(json_visible(json.dumps(_as_json(runs, running), indent=2)) + "\n")
+        else:
+            render_runs(out, runs, running=running)
         _say_unverified(log, (run.session_id for run in runs))
         return StopReason.END_TURN
 
     _execute(store, go, create=False)
+
+
+def _as_json(runs: list[RunInfo], running: set[str]) -> list[dict[str, object]]:
+    return [
+        {
+            "session_id": run.session_id,
+            "run_id": run.run_id,
+            "goal": run.goal,
+            "model": run.model,
+            "started_at": run.started_at.isoformat(),
+            "stop_reason": run.stop_reason.value if run.stop_reason is not None else None,
+            "running": run.run_id in running,
+        }
+        for run in runs
+    ]
 
 
 @sessions_app.command("rm")
@@ -69,9 +109,17 @@ def sessions_prune(
             help="Remove sessions whose last run started before this: 30d, 12h, 90m.",
         ),
     ],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be removed; remove nothing.")
+    ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option("--yes", "-y", help="Remove without asking (needed with no terminal)."),
+    ] = False,
     store: StoreOpt = None,
 ) -> None:
-    """Remove the sessions last used longer ago than AGE (those being written are kept)."""
+    """Remove the sessions last used longer ago than AGE (those being written are kept). In a
+    terminal it lists them and asks first."""
     from datetime import UTC, datetime
 
     from ..core._errors import SessionBusy
@@ -80,23 +128,50 @@ def sessions_prune(
         age = _age(older_than)
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
-        last: dict[str, datetime] = {}
-        for run in await log.runs():
-            last[run.session_id] = max(run.started_at, last.get(run.session_id, run.started_at))
+        sessions: dict[str, list[RunInfo]] = {}
+        for run in sorted(await log.runs(), key=lambda run: run.started_at):
+            sessions.setdefault(run.session_id, []).append(run)
         cutoff = datetime.now(UTC) - age
+        before = f"last used before {cutoff:%Y-%m-%d %H:%M} UTC"
+        old = {sid: runs for sid, runs in sessions.items() if runs[-1].started_at < cutoff}
+        if not old:
+            out.print(f"removed 0 session(s): none was {before}")
+            return StopReason.END_TURN
+        if not (dry_run or yes or sys.stdin.isatty()):
+            raise UsageError(
+                f"sessions prune would remove {len(old)} session(s) for good, and there is no "
+                "terminal to ask: pass --yes to remove them, or --dry-run to list them"
+            )
+        for session_id, runs in old.items():
+            goal = runs[0].goal.splitlines()[0] if runs[0].goal else ""
+            out.print(
+                f"  {session_id}  {runs[-1].started_at:%Y-%m-%d %H:%M}  {len(runs)} run(s)  "
+                f"{escape(visible(goal)[:60])}",
+                soft_wrap=True,
+            )
+        if dry_run:
+            out.print(f"would remove {len(old)} session(s) {before} (--dry-run: none removed)")
+            return StopReason.END_TURN
+        if not yes and not _confirm(f"Remove these {len(old)} session(s) for good? [y/N] "):
+            out.print("removed 0 session(s): nothing was removed")
+            return StopReason.END_TURN
         removed = 0
-        for session_id, when in last.items():
-            if when >= cutoff:
-                continue
+        for session_id in old:
             try:
                 await log.remove(session_id)
                 removed += 1
             except SessionBusy:
                 out.print(f"kept session {session_id}: it is being written")
-        out.print(f"removed {removed} session(s) last used before {cutoff:%Y-%m-%d %H:%M} UTC")
+        out.print(f"removed {removed} session(s) {before}")
         return StopReason.END_TURN
 
     _execute(store, go, create=False)
+
+
+def _confirm(question: str) -> bool:
+    """Asks on the terminal; only y or yes is a yes (the end of input is a no)."""
+    out.print(escape(question), end="")
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 def _age(text: str) -> timedelta:
