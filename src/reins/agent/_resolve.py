@@ -13,7 +13,7 @@ from ._config import Config, load_config, user_config_path
 KNOWN = (
     f"local, local:NAME (an embedded model: {', '.join(EMBEDDED)}), local:PATH.gguf, "
     "openai:NAME, openai-responses:NAME (OpenAI's Responses API), anthropic:NAME, "
-    "ollama:NAME, ENDPOINT:NAME (an endpoint "
+    "gemini:NAME (or google:NAME), ollama:NAME, ENDPOINT:NAME (an endpoint "
     "of the config), http(s)://HOST/v1 (an OpenAI-compatible server; model name from "
     "REINS_MODEL_NAME), script:FILE.json"
 )
@@ -66,6 +66,7 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
             f"folder to trusted_projects in {user_config_path()}, or resolve with "
             "load_config().trusting_project() (or distrusting_project(): yours alone)"
         )
+    kind = ALIASES.get(kind, kind)
     if kind == "openai-responses":  # OpenAI's other API: the same provider, key and URL
         from ..models import OpenAIResponsesModel
 
@@ -78,19 +79,24 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
     endpoint = config.endpoint(kind)
     base_url = _from_env(kind, "base_url") or endpoint.base_url
     api_key = _from_env(kind, "api_key") or endpoint.key(kind)
-    if kind in ("openai", "anthropic") and base_url is None and not api_key:
+    if kind in HOSTED and base_url is None and not api_key:
         # The provider's own API: a request without a key could only fail (after retries).
+        variables = " or ".join(_ENV[kind]["api_key"].split())
         raise UsageError(
-            f"{spec} needs an API key: set {_ENV[kind]['api_key']}, or name the variable that "
+            f"{spec} needs an API key: set {variables}, or name the variable that "
             f"holds it as api_key_env under [providers.{kind}] in {user_config_path()}"
         )
     if kind == "ollama":
         base_url, api_key = base_url or OLLAMA_URL, api_key or "ollama"
-    elif kind not in ("openai", "anthropic"):
+    elif kind not in HOSTED:
         if kind not in config.providers:
             raise UnknownModel(f"unknown model {spec!r}; known forms: {KNOWN}")
         if base_url is None:
             raise UsageError(f"the config's providers.{kind} needs a base_url for {spec!r}")
+    if kind == "gemini":
+        from ..models import GeminiModel
+
+        return GeminiModel(model=rest, base_url=base_url, api_key=api_key)
     if kind == "anthropic" or endpoint.api == "anthropic":
         from ..models import AnthropicModel
 
@@ -104,17 +110,25 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
     return OpenAIModel(model=rest, base_url=base_url, api_key=api_key, provider=kind)
 
 
+HOSTED = ("openai", "anthropic", "gemini")
+"""The providers whose own API needs a key (unless a base URL names another server)."""
+ALIASES = {"google": "gemini", "google-gla": "gemini"}
+"""Other spellings users bring: `google-gla:` is pydantic-ai's name for the Gemini API."""
 _ENV = {
     "openai": {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY"},
     "anthropic": {"base_url": "ANTHROPIC_BASE_URL", "api_key": "ANTHROPIC_API_KEY"},
+    "gemini": {"base_url": "GOOGLE_GEMINI_BASE_URL", "api_key": "GEMINI_API_KEY GOOGLE_API_KEY"},
     "ollama": {"base_url": "OLLAMA_BASE_URL"},
 }
-"""The environment variables each provider's SDK users know (they win over the config)."""
+"""The environment variables each provider's SDK users know (they win over the config);
+where two are named, the first set wins."""
 
 
 def _from_env(provider: str, setting: str) -> str | None:
-    variable = _ENV.get(provider, {}).get(setting)
-    return os.environ.get(variable) if variable else None
+    for variable in _ENV.get(provider, {}).get(setting, "").split():
+        if value := os.environ.get(variable):
+            return value
+    return None
 
 
 def _local(path: str | None) -> Model:

@@ -1,5 +1,5 @@
 """Model providers: OpenAI-compatible servers (chat completions, or the Responses API),
-Anthropic, the embedded llama.cpp model.
+Anthropic, Gemini, the embedded llama.cpp model.
 
 Names load on first use (PEP 562): the loop needs only the catalog, and the providers bring
 their SDKs and the JSON action contract (jsonschema), a tenth of a second to import."""
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._anthropic import AnthropicModel
+    from ._gemini import GeminiModel
     from ._local import LocalModel
     from ._openai import OpenAIModel
     from ._resilience import backoff, resilient
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "AnthropicModel": "._anthropic",
+    "GeminiModel": "._gemini",
     "LocalModel": "._local",
     "OpenAIModel": "._openai",
     "OpenAIResponsesModel": "._responses",
@@ -37,6 +39,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AnthropicModel",
+    "GeminiModel",
     "LocalModel",
     "OpenAIModel",
     "OpenAIResponsesModel",

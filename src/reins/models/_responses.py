@@ -130,7 +130,8 @@ def _input(messages: Sequence[Message]) -> list[dict[str, Any]]:
                         "encrypted_content": block.signature,
                     }
                     for block in message.thinking_blocks
-                    if block.item_id and block.signature  # ours, and it can go back
+                    # ours (not a Gemini thought signature), and it can go back
+                    if block.item_id and block.signature and not block.item_id.startswith("gemini:")
                 )
                 if message.text:
                     items.append({"role": "assistant", "content": message.text})

@@ -1,0 +1,291 @@
+"""Gemini (`gemini:NAME`) against a real HTTP server on 127.0.0.1 that speaks the Gemini REST
+API (`v1beta/models/{m}:streamGenerateContent?alt=sse`): its answers are built from the SDK's
+own types (google.genai.types), and the requests it received are read back into them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from google.genai import types
+
+from reins import (
+    Agent,
+    ModelResponse,
+    ModelSettings,
+    StopReason,
+    SystemMessage,
+    TextChunk,
+    ToolResultMessage,
+    UsageError,
+    UserMessage,
+    resolve_model,
+)
+from reins.core._errors import ModelConnectionError, ModelHTTPError
+from reins.core._model import Retrying, ThinkingChunk
+from reins.models import GeminiModel
+from reins.tools import write_file
+
+from .wire_server import Answer, Received, WireServer, wire_server
+
+pytestmark = pytest.mark.real_model
+FAST = ModelSettings(first_chunk_timeout=5, chunk_timeout=5, retry_base_delay=0.01)
+SIGNATURE = b"\x01signed-thought\xff"
+
+
+def sse(*responses: types.GenerateContentResponse) -> Answer:
+    events = [
+        f"data: {r.model_dump_json(by_alias=True, exclude_none=True)}\r\n\r\n".encode()
+        for r in responses
+    ]
+    return Answer(headers={"Content-Type": "text/event-stream"}, chunks=events)
+
+
+def chunk(
+    *parts: types.Part, finish: str | None = None, usage: tuple[int, int, int] | None = None
+) -> types.GenerateContentResponse:
+    meta = None
+    if usage is not None:
+        prompt, output, thoughts = usage
+        meta = types.GenerateContentResponseUsageMetadata(
+            prompt_token_count=prompt,
+            candidates_token_count=output,
+            thoughts_token_count=thoughts,
+            total_token_count=prompt + output + thoughts,
+        )
+    candidate = types.Candidate(
+        content=types.Content(role="model", parts=list(parts)), finish_reason=finish, index=0
+    )
+    return types.GenerateContentResponse(candidates=[candidate], usage_metadata=meta)
+
+
+@dataclass
+class Sent:
+    """A request body the server got, read into the SDK's own types (which forbid unknown
+    fields, so a misspelt key fails here)."""
+
+    contents: list[types.Content]
+    system: types.Content | None
+    tools: list[types.Tool]
+    tool_config: types.ToolConfig | None
+    generation: types.GenerationConfig
+
+
+def request_of(received: Received) -> Sent:
+    body = received.json()
+    assert set(body) <= {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig"}
+    system, tool_config = body.get("systemInstruction"), body.get("toolConfig")
+    return Sent(
+        contents=[types.Content.model_validate(c) for c in body["contents"]],
+        system=types.Content.model_validate(system) if system else None,
+        tools=[types.Tool.model_validate(t) for t in body.get("tools", [])],
+        tool_config=types.ToolConfig.model_validate(tool_config) if tool_config else None,
+        generation=types.GenerationConfig.model_validate(body.get("generationConfig", {})),
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[WireServer]:
+    with wire_server(lambda _: Answer(status=500)) as running:
+        yield running
+
+
+def model(server: WireServer) -> GeminiModel:
+    return GeminiModel(model="gemini-2.5-flash", base_url=server.url, api_key="test-key")
+
+
+async def test_text_streams_with_usage_and_the_request_is_the_api_s(server: WireServer) -> None:
+    server.handler = lambda _: sse(
+        chunk(types.Part(text="Hel")),
+        chunk(types.Part(text="lo."), finish="STOP", usage=(12, 3, 0)),
+    )
+    messages = [SystemMessage(content="Be brief."), UserMessage(content="Say hello.")]
+    settings = ModelSettings(max_tokens=64, temperature=0.2)
+    items = [i async for i in model(server).stream(messages, [], settings)]
+
+    assert [i.text for i in items if isinstance(i, TextChunk)] == ["Hel", "lo."]
+    [response] = [i for i in items if isinstance(i, ModelResponse)]
+    assert response.message.text == "Hello."
+    assert response.finish == "end_turn"
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (12, 3)
+    assert response.model_name == "gemini:gemini-2.5-flash"
+    [sent] = server.received
+    # the SDK's API version: v1 now (GOOGLE_GENAI_API_VERSION=beta: v1beta), same routes
+    assert sent.path == "/v1/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    assert sent.headers["x-goog-api-key"] == "test-key"
+    request = request_of(sent)
+    assert request.generation.max_output_tokens == 64
+    assert request.generation.temperature == 0.2
+    assert request.system is not None
+    assert request.system.parts == [types.Part(text="Be brief.")]
+    assert [c.role for c in request.contents] == ["user"]  # the system prompt is apart
+
+
+async def test_a_function_call_and_its_thought_signature_go_back(server: WireServer) -> None:
+    server.handler = lambda _: sse(
+        chunk(
+            types.Part(
+                function_call=types.FunctionCall(
+                    name="write_file", args={"path": "a.txt", "content": "hi"}
+                ),
+                thought_signature=SIGNATURE,
+            ),
+            finish="STOP",
+            usage=(40, 9, 20),
+        )
+    )
+    prompt = [UserMessage(content="Create a.txt containing hi")]
+    settings = ModelSettings(tool_choice="required")
+    first = await model(server).request(prompt, [write_file.spec], settings)
+
+    [call] = first.message.tool_calls
+    assert (call.name, call.arguments) == ("write_file", {"path": "a.txt", "content": "hi"})
+    assert first.finish == "tool_use"
+    assert first.usage.output_tokens == 29  # thinking is billed as output
+    sent = request_of(server.received[0])
+    [declaration] = sent.tools[0].function_declarations or []
+    assert declaration.name == "write_file"
+    assert declaration.parameters_json_schema == write_file.spec.parameters
+    assert sent.tool_config is not None
+    assert sent.tool_config.function_calling_config is not None
+    assert sent.tool_config.function_calling_config.mode == "ANY"
+
+    server.handler = lambda _: sse(chunk(types.Part(text="Done."), finish="STOP"))
+    history = [
+        *prompt,
+        first.message,
+        ToolResultMessage(call_id=call.id, name="write_file", content="Wrote 2 bytes"),
+    ]
+    await model(server).request(history, [write_file.spec], settings)
+    contents = request_of(server.received[1]).contents
+    assert [c.role for c in contents] == ["user", "model", "user"]
+    [sent_call] = contents[1].parts or []
+    assert sent_call.function_call is not None
+    assert sent_call.function_call.args == {"path": "a.txt", "content": "hi"}
+    assert sent_call.thought_signature == SIGNATURE  # unchanged, on the call it came with
+    [result] = contents[2].parts or []
+    assert result.function_response is not None
+    assert result.function_response.name == "write_file"
+    assert result.function_response.response == {"output": "Wrote 2 bytes"}
+
+
+async def test_thoughts_stream_as_thinking_with_the_budget_asked(server: WireServer) -> None:
+    server.handler = lambda _: sse(
+        chunk(types.Part(text="Weighing it.", thought=True)),
+        chunk(types.Part(text="42"), finish="MAX_TOKENS", usage=(5, 1, 7)),
+    )
+    settings = ModelSettings(thinking_budget=512, max_tokens=1024)
+    items = [i async for i in model(server).stream([UserMessage(content="?")], [], settings)]
+
+    assert [i.text for i in items if isinstance(i, ThinkingChunk)] == ["Weighing it."]
+    [response] = [i for i in items if isinstance(i, ModelResponse)]
+    assert (response.message.thinking, response.message.text) == ("Weighing it.", "42")
+    assert response.finish == "max_tokens"
+    config = request_of(server.received[0]).generation
+    assert config.thinking_config is not None
+    assert config.thinking_config.thinking_budget == 512
+    assert config.thinking_config.include_thoughts is True
+
+
+async def test_a_blocked_answer_is_a_refusal(server: WireServer) -> None:
+    server.handler = lambda _: sse(chunk(finish="SAFETY", usage=(5, 0, 0)))
+    response = await model(server).request([UserMessage(content="?")], [], FAST)
+    assert response.finish == "refusal"
+
+
+def error(status: int, message: str, **headers: str) -> Answer:
+    body = json.dumps({"error": {"code": status, "message": message, "status": "X"}}).encode()
+    headers = {"Content-Type": "application/json", "Content-Length": str(len(body)), **headers}
+    return Answer(status=status, headers=headers, chunks=[body])
+
+
+async def test_a_rate_limit_is_retried_after_the_time_the_server_asks(server: WireServer) -> None:
+    answers = iter(
+        [
+            error(429, "slow down", **{"Retry-After": "0.05"}),
+            sse(chunk(types.Part(text="ok"), finish="STOP")),
+        ]
+    )
+    server.handler = lambda _: next(answers)
+    items = [i async for i in model(server).stream([UserMessage(content="?")], [], FAST)]
+
+    [retry] = [i for i in items if isinstance(i, Retrying)]
+    assert retry.delay == 0.05
+    assert "HTTP 429" in retry.error
+    assert "slow down" in retry.error
+    assert items[-1].message.text == "ok"  # type: ignore[union-attr]
+    assert len(server.received) == 2
+
+
+async def test_a_bad_request_fails_at_once_with_the_server_s_message(server: WireServer) -> None:
+    server.handler = lambda _: error(400, "API key not valid")
+    with pytest.raises(ModelHTTPError) as caught:
+        await model(server).request([UserMessage(content="?")], [], FAST)
+    assert caught.value.status == 400
+    assert "API key not valid" in str(caught.value)
+    assert len(server.received) == 1  # not retried
+
+
+async def test_no_server_is_a_connection_error_naming_it() -> None:
+    with wire_server(lambda _: Answer()) as gone:
+        url = gone.url
+    lost = GeminiModel(model="m", base_url=url, api_key="k")
+    with pytest.raises(ModelConnectionError, match=r"no connection to .*Connection refused"):
+        await lost.request([UserMessage(content="?")], [], ModelSettings(max_retries=0))
+
+
+async def test_an_agent_runs_a_tool_through_gemini_from_the_environment(
+    server: WireServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replies = iter(
+        [
+            sse(
+                chunk(
+                    types.Part(
+                        function_call=types.FunctionCall(
+                            name="write_file", args={"path": "a.txt", "content": "hi"}
+                        ),
+                        thought_signature=SIGNATURE,
+                    ),
+                    finish="STOP",
+                    usage=(100, 10, 0),
+                )
+            ),
+            sse(chunk(types.Part(text="a.txt says hi."), finish="STOP", usage=(140, 5, 0))),
+        ]
+    )
+    server.handler = lambda _: next(replies)
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+    monkeypatch.setenv("GEMINI_API_KEY", "env-key")
+    gemini = resolve_model("gemini:gemini-2.5-flash")
+    result = await Agent(model=gemini, tools=[write_file], workspace=workspace).run(
+        "Create a.txt containing hi"
+    )
+
+    assert (workspace / "a.txt").read_text() == "hi"
+    assert result.final_answer == "a.txt says hi."
+    assert result.stop_reason is StopReason.END_TURN
+    assert (result.usage.input_tokens, result.usage.requests) == (240, 2)
+    assert {r.headers["x-goog-api-key"] for r in server.received} == {"env-key"}
+    answered = request_of(server.received[1]).contents
+    assert answered[-1].parts
+    assert answered[-1].parts[0].function_response is not None
+
+
+def test_google_is_another_spelling_and_a_key_is_needed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "k")
+    assert resolve_model("google:gemini-2.5-pro").name == "gemini:gemini-2.5-pro"
+    monkeypatch.delenv("GOOGLE_API_KEY")
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    with pytest.raises(UsageError, match="GEMINI_API_KEY"):
+        resolve_model("gemini:gemini-2.5-pro")
+
+
+async def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "google.genai", None)  # as if not installed
+    with pytest.raises(UsageError, match=r"pip install 'reins\[gemini\]'"):
+        await GeminiModel(model="m", api_key="k").request([UserMessage(content="?")], [], FAST)

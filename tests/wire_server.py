@@ -1,0 +1,84 @@
+"""A real HTTP server on 127.0.0.1 for provider tests: each request is recorded, and answered by
+a function of the test that speaks the provider's wire format."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class Answer:
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    chunks: Iterable[bytes] = ()
+    """The body, written and flushed piece by piece (a stream's events)."""
+
+
+Handler = Callable[[Received], Answer]
+
+
+@dataclass
+class WireServer:
+    url: str
+    received: list[Received]
+    handler: Handler
+
+
+@contextmanager
+def wire_server(handler: Handler) -> Iterator[WireServer]:
+    """Serve until the block ends; `server.handler` may be swapped between requests."""
+    received: list[Received] = []
+
+    class Handle(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            request = Received(
+                method="POST",
+                path=self.path,
+                headers={k.lower(): v for k, v in self.headers.items()},
+                body=self.rfile.read(length),
+            )
+            received.append(request)
+            answer = state.handler(request)
+            self.send_response(answer.status)
+            for key, value in answer.headers.items():
+                self.send_header(key, value)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for chunk in answer.chunks:
+                self.wfile.write(chunk)
+                self.wfile.flush()
+            self.close_connection = True
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # quiet tests
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handle)
+    httpd.daemon_threads = True
+    state = WireServer(f"http://127.0.0.1:{httpd.server_address[1]}", received, handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
