@@ -13,7 +13,7 @@ from ._config import Config, load_config, user_config_path
 KNOWN = (
     f"local, local:NAME (an embedded model: {', '.join(EMBEDDED)}), local:PATH.gguf, "
     "openai:NAME, openai-responses:NAME (OpenAI's Responses API), anthropic:NAME, "
-    "gemini:NAME (or google:NAME), ollama:NAME, ENDPOINT:NAME (an endpoint "
+    "gemini:NAME (or google:NAME), bedrock:MODEL-ID, ollama:NAME, ENDPOINT:NAME (an endpoint "
     "of the config), http(s)://HOST/v1 (an OpenAI-compatible server; model name from "
     "REINS_MODEL_NAME), script:FILE.json"
 )
@@ -67,6 +67,8 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
             "load_config().trusting_project() (or distrusting_project(): yours alone)"
         )
     kind = ALIASES.get(kind, kind)
+    if kind == "bedrock":
+        return _bedrock(rest, config)
     if kind == "openai-responses":  # OpenAI's other API: the same provider, key and URL
         from ..models import OpenAIResponsesModel
 
@@ -129,6 +131,15 @@ def _from_env(provider: str, setting: str) -> str | None:
         if value := os.environ.get(variable):
             return value
     return None
+
+
+def _bedrock(model_id: str, config: Config) -> Model:
+    """Amazon Bedrock's Converse API: credentials and region are boto3's own (AWS_* variables,
+    ~/.aws, a role); the config's providers.bedrock may set the endpoint (`base_url`)."""
+    from ..models import BedrockModel
+
+    endpoint = config.endpoint("bedrock")
+    return BedrockModel(model=model_id, endpoint_url=endpoint.base_url)
 
 
 def _local(path: str | None) -> Model:

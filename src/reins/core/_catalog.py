@@ -107,7 +107,7 @@ def lookup(model_name: str) -> ModelInfo:
 
 
 def _search(model_name: str) -> ModelInfo:
-    provider, _, name = model_name.rpartition(":")
+    provider, name = split_name(model_name)
     if provider == "local" or model_name == "local":
         return CATALOG["local"]
     name = name.lower()
@@ -126,7 +126,7 @@ def price(model_name: str, usage: Usage) -> float | None:
     own = lookup(model_name).cost(usage)
     if own is not None or model_name in _unpriced:
         return own
-    provider, _, name = model_name.rpartition(":")
+    provider, name = split_name(model_name)
     if _priced_model(provider, name.lower()) is None:
         _unpriced.add(model_name)
         return None
@@ -143,7 +143,17 @@ def price(model_name: str, usage: Usage) -> float | None:
     return float(calc_price(counted, name.lower(), provider_id=provider or None).total_price)
 
 
-SAME_PRICES = {"openai-responses": "openai"}
+def split_name(model_name: str) -> tuple[str, str]:
+    """`provider:model` -> (provider, model): at the first colon, as model ids hold colons
+    (Bedrock's `...-v1:0`, Ollama's `llama3.2:3b`); a URL's provider ends at its last."""
+    if "://" in model_name:
+        provider, _, name = model_name.rpartition(":")
+    else:
+        provider, _, name = model_name.partition(":")
+    return provider, name
+
+
+SAME_PRICES = {"openai-responses": "openai", "gemini": "google", "bedrock": "aws"}
 """Providers of reins' naming that bill as another of genai-prices'."""
 
 _priced: dict[tuple[str, str], Any] = {}

@@ -1,5 +1,5 @@
 """Model providers: OpenAI-compatible servers (chat completions, or the Responses API),
-Anthropic, Gemini, the embedded llama.cpp model.
+Anthropic, Gemini, Amazon Bedrock, the embedded llama.cpp model.
 
 Names load on first use (PEP 562): the loop needs only the catalog, and the providers bring
 their SDKs and the JSON action contract (jsonschema), a tenth of a second to import."""
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._anthropic import AnthropicModel
+    from ._bedrock import BedrockModel
     from ._gemini import GeminiModel
     from ._local import LocalModel
     from ._openai import OpenAIModel
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "AnthropicModel": "._anthropic",
+    "BedrockModel": "._bedrock",
     "GeminiModel": "._gemini",
     "LocalModel": "._local",
     "OpenAIModel": "._openai",
@@ -39,6 +41,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AnthropicModel",
+    "BedrockModel",
     "GeminiModel",
     "LocalModel",
     "OpenAIModel",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from ..core._catalog import split_name
 from ..core._events import (
     Event,
     ModelRequested,
@@ -39,7 +40,7 @@ class RunSpans:
         self.tracer = tracer
         self.state = state
         config = state.config
-        self.provider, _, self.model = config.model.rpartition(":")
+        self.provider, self.model = split_name(config.model)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": agent_name,
@@ -78,7 +79,7 @@ class RunSpans:
                 usage = event.usage
                 self.call.set_attributes(
                     {
-                        "gen_ai.response.model": event.model.rpartition(":")[2],
+                        "gen_ai.response.model": split_name(event.model)[1],
                         "gen_ai.response.finish_reasons": [event.finish],
                         "gen_ai.usage.input_tokens": usage.input_tokens,
                         "gen_ai.usage.output_tokens": usage.output_tokens,
