@@ -275,6 +275,22 @@ async def test_an_after_tool_hook_adds_a_note_for_the_model(workspace: Path) -> 
     assert event["tool_response"] == {"content": "A!", "is_error": False}
 
 
+async def test_an_after_tool_hook_runs_only_for_calls_that_ran(workspace: Path) -> None:
+    deny = script(workspace, "deny.sh", "echo no >&2; exit 2\n")
+    after = script(workspace, "after.sh", "cat >> after.jsonl; echo >> after.jsonl\n")
+    hooks = [
+        Hook(event="before_tool", matcher="whisper", command=deny),
+        Hook(event="after_tool", command=after),
+    ]
+    replies = [
+        reply("", call("shout", "c1", text="a"), call("whisper", "c2", text="B")),
+        "done",
+    ]
+    await events_of(agent_for(replies, workspace, hooks=hooks))
+    lines = (workspace / "after.jsonl").read_text().splitlines()
+    assert [json.loads(line)["tool_use_id"] for line in lines] == ["c1"]  # c2 was blocked
+
+
 async def test_an_after_tool_hook_exit_2_is_told_and_plain_output_is_not(workspace: Path) -> None:
     loud = script(workspace, "loud.sh", "echo 'check the result' >&2; exit 2\n")
     quiet = script(workspace, "quiet.sh", "echo 'just a log line'\n")

@@ -74,6 +74,9 @@ class RunState:
     results: dict[str, ToolResultMessage] = field(default_factory=dict[str, ToolResultMessage])
     started: set[str] = field(default_factory=set[str])
     """Ids of the open response's calls that were started."""
+    ran: set[str] = field(default_factory=set[str])
+    """Ids of the last closed step's calls that were started (not answered by a policy,
+    denied or left unrun)."""
     changed: dict[str, ToolCallStarted] = field(default_factory=dict[str, ToolCallStarted])
     """The run's calls that started with arguments a policy changed (a command hook), by id."""
     finished: RunFinished | None = None
@@ -367,7 +370,7 @@ class RunState:
         self.messages.extend([self.results[call.id] for call in self.pending])
         self.pending = []
         self.results = {}
-        self.started = set()
+        self.ran, self.started = self.started, set()
         if self.asked or self.decisions:
             self.asked, self.decisions = {}, {}
 

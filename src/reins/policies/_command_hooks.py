@@ -271,8 +271,9 @@ class BeforeToolHook(CommandHookPolicy):
 
 
 class AfterToolHook(CommandHookPolicy):
-    """After a step's tools ran, for each result of a matching tool: a note for the model from
-    exit 2 (its output), or a JSON `decision: "block"` (its `reason`) or `additionalContext`."""
+    """After a step's tools ran, for each call of a matching tool that ran: a note for the
+    model from exit 2 (its output), or a JSON `decision: "block"` (its `reason`) or
+    `additionalContext`."""
 
     async def after_tools(
         self, state: RunState, results: Sequence[ToolResultMessage]
@@ -281,8 +282,8 @@ class AfterToolHook(CommandHookPolicy):
         failures: list[str] = []
         calls = {c.id: c for c in _step_calls(state)}
         for result in results:
-            if not self.hook.matches(result.name):
-                continue
+            if result.call_id not in state.ran or not self.hook.matches(result.name):
+                continue  # a call a policy answered, refused or left unrun did not run
             call = calls.get(result.call_id)
             started = state.changed.get(result.call_id)
             arguments = started.call.arguments if started else (call.arguments if call else {})
