@@ -246,15 +246,60 @@ async def test_a_cancelled_run_starts_no_follow_up(workspace: Path) -> None:
     assert model.seen == []
 
 
+SLEEPS_THEN_ANSWERS = [
+    {"text": "", "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 2"}}]},
+    "FINAL_ANSWER: steered",
+]
+
+
+def piped(tmp_path: Path, *flags: str, stdin: str) -> subprocess.CompletedProcess[str]:
+    """`reins run ... --json FLAGS`, `stdin` piped in."""
+    (tmp_path / "ws").mkdir(exist_ok=True)
+    model = script(tmp_path / "s.json", SLEEPS_THEN_ANSWERS)
+    return subprocess.run(
+        [*REINS, "run", *flags, "-m", model, "-w", "ws", "--yes", "--json"],
+        cwd=tmp_path,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
+
+
+def test_a_piped_line_steers_only_with_steer_stdin(tmp_path: Path) -> None:
+    done = piped(tmp_path, "go", stdin="a file piped in for another reason\n")
+    assert done.returncode == 0, done.stderr
+    events = [EVENT.validate_json(line) for line in done.stdout.splitlines()]
+    assert not [e for e in events if isinstance(e, Steered)]
+    assert done.stderr == (
+        "stdin is not a terminal: its lines do not steer the run (pass --steer-stdin for that; "
+        "before 0.2 they did)\n"
+    )
+
+
+def test_reins_run_dash_reads_the_goal_from_stdin(tmp_path: Path) -> None:
+    done = piped(tmp_path, "-", stdin="Summarize the notes.\nKeep it short.\n")
+    assert done.returncode == 0, done.stderr
+    started = EVENT.validate_json(done.stdout.splitlines()[0])
+    assert isinstance(started, RunStarted)
+    assert started.goal == "Summarize the notes.\nKeep it short."
+    assert done.stderr == ""  # stdin was the goal: nothing left to steer, nothing dropped
+    empty = piped(tmp_path, "-", stdin="\n")
+    assert (empty.returncode, empty.stderr) == (
+        2,
+        "error: reins run -: stdin held no goal (it was empty)\n",
+    )
+    both = piped(tmp_path, "-", "--steer-stdin", stdin="go\n")
+    assert both.returncode == 2
+    assert "stdin is the goal, so it cannot steer too (--steer-stdin)" in both.stderr
+
+
 def test_a_line_typed_while_reins_run_runs_steers_it(tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
-    replies = [
-        {"text": "", "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 2"}}]},
-        "FINAL_ANSWER: steered",
-    ]
-    model = script(tmp_path / "s.json", replies)
+    model = script(tmp_path / "s.json", SLEEPS_THEN_ANSWERS)
     process = subprocess.Popen(
-        [*REINS, "run", "go", "-m", model, "-w", "ws", "--yes", "--json"],
+        [*REINS, "run", "go", "-m", model, "-w", "ws", "--yes", "--json", "--steer-stdin"],
         cwd=tmp_path,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

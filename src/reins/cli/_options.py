@@ -263,3 +263,11 @@ SubagentsOpt = Annotated[
         "itself or a config profile by name (default: the config's `subagents`).",
     ),
 ]
+SteerStdinOpt = Annotated[
+    bool,
+    typer.Option(
+        "--steer-stdin",
+        help="Take the lines of a stdin that is not a terminal (a pipe, a file) as steers "
+        "(in a terminal, a line typed always steers).",
+    ),
+]

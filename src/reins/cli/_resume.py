@@ -33,6 +33,7 @@ from ._options import (
     NetworkOpt,
     SandboxOpt,
     StallThresholdOpt,
+    SteerStdinOpt,
     StoreOpt,
     TimeBudgetOpt,
     TokenBudgetOpt,
@@ -88,6 +89,7 @@ def resume(
     store: StoreOpt = None,
     trust_project: TrustProjectOpt = False,
     mcp_config: McpConfigOpt = None,
+    steer_stdin: SteerStdinOpt = False,
 ) -> None:
     """Continue a run after a crash, a cap, a cancel, an error or a pause for approval. New
     caps are totals for the run; by default the cap that stopped it grows by as much again.
@@ -111,7 +113,7 @@ def resume(
             raise UsageError(f"run {info.run_id} asks no question; --answer has nothing to answer")
         replies = dict.fromkeys(questions, answer) if answer is not None else {}
         guards = state.config.guards or config.guards.guards()  # a log too old to hold them
-        lines = TerminalLines()
+        lines = TerminalLines(piped_steers=steer_stdin)
         agent = Agent(
             model=resolve_model(state.config.model, config),
             tools=_builtin_of(state.config.tools),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..core._errors import UsageError
 from ..core._stop import StopReason
 from ._agent_choices import AgentChoices, _profile
 from ._agent_parts import _config, _mcp_servers
@@ -34,6 +36,7 @@ from ._options import (
     ReflectOpt,
     SandboxOpt,
     StallThresholdOpt,
+    SteerStdinOpt,
     StoreOpt,
     SubagentsOpt,
     TimeBudgetOpt,
@@ -53,7 +56,9 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
 
 
 def run(
-    goal: Annotated[str, typer.Argument(help="What the agent should do.")],
+    goal: Annotated[
+        str, typer.Argument(help="What the agent should do; -: read it from stdin, to its end.")
+    ],
     image: Annotated[
         list[Path] | None,
         typer.Option(
@@ -103,9 +108,13 @@ def run(
     mcp_config: McpConfigOpt = None,
     planning: PlanningOpt = None,
     subagents: SubagentsOpt = None,
+    steer_stdin: SteerStdinOpt = False,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
     from ..tools._workspace import Workspace
+
+    with _one_line_errors():
+        goal = _goal(goal, steer_stdin)
 
     config = _config(trust_project)  # asked and settled before the log is opened
     flags = _guard_flags(no_guard, guard, loop_threshold, stall_threshold, goal_anchor)
@@ -140,7 +149,7 @@ def run(
     )
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
-        lines = TerminalLines()  # a line answers a prompt waiting for one, or steers
+        lines = TerminalLines(piped_steers=steer_stdin)  # a line answers a prompt, or steers
         agent = choices.agent(config, log, lines)
         if session is not None:  # `last`, or a unique prefix, as for every other id
             from ..store import find_session
@@ -153,6 +162,18 @@ def run(
         return await _drive(stream, json_lines, cancel, lines)
 
     _execute(store, go, workspace=workspace)
+
+
+def _goal(given: str, steer_stdin: bool) -> str:
+    """The goal given, or with `-`, stdin's text to its end."""
+    if given != "-":
+        return given
+    if steer_stdin:
+        raise UsageError("reins run -: stdin is the goal, so it cannot steer too (--steer-stdin)")
+    goal = sys.stdin.read().strip()
+    if not goal:
+        raise UsageError("reins run -: stdin held no goal (it was empty)")
+    return goal
 
 
 def _with_media(goal: str, files: list[Path]) -> Goal:

@@ -1,5 +1,6 @@
 """The one reader of stdin while a run runs: a line answers the prompt that waits for one (an
-approval, the offer at a cap); any other line steers the run."""
+approval, the offer at a cap); any other line steers the run: one typed in a terminal, or one
+piped with `--steer-stdin`."""
 
 from __future__ import annotations
 
@@ -35,7 +36,11 @@ class TerminalLines:
 
     inline = True
 
-    def __init__(self) -> None:
+    def __init__(self, *, piped_steers: bool = False) -> None:
+        self._piped_steers = piped_steers
+        """A stdin that is not a terminal steers too (`--steer-stdin`): else its lines (a file
+        piped in for another reason) are dropped, with a notice."""
+        self._dropped = False
         self._steer: Callable[[str], None] | None = None
         self.before_prompt: Callable[[], None] = lambda: None
         """What `prompting` calls: the run's screen sets it to stop its spinner."""
@@ -129,5 +134,18 @@ class TerminalLines:
         if waiting is not None and not waiting.done():
             waiting.set_result(line)
         elif line.strip() and self._steer is not None:
+            if not (self._piped_steers or sys.stdin.isatty()):
+                self._drop()
+                return
             self._steer(line.strip())
             self.on_steer(line.strip())
+
+    def _drop(self) -> None:
+        if not self._dropped:
+            self._dropped = True
+            from ._console import err
+
+            err.print(
+                "[yellow]stdin is not a terminal: its lines do not steer the run[/] (pass "
+                "--steer-stdin for that; before 0.2 they did)"
+            )
