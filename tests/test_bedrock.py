@@ -5,6 +5,7 @@ own service model of bedrock-runtime; boto3 signs with dummy credentials from th
 
 from __future__ import annotations
 
+import base64
 import json
 import struct
 import sys
@@ -20,21 +21,25 @@ from botocore.validate import ParamValidator
 
 from reins import (
     Agent,
+    AssistantMessage,
     ModelResponse,
     ModelSettings,
     StopReason,
     SystemMessage,
     TextChunk,
+    ToolCall,
     ToolResultMessage,
     UsageError,
     UserMessage,
     resolve_model,
 )
 from reins.core._errors import ModelConnectionError, ModelHTTPError
-from reins.core._model import Retrying, ThinkingChunk
+from reins.core._media import Document, Image
+from reins.core._model import Retrying, ThinkingChunk, takes_media
 from reins.models import BedrockModel
-from reins.tools import write_file
+from reins.tools import read_file, write_file
 
+from .test_media import PDF, png
 from .wire_server import Answer, Received, WireServer, wire_server
 
 pytestmark = pytest.mark.real_model
@@ -119,13 +124,21 @@ def calls_write_file(index: int = 0) -> list[bytes]:
     ]
 
 
-def request_of(received: Received) -> dict[str, Any]:
+def request_of(received: Received, *, blobs: bool = False) -> dict[str, Any]:
     """The request body, checked against ConverseStream's input shape (the model id is in the
-    path); botocore's validator refuses unknown keys and wrong types."""
+    path); botocore's validator refuses unknown keys and wrong types. With `blobs`, the
+    base64 of each image's and document's bytes is decoded for the check."""
     body = received.json()
     model_id = unquote(received.path.removeprefix("/model/").removesuffix("/converse-stream"))
-    _checked({"modelId": model_id, **body}, STREAM.input_shape)
+    checked = json.loads(received.body, object_hook=_decoded) if blobs else body
+    _checked({"modelId": model_id, **checked}, STREAM.input_shape)
     return {"modelId": model_id, **body}
+
+
+def _decoded(value: dict[str, Any]) -> dict[str, Any]:
+    if set(value) == {"bytes"}:
+        return {"bytes": base64.b64decode(value["bytes"])}
+    return value
 
 
 @pytest.fixture
@@ -358,3 +371,36 @@ async def test_without_boto3_the_error_names_the_extra(monkeypatch: pytest.Monke
     monkeypatch.setitem(sys.modules, "boto3", None)  # as if not installed
     with pytest.raises(UsageError, match=r"pip install 'reins\[bedrock\]'"):
         await BedrockModel(model=MODEL_ID).request([UserMessage(content="?")], [], FAST)
+
+
+async def test_images_and_documents_go_as_converse_blocks(server: WireServer) -> None:
+    server.handler = lambda _: text("A red dot.")
+    image, document = Image.from_bytes(png()), Document.from_bytes(PDF, name="my spec, v2.pdf")
+    call = ToolCall(id="tooluse_1", name="read_file", arguments={"path": "dot.png"})
+    messages = [
+        UserMessage(content="What do these show?", media=(image, document)),
+        AssistantMessage(tool_calls=(call,)),
+        ToolResultMessage(call_id="tooluse_1", name="read_file", content="dot.png", media=(image,)),
+    ]
+    bedrock = model(server)
+    assert takes_media(bedrock)
+    assert not takes_media(BedrockModel(model="mistral.mistral-large-2402-v1:0"))
+    await bedrock.request(messages, [read_file.spec], FAST)
+
+    asked, _, answered = request_of(server.received[0], blobs=True)["messages"]
+    encoded = base64.b64encode(png()).decode()  # the JSON wire carries bytes as base64
+    assert asked["content"] == [
+        {"text": "What do these show?"},
+        {"image": {"format": "png", "source": {"bytes": encoded}}},
+        {
+            "document": {
+                "format": "pdf",
+                "name": "my spec- v2",  # what Converse allows in a name
+                "source": {"bytes": base64.b64encode(PDF).decode()},
+            }
+        },
+    ]
+    assert answered["content"][0]["toolResult"]["content"] == [
+        {"text": "dot.png"},
+        {"image": {"format": "png", "source": {"bytes": encoded}}},
+    ]

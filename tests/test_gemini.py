@@ -15,21 +15,25 @@ from google.genai import types
 
 from reins import (
     Agent,
+    AssistantMessage,
     ModelResponse,
     ModelSettings,
     StopReason,
     SystemMessage,
     TextChunk,
+    ToolCall,
     ToolResultMessage,
     UsageError,
     UserMessage,
     resolve_model,
 )
 from reins.core._errors import ModelConnectionError, ModelHTTPError
-from reins.core._model import Retrying, ThinkingChunk
+from reins.core._media import Document, Image
+from reins.core._model import Retrying, ThinkingChunk, takes_media
 from reins.models import GeminiModel
 from reins.tools import write_file
 
+from .test_media import PDF, png
 from .wire_server import Answer, Received, WireServer, wire_server
 
 pytestmark = pytest.mark.real_model
@@ -289,3 +293,29 @@ async def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "google.genai", None)  # as if not installed
     with pytest.raises(UsageError, match=r"pip install 'reins\[gemini\]'"):
         await GeminiModel(model="m", api_key="k").request([UserMessage(content="?")], [], FAST)
+
+
+async def test_images_and_documents_go_inline(server: WireServer) -> None:
+    server.handler = lambda _: sse(chunk(types.Part(text="A red dot."), finish="STOP"))
+    image, document = Image.from_bytes(png()), Document.from_bytes(PDF, name="spec.pdf")
+    call = ToolCall(id="call_1", name="read_file", arguments={"path": "dot.png"})
+    messages = [
+        UserMessage(content="What do these show?", media=(image, document)),
+        AssistantMessage(tool_calls=(call,)),
+        ToolResultMessage(call_id="call_1", name="read_file", content="dot.png", media=(image,)),
+    ]
+    gemini = model(server)
+    assert takes_media(gemini)
+    await gemini.request(messages, [], FAST)
+
+    asked, _, answered = request_of(server.received[0]).contents
+    assert asked.parts == [
+        types.Part(text="What do these show?"),
+        types.Part(inline_data=types.Blob(mime_type="image/png", data=png())),
+        types.Part(inline_data=types.Blob(mime_type="application/pdf", data=PDF)),
+    ]
+    response, said, inline = answered.parts or []
+    assert response.function_response is not None
+    assert response.function_response.response == {"output": "dot.png"}
+    assert said.text == f"The {image.describe()} that read_file returned (call call_1):"
+    assert inline.inline_data == types.Blob(mime_type="image/png", data=png())

@@ -12,6 +12,7 @@ import base64
 import importlib
 import json
 import os
+import re
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from ..core._model import (
     TextChunk,
     ThinkingChunk,
 )
+from ._media_wire import bedrock_block
 from ._resilience import Retried
 
 FINISH: dict[str, FinishReason] = {
@@ -68,6 +70,9 @@ STREAM_ERRORS = {
 """Exceptions the event stream carries in place of an event, as the HTTP statuses they are
 when the API answers with them at once (so they are retried, or not, alike)."""
 
+VISION = re.compile(r"claude|nova-(lite|pro|premier)|llama3-2-(11|90)b|llama4|pixtral")
+"""Bedrock model ids of the families that take images (and, through Converse, documents)."""
+
 
 @dataclass(kw_only=True)
 class BedrockModel(Retried):
@@ -82,7 +87,14 @@ class BedrockModel(Retried):
     endpoint_url: str | None = None
     """Defaults to boto3's (AWS_ENDPOINT_URL_BEDROCK_RUNTIME, then Bedrock's own)."""
     provider: str = "bedrock"
+    vision: bool | None = None
+    """Whether it takes images and documents; None: it does if its id names a family that
+    does (Claude, Nova but Micro, Llama 3.2 11B/90B and 4, Pixtral), else as the catalog says."""
     _client: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.vision is None and VISION.search(self.model):
+            self.vision = True
 
     @property
     def name(self) -> str:
@@ -288,7 +300,10 @@ def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
             case SystemMessage():
                 pass  # sent as `system`
             case UserMessage():
-                add("user", [{"text": message.content}])
+                given = [bedrock_block(m) for m in message.media]  # after the text
+                if message.content or not given:
+                    given.insert(0, {"text": message.content})
+                add("user", given)
             case AssistantMessage():
                 blocks = [_reasoning(b) for b in message.thinking_blocks if _signed(b)]
                 if message.text:
@@ -307,7 +322,8 @@ def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
             case ToolResultMessage():
                 result = {
                     "toolUseId": message.call_id,
-                    "content": [{"text": message.content}],
+                    # a result's content may hold images and documents too
+                    "content": [{"text": message.content}, *map(bedrock_block, message.media)],
                     "status": "error" if message.is_error else "success",
                 }
                 add("user", [{"toolResult": result}])

@@ -13,10 +13,11 @@ from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 from ..core._errors import ModelConnectionError, ModelError, ModelHTTPError, UsageError
 from ..core._events import FinishReason
+from ..core._media import Document, Image
 from ..core._messages import (
     AssistantMessage,
     Message,
@@ -37,6 +38,7 @@ from ..core._model import (
     TextChunk,
     ThinkingChunk,
 )
+from ._media_wire import returned_by
 from ._resilience import Retried
 from ._sdk_errors import _retry_after, _transport_errors, _why
 
@@ -69,6 +71,8 @@ class GeminiModel(Retried):
     api_key: str | None = None
     """Defaults to GEMINI_API_KEY, then GOOGLE_API_KEY."""
     provider: str = "gemini"
+    vision: ClassVar[bool] = True
+    """Every Gemini model takes images and PDFs."""
     _client: Any = field(default=None, init=False, repr=False)
 
     @property
@@ -244,12 +248,19 @@ def _contents(messages: Sequence[Message]) -> list[Any]:
         else:
             turns.append(types.Content(role=role, parts=parts))
 
+    returned: list[Any] = []  # results' images and documents, after all the responses
     for message in messages:
+        if returned and not isinstance(message, ToolResultMessage):
+            add("user", returned)
+            returned = []
         match message:
             case SystemMessage():
                 pass  # sent as `system_instruction`
             case UserMessage():
-                add("user", [types.Part(text=message.content)])
+                given = [_inline(m) for m in message.media]  # after the text
+                if message.content or not given:
+                    given.insert(0, types.Part(text=message.content))
+                add("user", given)
             case AssistantMessage():
                 add("model", _model_parts(message) or [types.Part(text="(no reply)")])
             case ToolResultMessage():
@@ -258,7 +269,17 @@ def _contents(messages: Sequence[Message]) -> list[Any]:
                     id=message.call_id, name=message.name, response={key: message.content}
                 )
                 add("user", [types.Part(function_response=response)])
+                for media in message.media:  # each says whose it is
+                    said = returned_by(media, message.name, message.call_id)
+                    returned.extend([types.Part(text=said), _inline(media)])
+    if returned:
+        add("user", returned)
     return turns
+
+
+def _inline(media: Image | Document) -> Any:
+    types = _genai().types
+    return types.Part(inline_data=types.Blob(mime_type=media.media_type, data=media.data))
 
 
 def _model_parts(message: AssistantMessage) -> list[Any]:

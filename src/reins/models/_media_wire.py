@@ -1,11 +1,13 @@
 """Images and documents as each provider's wire takes them (base64, from the value's bytes).
 
 Checked against the SDKs' own types: OpenAI chat's `image_url` and `file` content parts, the
-Responses API's `input_image` and `input_file`, Anthropic's `image` and `document` blocks.
+Responses API's `input_image` and `input_file`, Anthropic's `image` and `document` blocks,
+Bedrock Converse's `image` and `document` blocks (Gemini's inline data is in `_gemini`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..core._media import Document, Image
@@ -39,6 +41,29 @@ def anthropic_block(media: Image | Document) -> dict[str, Any]:
     if media.name:
         block["title"] = media.name
     return block
+
+
+def bedrock_block(media: Image | Document) -> dict[str, Any]:
+    """A Converse content block (botocore's `ImageBlock`, `DocumentBlock`), raw bytes: boto3
+    encodes them."""
+    if isinstance(media, Image):
+        kind = media.media_type.removeprefix("image/")  # png, jpeg, gif, webp: Converse's names
+        return {"image": {"format": kind, "source": {"bytes": media.data}}}
+    return {
+        "document": {
+            "format": "pdf",
+            "name": _bedrock_name(media.name),
+            "source": {"bytes": media.data},
+        }
+    }
+
+
+def _bedrock_name(name: str) -> str:
+    """Converse takes a document name of letters, digits, spaces (one at a time), hyphens,
+    parentheses and square brackets only."""
+    stem = name.rsplit(".", 1)[0] if name else ""
+    cleaned = re.sub(r"\s+", " ", re.sub(r"[^A-Za-z0-9\s\-()\[\]]", "-", stem)).strip()
+    return cleaned or "document"
 
 
 def returned_by(media: Image | Document, tool: str, call_id: str) -> str:
