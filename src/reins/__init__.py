@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .agent._run import AgentRun, RunResult
     from .context import ContextSettings
     from .core._cancel import Cancel
+    from .core._catalog import ModelInfo, register_model
     from .core._errors import (
         ContextTooLarge,
         LogCorrupted,
@@ -182,6 +183,8 @@ _LAZY: dict[str, str] = {
     "ThinkingDelta": ".core._events",
     "ToolCallFinished": ".core._events",
     "ToolCallStarted": ".core._events",
+    "ModelInfo": ".core._catalog",
+    "register_model": ".core._catalog",
     "Document": ".core._media",
     "Image": ".core._media",
     "MESSAGES": ".core._messages",
@@ -300,6 +303,7 @@ __all__ = [
     "ModelConnectionError",
     "ModelError",
     "ModelHTTPError",
+    "ModelInfo",
     "ModelRequested",
     "ModelResponded",
     "ModelResponse",
@@ -368,6 +372,7 @@ __all__ = [
     "Verified",
     "Workspace",
     "WorkspaceError",
+    "register_model",
     "resolve_model",
     "tool",
 ]

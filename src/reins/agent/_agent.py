@@ -22,6 +22,7 @@ from ..policies import Guards
 from ..tools import Tool
 from ._assembly import RunAssembly
 from ._begin import Caps, resume_run, start_run
+from ._fields import check_cost_budget
 from ._run import AgentRun, Begin, RunResult
 
 if TYPE_CHECKING:
@@ -244,6 +245,7 @@ class Agent(RunAssembly):
     ) -> AgentRun:
         """Like `resume`, as an async iterable of events."""
         self._check_deps(deps)
+        check_cost_budget(self.model, cost_budget)
         caps = Caps(max_steps, token_budget, time_budget, cost_budget)
         return AgentRun(
             lambda: resume_run(

@@ -12,7 +12,7 @@ from typing import Any
 from ..context._modes import Mode, resolve_mode
 from ..context._sections import PromptContext, build_prompt
 from ..core._cancel import Cancel
-from ..core._catalog import UNKNOWN, lookup
+from ..core._catalog import UNKNOWN, lookup, priced, served_at
 from ..core._errors import UsageError
 from ..core._events import (
     Event,
@@ -87,14 +87,8 @@ async def start_run(
                 f"{len(asked.media)} of them were given, and sees none",
             )
         )
-    if not getattr(agent.model, "offline", False) and not lookup(started.config.model).known:
-        told.append(
-            (
-                "catalog",
-                f"model {started.config.model!r} is not in the catalog: assuming a "
-                f"{UNKNOWN.context_window}-token context, no price (cost not counted)",
-            )
-        )
+    if not getattr(agent.model, "offline", False) and (note := _catalog_note(agent, started)):
+        told.append(("catalog", note))
     for source, text in told:
         notice = Notice(
             session_id=session_id,
@@ -113,6 +107,28 @@ async def start_run(
 def _title(asked: UserMessage) -> str:
     """The goal as the run index shows it: its text, else what it gave."""
     return asked.content or ", ".join(m.describe() for m in asked.media)
+
+
+def _catalog_note(agent: RunAssembly, started: RunStarted) -> str:
+    """What the catalog does not know of the run's model and assumes instead, if anything."""
+    name, at = started.config.model, served_at(agent.model)
+    window = (started.config.context or agent.context).window
+    unpriced = not priced(name, at=at)
+    where = f" (served at {at})" if at else ""
+    entry = f'[models."{name}"] in your config'
+    if not lookup(name).known and window is None:
+        cost = ", no price (cost not counted)" if unpriced else ""
+        return (
+            f"model {name!r} is not in the catalog: assuming a {UNKNOWN.context_window}-token "
+            f"context{cost}; give its window with --context-window or {entry} (context_window"
+            f"{', input_price, output_price' if unpriced else ''})"
+        )
+    if unpriced:
+        return (
+            f"no price is known for model {name!r}{where}: its cost is not counted; give its "
+            f"prices in {entry} (input_price, output_price: US dollars per million tokens)"
+        )
+    return ""
 
 
 def _run_started(

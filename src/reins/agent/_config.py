@@ -83,6 +83,7 @@ from ..mcp._config import MCPServerConfig, servers_from_json, servers_from_table
 from ..permissions import ApprovalMode, PermissionRules
 from ..policies import HOOK_EVENTS, Guards, Hook, HookEvent
 from ..sandbox import MODES, SandboxMode, SandboxPolicy
+from ._model_entries import ModelEntry, price_keys
 
 PROJECT_FILE = "reins.toml"
 
@@ -445,6 +446,9 @@ class Config(BaseModel):
     skill_folders: tuple[Path, ...] = ()
     """Where skills are found: the user's (`skills/` beside the config file), then each of
     a trusted project's skills."""
+    models: dict[str, ModelEntry] = {}
+    """Windows, output caps and prices by model name (`[models."NAME"]`, see
+    `reins.agent._model_entries`): registered in the catalog when a model is resolved."""
     untrusted: Untrusted | None = None
     """What the project file sets that waits for the user's trust: not in `checks`,
     `stop_hooks`, `providers` and `model` (those are the user's) until `trusting_project`."""
@@ -517,6 +521,7 @@ def load_config(start: Path | None = None) -> Config:
     sandbox = SandboxConfig()
     guards: dict[str, object] = {}
     context: dict[str, object] = {}
+    models: dict[str, object] = {}
     trusted: list[Path] = []
     held: dict[str, Any] | None = None
     notices: tuple[str, ...] = ()
@@ -533,6 +538,11 @@ def load_config(start: Path | None = None) -> Config:
                 raise UsageError(f"config {path}: {key}: Extra inputs are not permitted")
         if is_project:
             _refuse_keys(path, data)
+            if prices := price_keys(data.get("models")):
+                raise UsageError(
+                    f"config {path}: {prices[0]}: a project's file may not set a price (it "
+                    f"bounds your cost budget); set it in {user_config_path()}"
+                )
             _refuse_profile_models(path, data.get("profiles"))
             _refuse_looser_approval(path, data)
             _refuse_trust(path, data)
@@ -560,6 +570,11 @@ def load_config(start: Path | None = None) -> Config:
             context.update(layer_context)  # key by key, as the guards
         else:
             merged["context"] = layer_context
+        layer_models = data.pop("models", {})
+        if isinstance(layer_models, dict):
+            models.update(layer_models)  # model by model: the project's win
+        else:
+            merged["models"] = layer_models
         layer_sandbox = _sandbox(path, data.pop("sandbox", {}))
         sandbox = _tightened(sandbox, layer_sandbox, path) if is_project else layer_sandbox
         merged.update(data)
@@ -581,6 +596,7 @@ def load_config(start: Path | None = None) -> Config:
             {
                 "guards": guards,
                 "context": context,
+                "models": models,
                 **merged,
                 **rules,
                 "sandbox": sandbox,

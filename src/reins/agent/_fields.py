@@ -13,6 +13,7 @@ from ..context import ContextSettings
 from ..context._instructions import INSTRUCTION_FILES
 from ..context._modes import MODES, resolve_mode
 from ..context._sections import PromptSection
+from ..core._catalog import priced, served_at
 from ..core._errors import UsageError
 from ..core._loop import hooks_of
 from ..core._model import Model, ModelSettings
@@ -228,6 +229,7 @@ class AgentFields:
         for name in ("token_budget", "time_budget", "cost_budget"):
             if (value := getattr(self, name)) is not None and value <= 0:
                 raise UsageError(f"{name}={value!r}: a budget is more than 0 (None: no budget)")
+        check_cost_budget(self.model, self.cost_budget)
         if any(not check.strip() for check in self.checks):
             raise UsageError(
                 "a check is an empty command: give the command that must pass before an answer "
@@ -299,3 +301,21 @@ def _check_kinds(agent: AgentFields) -> None:
     wanted = agent.deps_type
     if wanted is not None and not isinstance(get_origin(wanted) or wanted, type):
         raise UsageError(f"deps_type={wanted!r}: give a type, as deps_type=MyDeps")
+
+
+def check_cost_budget(model: object, budget: float | None) -> None:
+    """A cost budget can be kept only on a model whose price is known: else one error now,
+    not a run that spends while its account says nothing."""
+    if budget is None or getattr(model, "offline", False):  # a test double costs nothing
+        return
+    name = str(getattr(model, "name", ""))
+    at = served_at(model)
+    if priced(name, at=at):
+        return
+    where = f" (served at {at})" if at else ""
+    raise UsageError(
+        f"cost budget ${budget:g}: no price is known for {name}{where}, so the budget cannot "
+        f'be kept; give its prices in your config ([models."{name}"] input_price and '
+        "output_price, US dollars per million tokens; in Python reins.register_model), or run "
+        "without a cost budget"
+    )

@@ -9,6 +9,7 @@ from ..core._errors import UnknownModel, UsageError
 from ..core._model import Model
 from ..models._embedded import DEFAULT_EMBEDDED, EMBEDDED, check_installed, embedded_model
 from ._config import Config, load_config, user_config_path
+from ._model_entries import register_entries
 
 KNOWN = (
     f"local, local:NAME (an embedded model: {', '.join(EMBEDDED)}), local:PATH.gguf, "
@@ -43,7 +44,10 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
     """The model a string names; see `KNOWN`. Keys and base URLs come from the environment
     (OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OLLAMA_BASE_URL),
     then from the config files (`reins.agent._config`); a provider an untrusted project's file sets
-    is an error (`Config.trusting_project` or `distrusting_project` settles it first)."""
+    is an error (`Config.trusting_project` or `distrusting_project` settles it first). The
+    config's `[models]` entries go into the model catalog."""
+    if config is not None:
+        register_entries(config.models)
     kind, _, rest = spec.partition(":")
     if kind == "script" and rest:
         from ..testing import ScriptedModel
@@ -58,7 +62,9 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
         return OpenAIModel(model=name, base_url=spec, provider=spec)
     if not rest:
         raise UnknownModel(f"unknown model {spec!r}; known forms: {KNOWN}")
-    config = config or load_config()
+    if config is None:
+        config = load_config()
+        register_entries(config.models)
     held = config.untrusted
     if held is not None and kind in held.providers:  # the CLI has asked (or refused) before
         raise UsageError(

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core._catalog import price
+from ..core._catalog import price, served_at
 from ..core._context_settings import ContextSettings
 from ..core._errors import ContextTooLarge, StoreError
 from ..core._messages import AssistantMessage, Message, ToolResultMessage, ToolSpec, UserMessage
@@ -212,7 +212,7 @@ class ContextBuilder:
                 detail = f"the summarizer failed: {type(exc).__name__}: {exc}"
             else:
                 text, method, detail = summary.text, "summary", ""
-                cost = price(summary.model, summary.usage)
+                cost = price(summary.model, summary.usage, at=served_at(model))
                 usage = {"usage": summary.usage, "model": summary.model, "cost": cost}
         if method == "digest":
             text = digest(cut.dropped, min(DIGEST_CHARS, self.window * CHARS_PER_TOKEN // 8))

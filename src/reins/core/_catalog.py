@@ -1,17 +1,20 @@
 """What reins knows about models: limits, capabilities and prices.
 
-Prices come from `genai-prices`, the maintained table pydantic-ai uses (imported on first need:
-it takes a quarter of a second). This catalog keeps what that table lacks: output caps, the
-open models you run yourself (free) and your own entries (`register`: your negotiated prices
-win). A model neither knows runs with conservative limits, no price, and a notice in the log.
+Prices come from `genai-prices`, the maintained table pydantic-ai uses, and context windows and
+output caps from models.dev (`reins.core._limits`); both are imported on first need. This
+catalog keeps the entries they are checked against (output caps, vision, thinking), the open
+models you run yourself (free) and your own entries (`register`, the config's `[models]`:
+your figures win). A model served elsewhere than by its provider (a base URL of yours) is
+priced as the provider that URL is, if genai-prices knows it, else not at all. A model none of
+them knows runs with conservative limits, no price, and a notice in the log.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..core._messages import Usage
+from ._limits import limits
 
 GENEROUS_OUTPUT = 32_000
 """The output cap of a model whose own is not known: the context window still bounds it."""
@@ -93,8 +96,6 @@ CATALOG: dict[str, ModelInfo] = {
 
 _found: dict[str, ModelInfo] = {}
 """Lookups already made: the loop prices every response."""
-_unpriced: set[str] = set()
-"""Model names neither the catalog nor genai-prices prices (a test double, your server's)."""
 
 
 def lookup(model_name: str) -> ModelInfo:
@@ -110,26 +111,47 @@ def _search(model_name: str) -> ModelInfo:
     provider, name = split_name(model_name)
     if provider == "local" or model_name == "local":
         return CATALOG["local"]
+    if (own := CATALOG.get(model_name.lower())) is not None:  # an entry for this provider's
+        return own
     name = name.lower()
     best = max((key for key in CATALOG if name.startswith(key)), key=len, default=None)
     if best is not None:
         return CATALOG[best]
-    priced = _priced_model(provider, name)
-    if priced is None:
-        return UNKNOWN
-    return ModelInfo(context_window=priced.context_window or UNKNOWN.context_window)
+    found = limits(provider, name)
+    if found is not None:
+        return ModelInfo(
+            context_window=found.window,
+            max_output=found.output or GENEROUS_OUTPUT,
+            tools=found.tools,
+            thinking=found.thinking,
+            vision=found.vision,
+        )
+    return UNKNOWN
 
 
-def price(model_name: str, usage: Usage) -> float | None:
-    """What `usage` of a model cost in USD: the catalog's own prices, else genai-prices'
-    (cache reads and writes priced apart); None when neither knows the model."""
+FREE_PROVIDERS = ("local", "ollama")
+"""Providers that run the model on a machine of yours: nobody bills for its tokens."""
+
+
+def served_at(model: object) -> str | None:
+    """The base URL a model's requests go to, if not its provider's own API (`served_at` of
+    the providers: a base URL given, or OPENAI_BASE_URL / ANTHROPIC_BASE_URL)."""
+    url = getattr(model, "served_at", None)
+    return url if isinstance(url, str) and url else None
+
+
+def price(model_name: str, usage: Usage, *, at: str | None = None) -> float | None:
+    """What `usage` of a model cost in USD: the catalog's own prices (yours: `register`, the
+    config's `[models]`), else genai-prices' (cache reads and writes priced apart); None when
+    neither knows the model. `at`: the base URL its requests went to (`served_at`): a model
+    served elsewhere than by its provider is priced as the provider that URL is (OpenRouter,
+    Azure, Groq, …), or not at all: a server of yours is not billed as OpenAI."""
     own = lookup(model_name).cost(usage)
-    if own is not None or model_name in _unpriced:
+    if own is not None:
         return own
-    provider, name = split_name(model_name)
-    if _priced_model(provider, name.lower()) is None:
-        _unpriced.add(model_name)
-        return None
+    found = _priced_model(model_name, at)
+    if found is None:
+        return 0.0 if split_name(model_name)[0] in FREE_PROVIDERS else None
     from genai_prices import Usage as PricedUsage
     from genai_prices import calc_price
 
@@ -139,42 +161,56 @@ def price(model_name: str, usage: Usage) -> float | None:
         cache_write_tokens=usage.cache_write_tokens,
         output_tokens=usage.output_tokens,
     )
-    provider = SAME_PRICES.get(provider, provider)
-    return float(calc_price(counted, name.lower(), provider_id=provider or None).total_price)
+    provider_id, name = found
+    return float(calc_price(counted, name, provider_id=provider_id).total_price)
+
+
+def priced(model_name: str, *, at: str | None = None) -> bool:
+    """Whether `price` knows what the model costs (a cost budget can be kept)."""
+    info = lookup(model_name)
+    if info.input_price is not None and info.output_price is not None:
+        return True
+    return (
+        split_name(model_name)[0] in FREE_PROVIDERS or _priced_model(model_name, at) is not None
+    )
 
 
 def split_name(model_name: str) -> tuple[str, str]:
     """`provider:model` -> (provider, model): at the first colon, as model ids hold colons
-    (Bedrock's `...-v1:0`, Ollama's `llama3.2:3b`); a URL's provider ends at its last."""
+    (Bedrock's `...-v1:0`, Ollama's `llama3.2:3b`); a URL's provider ends at its last; a bare
+    name has no provider."""
     if "://" in model_name:
         provider, _, name = model_name.rpartition(":")
     else:
         provider, _, name = model_name.partition(":")
-    return provider, name
+    return (provider, name) if name else ("", provider)  # a bare name: no provider
 
 
 SAME_PRICES = {"openai-responses": "openai", "gemini": "google", "bedrock": "aws"}
 """Providers of reins' naming that bill as another of genai-prices'."""
 
-_priced: dict[tuple[str, str], Any] = {}
+_priced: dict[tuple[str, str | None], tuple[str, str] | None] = {}
 
 
-def _priced_model(provider: str, name: str) -> Any:
-    """genai-prices' entry for a model of a provider it knows (`openai`, `anthropic`, `groq`,
-    …) or, for a bare name, of the provider it guesses; None otherwise: a model served by an
-    endpoint of yours is not priced as someone else's."""
-    provider = SAME_PRICES.get(provider, provider)
-    key = (provider, name)
+def _priced_model(model_name: str, at: str | None) -> tuple[str, str] | None:
+    """genai-prices' provider id and the model's name, for a model it prices: of the provider
+    the base URL `at` is, else of a provider of reins' naming it knows (`openai`,
+    `anthropic`, `groq`, …) or, for a bare name, of the provider it guesses; None otherwise."""
+    key = (model_name, at)
     if key not in _priced:
         from genai_prices import data_snapshot
 
+        provider, name = split_name(model_name)
+        provider = SAME_PRICES.get(provider, provider)
+        name = name.lower()
         try:
-            _, found = data_snapshot.get_snapshot().find_provider_model(
-                name, None, provider or None, None
+            found, _ = data_snapshot.get_snapshot().find_provider_model(
+                name, None, None if at else provider or None, at
             )
         except LookupError:
-            found = None
-        _priced[key] = found
+            _priced[key] = None
+        else:
+            _priced[key] = (found.id, name)
     return _priced[key]
 
 
@@ -182,4 +218,8 @@ def register(name: str, info: ModelInfo) -> None:
     """Add or correct a catalog entry (for example your negotiated prices)."""
     CATALOG[name.lower()] = info
     _found.clear()
-    _unpriced.clear()
+
+
+register_model = register
+"""`reins.register_model(name, ModelInfo(...))`: a model's window, cap or prices, by name as the
+loop sees it (`openai:gpt-4o-mini`, or a name a model's name starts with after its provider)."""

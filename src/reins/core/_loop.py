@@ -25,7 +25,7 @@ from ._caps import (
     cap_choices,
     extended,
 )
-from ._catalog import lookup, price
+from ._catalog import lookup, price, served_at
 from ._errors import ContextTooLarge, ReinsError, StoreError, ToolError
 from ._events import (
     AnswerRejected,
@@ -121,6 +121,7 @@ class RunLoop:
         )
         self._blind = not takes_media(model)
         """Images and documents become notes saying they were not sent (`blind`)."""
+        self._served_at = served_at(model)
         self.cancel = cancel
         self.approver = approver
         self.on_cap = on_cap
@@ -427,7 +428,7 @@ class RunLoop:
 
     # 4: after the response; an accepted one goes on to its tools or its final answer
     def _price(self, response: ModelResponse) -> float | None:
-        return price(response.model_name, response.usage)
+        return price(response.model_name, response.usage, at=self._served_at)
 
     async def _review(self) -> Event | None:
         state = self.state

@@ -70,6 +70,12 @@ class AnthropicModel(Retried):
     def name(self) -> str:
         return f"{self.provider}:{self.model}"
 
+    @property
+    def served_at(self) -> str | None:
+        """The base URL the requests go to; None: Anthropic's own API (the catalog prices by
+        it)."""
+        return self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+
     def client(self) -> Any:
         if self._client is None:
             self._client = _anthropic().AsyncAnthropic(

@@ -65,6 +65,11 @@ class OpenAIEndpoint:
     def name(self) -> str:
         return f"{self.provider}:{self.model}"
 
+    @property
+    def served_at(self) -> str | None:
+        """The base URL the requests go to; None: OpenAI's own API (the catalog prices by it)."""
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
     def client(self) -> Any:
         if self._client is None:
             self._client = _openai().AsyncOpenAI(

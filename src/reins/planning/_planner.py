@@ -13,7 +13,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..context._compaction import digest
-from ..core._catalog import price
+from ..core._catalog import price, served_at
 from ..core._errors import ToolError
 from ..core._messages import Message, SystemMessage, UserMessage
 from ..core._model import Model, ModelSettings
@@ -149,7 +149,7 @@ class _Planner:
         for _ in range(2):
             response = await self.model.request(messages, [], SETTINGS)
             usage = response.usage
-            cost = price(response.model_name, usage)
+            cost = price(response.model_name, usage, at=served_at(self.model))
             self.scope.spend(usage, cost or 0.0)
             text = response.message.text
             try:
