@@ -16,6 +16,7 @@ from reins.core._catalog import (
     _found,
     lookup,
     price,
+    priced,
     register,
 )
 
@@ -31,10 +32,21 @@ def test_lookup_drops_the_provider_and_takes_the_longest_match() -> None:
     assert lookup("openai:mystery-1") is UNKNOWN
 
 
-def test_a_model_only_genai_prices_knows_takes_its_window_and_a_generous_cap() -> None:
+def test_a_model_the_catalog_does_not_list_takes_models_dev_figures() -> None:
     info = lookup("openai:gpt-3.5-turbo")
     assert "gpt-3.5" not in " ".join(CATALOG)
-    assert (info.known, info.context_window, info.max_output) == (True, 16_385, GENEROUS_OUTPUT)
+    assert (info.known, info.context_window, info.max_output) == (True, 16_385, 4096)
+    # reins' provider names, models.dev's ids: Gemini, Bedrock (whose ids hold a colon).
+    gemini = lookup("gemini:gemini-2.5-flash")
+    assert (gemini.context_window, gemini.max_output, gemini.vision) == (1_048_576, 65_536, True)
+    bedrock = lookup("bedrock:anthropic.claude-haiku-4-5-20251001-v1:0")
+    assert (bedrock.context_window, bedrock.max_output) == (200_000, 64_000)
+    # A server of yours: the model's figures wherever it is listed, its org prefix or not.
+    served = lookup("vllm:meta-llama/Llama-3.1-8B-Instruct")
+    assert (served.known, served.context_window) == (True, 131_072)
+    # A tagged variant of a listed model; the same letters alone are no variant.
+    assert lookup("groq:llama-3.3-70b-versatile-beta").context_window == 131_072
+    assert lookup("x:gemini-2.5-flashy") is UNKNOWN
     assert UNKNOWN.max_output == GENEROUS_OUTPUT > 2048
 
 
@@ -60,6 +72,21 @@ def test_models_no_one_bills_for() -> None:
     # An endpoint of your own serving a model under a hosted model's name is not billed as it.
     assert price("myserver:gpt-4o", usage) is None
     assert price("openai:mystery-1", usage) is None
+    assert price("ollama:mistral-small", usage) == 0.0  # on a machine of yours, listed or not
+
+
+def test_a_model_served_elsewhere_is_priced_as_whoever_serves_it_or_not_at_all() -> None:
+    million = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    # OPENAI_BASE_URL at a server of yours: not OpenAI's bill.
+    assert price("openai:gpt-4o-mini", million, at="http://127.0.0.1:8000/v1") is None
+    assert not priced("openai:gpt-4o-mini", at="http://127.0.0.1:8000/v1")
+    # At OpenAI's own address, or at a provider genai-prices knows by its URL: its prices.
+    assert price("openai:gpt-4o-mini", million, at="https://api.openai.com/v1") == 0.75
+    routed = price("openai:openai/gpt-4o-mini", million, at="https://openrouter.ai/api/v1")
+    assert routed is not None
+    assert routed > 0
+    assert priced("openai:gpt-4o-mini")
+    assert priced("ollama:mistral-small", at="http://localhost:11434/v1")
 
 
 @pytest.fixture
