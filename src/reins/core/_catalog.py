@@ -170,9 +170,7 @@ def priced(model_name: str, *, at: str | None = None) -> bool:
     info = lookup(model_name)
     if info.input_price is not None and info.output_price is not None:
         return True
-    return (
-        split_name(model_name)[0] in FREE_PROVIDERS or _priced_model(model_name, at) is not None
-    )
+    return split_name(model_name)[0] in FREE_PROVIDERS or _priced_model(model_name, at) is not None
 
 
 def split_name(model_name: str) -> tuple[str, str]:

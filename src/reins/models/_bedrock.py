@@ -100,6 +100,11 @@ class BedrockModel(Retried):
     def name(self) -> str:
         return f"{self.provider}:{self.model}"
 
+    @property
+    def served_at(self) -> str | None:
+        """The endpoint the requests go to; None: Bedrock's own (the catalog prices by it)."""
+        return self.endpoint_url or os.environ.get("AWS_ENDPOINT_URL_BEDROCK_RUNTIME") or None
+
     def client(self) -> Any:
         if self._client is None:
             boto3, config = _sdk("boto3"), _sdk("botocore.config")

@@ -79,6 +79,11 @@ class GeminiModel(Retried):
     def name(self) -> str:
         return f"{self.provider}:{self.model}"
 
+    @property
+    def served_at(self) -> str | None:
+        """The base URL the requests go to; None: Google's own API (the catalog prices by it)."""
+        return self.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or None
+
     def client(self) -> Any:
         if self._client is None:
             genai = _genai()
