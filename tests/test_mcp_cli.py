@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -237,3 +238,51 @@ async def test_mcp_serve_tells_the_client_why_a_run_cannot_start(project: Path) 
         ran = await client.call_tool("run", {"goal": "go"})
         assert ran.is_error
         assert "cannot read script" in ran.content[0].text  # type: ignore[union-attr]
+
+
+async def test_mcp_serve_takes_yes_sandbox_and_max_steps(project: Path) -> None:
+    echo = {"tool_calls": [{"name": "run_command", "arguments": {"command": "echo hi"}}]}
+    model = script(project / "s.json", [echo, "FINAL_ANSWER: ran", echo, echo])
+
+    def serving(*flags: str) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "reins", "mcp", "serve", "-w", "ws", "--store", "store", *flags],
+            env=env_for(project, REINS_MODEL=model),
+            cwd=str(project),
+        )
+
+    flags = ("--yes", "--sandbox", "read-only", "--max-steps", "1")
+    async with Client(serving(*flags)) as client:
+        ran = await client.call_tool("run", {"goal": "say hi", "max_steps": 5})  # 1 holds
+        outcome = ran.structured_content
+        assert outcome is not None
+        assert outcome["stop_reason"] == "max_steps", outcome
+        assert outcome["steps"] == 1
+    events = replayed(project)
+    assert events[0]["config"]["sandbox"] == "read-only"
+    assert events[0]["config"]["max_steps"] == 1
+    [decided] = [e for e in events if e["kind"] == "permission_decided"]
+    assert decided["allowed"] is True  # --yes: approved, where a headless server denies
+    async with Client(serving()) as client:  # without them: denied, the config's cap
+        ran = await client.call_tool("run", {"goal": "say hi"})
+        assert ran.structured_content is not None
+        assert ran.structured_content["stop_reason"] == "end_turn"
+    events = replayed(project)
+    assert events[0]["config"]["sandbox"] == "workspace-write"
+    assert events[0]["config"]["max_steps"] == 30
+    [decided] = [e for e in events if e["kind"] == "permission_decided"]
+    assert decided["allowed"] is False
+
+
+def replayed(project: Path) -> list[dict[str, Any]]:
+    done = reins(project, "replay", "last", "--json", "--store", "store")
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_mcp_serve_says_a_bad_sandbox_before_it_serves(project: Path) -> None:
+    model = script(project / "s.json", ["FINAL_ANSWER: done"])
+    done = reins(project, "mcp", "serve", "-m", model, "-w", "ws", "--sandbox", "open")
+    assert done.returncode == 2
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert "open" in done.stderr

@@ -14,7 +14,19 @@ from rich.table import Table
 
 from ._agent_parts import _config, _mcp_servers
 from ._console import _one_line_errors, err, out
-from ._options import McpConfigOpt, StoreOpt, TrustProjectOpt
+from ._options import (
+    CostBudgetOpt,
+    McpConfigOpt,
+    ModelOpt,
+    NetworkOpt,
+    SandboxOpt,
+    StoreOpt,
+    TimeBudgetOpt,
+    TokenBudgetOpt,
+    TrustProjectOpt,
+    WorkspaceOpt,
+    YesOpt,
+)
 
 if TYPE_CHECKING:
     from ..mcp import MCPServer
@@ -96,19 +108,29 @@ def _row(server: MCPServer) -> dict[str, Any]:
 
 @mcp_app.command()
 def serve(
-    workspace: Annotated[
-        Path, typer.Option("--workspace", "-w", help="Folder the agents' tools work in.")
-    ] = Path("."),
-    model: Annotated[
-        str | None,
-        typer.Option("--model", "-m", envvar="REINS_MODEL", help="The agents' model."),
+    workspace: WorkspaceOpt = Path("."),
+    model: ModelOpt = None,
+    max_steps: Annotated[
+        int | None,
+        typer.Option(
+            "--max-steps",
+            min=1,
+            help="Cap on each run's model calls (default: the config's, else 30); a client's "
+            "`run` may ask for fewer, not more.",
+        ),
     ] = None,
+    token_budget: TokenBudgetOpt = None,
+    time_budget: TimeBudgetOpt = None,
+    cost_budget: CostBudgetOpt = None,
+    yes: YesOpt = False,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
     store: StoreOpt = None,
     trust_project: TrustProjectOpt = False,
 ) -> None:
     """Serve reins over MCP on stdin/stdout: `run` (an agent run on a goal: its answer and
-    run id), `sessions` and `read_run` (the log). Calls that would ask a person are denied
-    unless the config says approval = "allow"."""
+    run id), `sessions` and `read_run` (the log). Calls that would ask a person are denied,
+    unless --yes or the config's approval = "allow" approves them."""
     from ..agent._agent import Agent
     from ..agent._resolve import default_model, resolve_model
     from ..store import SQLiteLog
@@ -129,24 +151,26 @@ def serve(
         Workspace(workspace)
         check_placement(_store_of(store), workspace)
         resolve_model(spec, config)
+        config.sandbox.policy(mode=sandbox, network=network)  # an unknown mode
 
     async def go() -> None:
         log = SQLiteLog(_store_of(store))
         try:
 
-            def make_agent(max_steps: int | None) -> Agent:
+            def make_agent(asked: int | None) -> Agent:
+                cap = max_steps or config.max_steps or 30
                 return Agent(
                     model=resolve_model(spec, config),
                     tools=builtin_tools(None),
                     workspace=workspace,
-                    max_steps=max_steps or config.max_steps or 30,
-                    token_budget=config.token_budget,
-                    time_budget=config.time_budget,
-                    cost_budget=config.cost_budget,
+                    max_steps=min(asked, max_steps) if asked and max_steps else asked or cap,
+                    token_budget=token_budget or config.token_budget,
+                    time_budget=time_budget or config.time_budget,
+                    cost_budget=cost_budget or config.cost_budget,
                     log=log,
                     permissions=_permissions(config),
-                    approval="allow" if config.approval == "allow" else "deny",
-                    sandbox=config.sandbox.policy(),
+                    approval="allow" if yes or config.approval == "allow" else "deny",
+                    sandbox=config.sandbox.policy(mode=sandbox, network=network),
                     guards=config.guards.guards(),
                     checks=config.checks,
                     stop_hooks=_stop_hooks(config),
