@@ -9,6 +9,7 @@ import base64
 import json
 import struct
 import sys
+import time
 from binascii import crc32
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +34,7 @@ from reins import (
     UserMessage,
     resolve_model,
 )
-from reins.core._errors import ModelConnectionError, ModelHTTPError
+from reins.core._errors import ModelConnectionError, ModelHTTPError, ModelTimeout
 from reins.core._media import Document, Image
 from reins.core._model import Retrying, ThinkingChunk, takes_media
 from reins.models import BedrockModel
@@ -404,3 +405,22 @@ async def test_images_and_documents_go_as_converse_blocks(server: WireServer) ->
         {"text": "dot.png"},
         {"image": {"format": "png", "source": {"bytes": encoded}}},
     ]
+
+
+async def test_a_stalled_stream_times_out_and_its_connection_is_closed(
+    server: WireServer,
+) -> None:
+    def stalls() -> Iterator[bytes]:
+        yield event("messageStart", {"role": "assistant"})
+        for _ in range(30):  # silent for a while, then writes, which fail once it is closed
+            time.sleep(0.2)
+            yield event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "x"}})
+
+    server.handler = lambda _: Answer(
+        headers={"Content-Type": "application/vnd.amazon.eventstream"}, chunks=stalls()
+    )
+    settings = ModelSettings(first_chunk_timeout=5, chunk_timeout=0.1, max_retries=0)
+    with pytest.raises(ModelTimeout, match="the stream stalled"):
+        await model(server).request([UserMessage(content="?")], [], settings)
+    # the worker thread's read is not left to run on: closing the stream closed the connection
+    assert server.broken.wait(5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from reins import (
     UserMessage,
     resolve_model,
 )
-from reins.core._errors import ModelConnectionError, ModelHTTPError
+from reins.core._errors import ModelConnectionError, ModelHTTPError, ModelTimeout
 from reins.core._media import Document, Image
 from reins.core._model import Retrying, ThinkingChunk, takes_media
 from reins.models import GeminiModel
@@ -319,3 +320,19 @@ async def test_images_and_documents_go_inline(server: WireServer) -> None:
     assert response.function_response.response == {"output": "dot.png"}
     assert said.text == f"The {image.describe()} that read_file returned (call call_1):"
     assert inline.inline_data == types.Blob(mime_type="image/png", data=png())
+
+
+async def test_a_stalled_stream_times_out_and_its_connection_is_closed(server: WireServer) -> None:
+    def stalls() -> Iterator[bytes]:
+        yield from sse(chunk(types.Part(text="Hel"))).chunks
+        for _ in range(30):  # silent for a while, then writes, which fail once it is closed
+            time.sleep(0.2)
+            yield from sse(chunk(types.Part(text="lo"))).chunks
+
+    server.handler = lambda _: Answer(
+        headers={"Content-Type": "text/event-stream"}, chunks=stalls()
+    )
+    settings = ModelSettings(first_chunk_timeout=5, chunk_timeout=0.1, max_retries=0)
+    with pytest.raises(ModelTimeout, match="the stream stalled"):
+        await model(server).request([UserMessage(content="?")], [], settings)
+    assert server.broken.wait(5)  # the client closed the connection: the server stops

@@ -39,6 +39,8 @@ class WireServer:
     url: str
     received: list[Received]
     handler: Handler
+    broken: threading.Event = field(default_factory=threading.Event)
+    """Set when a write fails: the client closed the connection mid-answer."""
 
 
 @contextmanager
@@ -62,12 +64,24 @@ def wire_server(handler: Handler) -> Iterator[WireServer]:
             self.send_response(answer.status)
             for key, value in answer.headers.items():
                 self.send_header(key, value)
+            # A stream goes chunked, as the providers send one: a client reads each piece as
+            # it comes (reading a body to its close, urllib3 waits for a whole buffer).
+            chunked = "Content-Length" not in answer.headers
+            if chunked:
+                self.send_header("Transfer-Encoding", "chunked")
             self.send_header("Connection", "close")
             self.end_headers()
-            for chunk in answer.chunks:
-                self.wfile.write(chunk)
-                self.wfile.flush()
             self.close_connection = True
+            try:
+                for chunk in answer.chunks:
+                    if not chunk:
+                        continue  # chunked, an empty piece would end the body
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+                    self.wfile.flush()
+                if chunked:
+                    self.wfile.write(b"0\r\n\r\n")
+            except OSError:  # reset, broken pipe
+                state.broken.set()
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # quiet tests

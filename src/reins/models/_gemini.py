@@ -10,7 +10,7 @@ import json
 import os
 import uuid
 from collections.abc import AsyncGenerator, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, ClassVar
@@ -111,10 +111,11 @@ class GeminiModel(Retried):
                 contents=_contents(messages),
                 config=_config(messages, tools, settings),
             )
-            async for chunk in stream:
-                yield ALIVE
-                for item in reply.add(chunk):
-                    yield item
+            async with aclosing(stream):  # closed on a stall or a cancel: the request ends
+                async for chunk in stream:
+                    yield ALIVE
+                    for item in reply.add(chunk):
+                        yield item
         if reply.finish is None:
             raise ModelConnectionError("the stream ended before the model finished")
         yield reply.response(self.name)
