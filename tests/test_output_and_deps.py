@@ -204,11 +204,11 @@ def _my_final(text: str) -> str:
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ({"model": "openai:gpt-4o-mini"}, "model='openai:gpt-4o-mini' is a string: pass a model"),
+        ({"model": "nope:thing"}, "unknown model 'nope:thing'; known forms:"),
         ({"model": object()}, "model is a object, not a reins model"),
         ({"tools": [_plain]}, "tools[0] (_plain) is not a tool: decorate it with @tool"),
         ({"tools": [_my_final]}, "a tool of yours is named final_answer, which reins' own"),
-        ({"approval": "yes"}, "approval='yes': give a function or one of 'deny', 'allow'"),
+        ({"approval": "yes"}, "approval='yes': give a function or one of 'ask', 'allow', 'deny'"),
         ({"ask": "always"}, "ask='always': give a function or one of 'pause', None"),
         ({"at_cap": "nope"}, "at_cap='nope': say 'stop' or 'summarize'"),
         ({"max_steps": 0}, "max_steps=0: it must be 1 or more"),

@@ -9,12 +9,22 @@ import asyncio
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_origin
+from typing import TYPE_CHECKING, Any, Self, TypeAlias, get_origin, overload
+
+from typing_extensions import TypeVar
 
 from ..core._cancel import Cancel
 from ..core._errors import UsageError
 from ..core._events import ContextCompacted
-from ..core._messages import Goal, Message
+from ..core._messages import (
+    AssistantMessage,
+    Goal,
+    Message,
+    SystemMessage,
+    ToolResultMessage,
+    UserMessage,
+)
+from ..core._model import Model
 from ..core._state import RunState
 from ..mcp import start_all, stop_all
 from ..permissions import Approval
@@ -22,23 +32,30 @@ from ..policies import Guards
 from ..tools import Tool
 from ._assembly import RunAssembly
 from ._begin import Caps, resume_run, start_run
-from ._fields import check_cost_budget
+from ._fields import DepsT, OutputT, check_cost_budget
 from ._run import AgentRun, Begin, RunResult
 
 if TYPE_CHECKING:
     from ..subagents import Handoff
 
 
-@dataclass(kw_only=True)
-class Agent(RunAssembly):
-    """A model, tools and policies (its fields: `AgentFields`). Reusable: every run's state
-    lives in `log`."""
+History: TypeAlias = "Sequence[Message] | RunResult[Any]"
+"""What a run may start from: messages, or a run's result (its `messages`)."""
 
-    _running: dict[str, AgentRun] = field(
+RunOutputT = TypeVar("RunOutputT")
+
+
+@dataclass(kw_only=True)
+class Agent(RunAssembly[DepsT, OutputT]):
+    """A model, tools and policies (its fields: `AgentFields`). Reusable: every run's state
+    lives in `log`. Generic in what its tools get as deps and what `result.output` is:
+    `Agent[Db, Person]`, inferred from `deps_type` and `output_type`."""
+
+    _running: dict[str, AgentRun[Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
 
-    async def __aenter__(self) -> Agent:
+    async def __aenter__(self) -> Self:
         """Start the MCP servers, for every run until the `async with` ends."""
         await start_all(self.servers)
         self._held += 1
@@ -57,25 +74,111 @@ class Agent(RunAssembly):
             raise UsageError(f"no run of session {session_id} is running in this agent")
         running.steer(text)
 
+    @overload
     async def run(
         self,
         goal: Goal,
         *,
         session_id: str | None = None,
         cancel: Cancel | None = None,
-        deps: Any = None,
-    ) -> RunResult:
-        """Run `goal` to the end (a new turn of `session_id`, or a new session); the tools
-        get `deps` as `ctx.deps`."""
-        return await self.iter(goal, session_id=session_id, cancel=cancel, deps=deps).result()
+        deps: DepsT | None = None,
+        model: Model | str | None = None,
+        output_type: None = None,
+        message_history: History | None = None,
+    ) -> RunResult[OutputT]: ...
 
-    def run_sync(self, goal: Goal, *, session_id: str | None = None, deps: Any = None) -> RunResult:
-        """`run` for code that is not async. Inside a running event loop (a notebook, an async
-        server), `await agent.run(...)` instead."""
+    @overload
+    async def run(
+        self,
+        goal: Goal,
+        *,
+        session_id: str | None = None,
+        cancel: Cancel | None = None,
+        deps: DepsT | None = None,
+        model: Model | str | None = None,
+        output_type: type[RunOutputT],
+        message_history: History | None = None,
+    ) -> RunResult[RunOutputT]: ...
+
+    async def run(
+        self,
+        goal: Goal,
+        *,
+        session_id: str | None = None,
+        cancel: Cancel | None = None,
+        deps: DepsT | None = None,
+        model: Model | str | None = None,
+        output_type: type[Any] | None = None,
+        message_history: History | None = None,
+    ) -> RunResult[Any]:
+        """Run `goal` to the end (a new turn of `session_id`, or a new session); the tools
+        get `deps` as `ctx.deps`. For this run only: `model` (a model or its name) and
+        `output_type` in place of the agent's; `message_history` (messages, or a previous
+        `RunResult`) a new session starts from, after its own system prompt."""
+        stream = self._stream(
+            goal,
+            session_id=session_id,
+            cancel=cancel,
+            deps=deps,
+            model=model,
+            output_type=output_type,
+            message_history=message_history,
+        )
+        return await stream.result()
+
+    @overload
+    def run_sync(
+        self,
+        goal: Goal,
+        *,
+        session_id: str | None = None,
+        cancel: Cancel | None = None,
+        deps: DepsT | None = None,
+        model: Model | str | None = None,
+        output_type: None = None,
+        message_history: History | None = None,
+    ) -> RunResult[OutputT]: ...
+
+    @overload
+    def run_sync(
+        self,
+        goal: Goal,
+        *,
+        session_id: str | None = None,
+        cancel: Cancel | None = None,
+        deps: DepsT | None = None,
+        model: Model | str | None = None,
+        output_type: type[RunOutputT],
+        message_history: History | None = None,
+    ) -> RunResult[RunOutputT]: ...
+
+    def run_sync(
+        self,
+        goal: Goal,
+        *,
+        session_id: str | None = None,
+        cancel: Cancel | None = None,
+        deps: DepsT | None = None,
+        model: Model | str | None = None,
+        output_type: type[Any] | None = None,
+        message_history: History | None = None,
+    ) -> RunResult[Any]:
+        """`run` for code that is not async (`cancel.cancel()` from another thread stops it).
+        Inside a running event loop (a notebook, an async server), `await agent.run(...)`
+        instead."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(goal, session_id=session_id, deps=deps))
+            stream = self._stream(
+                goal,
+                session_id=session_id,
+                cancel=cancel,
+                deps=deps,
+                model=model,
+                output_type=output_type,
+                message_history=message_history,
+            )
+            return asyncio.run(stream.result())
         raise UsageError(
             "run_sync was called inside a running event loop (a notebook, an async server): "
             "there, use `await agent.run(goal)`"
@@ -94,7 +197,7 @@ class Agent(RunAssembly):
         guards: Guards | None = None,
         answers: Mapping[str, str | None] | None = None,
         deps: Any = None,
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """Continue a run from its log: after a crash, a cap, a cancel, an error, or a pause
         for approval (`approvals` answers its requests by call id). The caps are new totals
         for the run; unset, each stays as it was, but the one that stopped the run grows by as
@@ -116,22 +219,88 @@ class Agent(RunAssembly):
         )
         return await stream.result()
 
+    @overload
     def iter(
         self,
         goal: Goal,
         *,
         session_id: str | None = None,
         cancel: Cancel | None = None,
-        deps: Any = None,
-    ) -> AgentRun:
+        deps: DepsT | None = None,
+        model: Model | str | None = None,
+        output_type: None = None,
+        message_history: History | None = None,
+    ) -> AgentRun[OutputT]: ...
+
+    @overload
+    def iter(
+        self,
+        goal: Goal,
+        *,
+        session_id: str | None = None,
+        cancel: Cancel | None = None,
+        deps: DepsT | None = None,
+        model: Model | str | None = None,
+        output_type: type[RunOutputT],
+        message_history: History | None = None,
+    ) -> AgentRun[RunOutputT]: ...
+
+    def iter(
+        self,
+        goal: Goal,
+        *,
+        session_id: str | None = None,
+        cancel: Cancel | None = None,
+        deps: DepsT | None = None,
+        model: Model | str | None = None,
+        output_type: type[Any] | None = None,
+        message_history: History | None = None,
+    ) -> AgentRun[Any]:
         """Like `run`, as an async iterable of the run's events."""
-        self._check_deps(deps)
-        return AgentRun(
-            lambda: start_run(self, goal, session_id, cancel, deps=deps),
-            self._next_turns(cancel, deps),
-            self._running,
-            self._output_spec(),
+        return self._stream(
+            goal,
+            session_id=session_id,
+            cancel=cancel,
+            deps=deps,
+            model=model,
+            output_type=output_type,
+            message_history=message_history,
         )
+
+    def _stream(
+        self,
+        goal: Goal,
+        *,
+        session_id: str | None,
+        cancel: Cancel | None,
+        deps: DepsT | None,
+        model: Model | str | None,
+        output_type: type[Any] | None,
+        message_history: History | None,
+    ) -> AgentRun[Any]:
+        agent = self._for_run(model, output_type)
+        agent._check_deps(deps)
+        preface = _preface(message_history, session_id)
+        return AgentRun(
+            lambda: start_run(agent, goal, session_id, cancel, deps=deps, preface=preface),
+            agent._next_turns(cancel, deps),
+            self._running,
+            agent._output_spec(),
+        )
+
+    def _for_run(self, model: Model | str | None, output_type: type[Any] | None) -> Agent[Any, Any]:
+        """This agent, or a copy with this run's model or output type (its MCP servers the
+        same, not new processes)."""
+        if model is None and output_type is None:
+            return self
+        changes: dict[str, Any] = {"mcp_servers": self.servers}
+        if model is not None:
+            changes |= {"model": model, "model_id": None}  # recorded as this model's name
+        if output_type is not None:
+            changes["output_type"] = output_type
+        copy = dataclasses.replace(self, **changes)
+        copy._running = self._running  # agent.steer(session_id, ...) finds its runs
+        return copy
 
     def _check_deps(self, deps: Any) -> None:
         wanted = self.deps_type
@@ -155,7 +324,7 @@ class Agent(RunAssembly):
         preface: Sequence[Message] = (),
         cancel: Cancel | None = None,
         deps: Any = None,
-    ) -> AgentRun:
+    ) -> AgentRun[Any]:
         """A subagent's run (`reins.subagents`): a new session, linked to the parent's run
         and tool call (`parent`) in its log, `preface` before the goal."""
         return AgentRun(
@@ -163,7 +332,7 @@ class Agent(RunAssembly):
             output=self._output_spec(),
         )
 
-    def child_run(self, task: str, handoff: Handoff) -> AgentRun:
+    def child_run(self, task: str, handoff: Handoff) -> AgentRun[Any]:
         """`task` as a child run (`reins.subagents`): a copy of this agent recorded in the
         parent's store, in its workspace, with the brief's tools, instructions and caps, and
         budgets no larger than what the parent's have left; at a cap it sums up what it did."""
@@ -242,7 +411,7 @@ class Agent(RunAssembly):
         guards: Guards | None = None,
         answers: Mapping[str, str | None] | None = None,
         deps: Any = None,
-    ) -> AgentRun:
+    ) -> AgentRun[OutputT]:
         """Like `resume`, as an async iterable of events."""
         self._check_deps(deps)
         check_cost_budget(self.model, cost_budget)
@@ -298,10 +467,37 @@ class Agent(RunAssembly):
 
 
 @dataclass(kw_only=True)
-class ReflectiveAgent(Agent):
+class ReflectiveAgent(Agent[DepsT, OutputT]):
     """An `Agent` that reflects on each step (`reflect=True`): the same loop, one more policy."""
 
     reflect: bool = True
+
+
+_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
+
+
+def _preface(history: History | None, session_id: str | None) -> list[Message]:
+    """The messages a new session starts from, after its own system prompt (theirs left out:
+    the run has its own); recorded in its `run_started`, so a resume or a replay has them."""
+    if history is None:
+        return []
+    if session_id is not None:
+        raise UsageError(
+            "message_history starts a new session; session_id goes on with one: give one of them"
+        )
+    messages = history.messages if isinstance(history, RunResult) else history
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise UsageError(
+            f"message_history is a {type(history).__name__}: give a list of messages "
+            "(reins.UserMessage, ...) or a RunResult"
+        )
+    for index, message in enumerate(messages):
+        if not isinstance(message, _MESSAGE_TYPES):
+            raise UsageError(
+                f"message_history[{index}] is a {type(message).__name__}, not a reins message "
+                "(UserMessage, AssistantMessage, ToolResultMessage)"
+            )
+    return [m for m in messages if not isinstance(m, SystemMessage)]
 
 
 def _least(a: float | int | None, b: float | int | None) -> float | int | None:

@@ -54,7 +54,7 @@ from ..store._placement import check_placement
 from ..tools import ASK_USER_TOOL, Tool, ToolContext, ToolExecutor, Workspace, final_answer
 from ..tools._builtin import sandboxed
 from ..tracing import RunSpans
-from ._fields import AgentFields
+from ._fields import AgentFields, DepsT, OutputT
 from ._output import Output, OutputCheck
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ without them is fine; a call of one is then an unknown tool to the model."""
 
 
 @dataclass(kw_only=True)
-class RunAssembly(AgentFields):
+class RunAssembly(AgentFields[DepsT, OutputT]):
     """An agent's fields, and how a run of them is put together; what it makes once (the
     workspace resolved, the skills found, the MCP servers, the tools it adds) it keeps."""
 
@@ -174,14 +174,14 @@ class RunAssembly(AgentFields):
         cancel = cancel or Cancel()
         config = state.config
         reflection = (
-            [Reflective(self.model, self.settings, cancel, config.reflect_max_retries)]
+            [Reflective(self._model, self.settings, cancel, config.reflect_max_retries)]
             if config.reflect
             else []
         )
         return RunLoop(
             state=state,
             log=self.log,
-            model=self.model,
+            model=self._model,
             executor=executor,
             context=self._context_builder(
                 config.model, config.context or self.context, executor.specs
@@ -215,7 +215,7 @@ class RunAssembly(AgentFields):
     ) -> ContextBuilder:
         """The context builder of a run of this agent's model, recorded as `model_id`; a
         summarizer named in `settings` is resolved here, when a compaction first needs it."""
-        return ContextBuilder.for_run(self.model, model_id, settings, specs, resolve=_resolve)
+        return ContextBuilder.for_run(self._model, model_id, settings, specs, resolve=_resolve)
 
     def _final_policies(self, workspace: Workspace, checks: Sequence[str]) -> list[Policy]:
         """The output type's check, the verification gate (the checks the run was started
@@ -325,7 +325,7 @@ class RunAssembly(AgentFields):
             from ..planning import plan_tool, todo_tool
 
             profiles = list(self.subagents) if isinstance(self.subagents, Mapping) else []
-            self._plan = [plan_tool(self.planner or self.model, profiles=profiles), todo_tool()]
+            self._plan = [plan_tool(self.planner or self._model, profiles=profiles), todo_tool()]
         return self._plan
 
     def _spawn_tool(self) -> Tool:

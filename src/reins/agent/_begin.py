@@ -37,7 +37,7 @@ from ._assembly import RunAssembly
 
 
 async def start_run(
-    agent: RunAssembly,
+    agent: RunAssembly[Any, Any],
     goal: Goal,
     session_id: str | None,
     cancel: Cancel | None,
@@ -79,7 +79,7 @@ async def start_run(
     loop = await agent._started_loop(state, cancel, workspace, deps, tracer)
     first: list[Event] = [started]
     told = [("prompt", text) for text in notes]
-    if asked.media and not takes_media(agent.model):
+    if asked.media and not takes_media(agent._model):
         told.append(
             (
                 "media",
@@ -132,7 +132,7 @@ def _catalog_note(agent: RunAssembly, started: RunStarted) -> str:
 
 
 def _run_started(
-    agent: RunAssembly,
+    agent: RunAssembly[Any, Any],
     session_id: str,
     asked: UserMessage,
     workspace: Workspace,
@@ -144,7 +144,7 @@ def _run_started(
 ) -> RunStarted:
     tools = agent._tools()
     config = RunConfig(
-        model=agent.model_id or agent.model.name,
+        model=agent.model_id or agent._model.name,
         workspace=str(workspace.root),
         max_steps=agent.max_steps,
         tools=tuple(t.name for t in tools),
@@ -182,7 +182,7 @@ def _run_started(
 
 
 async def resume_run(
-    agent: RunAssembly,
+    agent: RunAssembly[Any, Any],
     run_id: str,
     caps: Caps,
     approvals: Mapping[str, Approval | bool],
@@ -207,7 +207,7 @@ async def resume_run(
         raise
 
 
-async def _check_latest(agent: RunAssembly, state: RunState) -> None:
+async def _check_latest(agent: RunAssembly[Any, Any], state: RunState) -> None:
     """Only a session's latest run may go on: a later turn has closed its open calls
     ("not run") in the history the model sees, and runs after it would not see its work."""
     runs = await agent.log.runs(state.session_id)
@@ -220,7 +220,7 @@ async def _check_latest(agent: RunAssembly, state: RunState) -> None:
 
 
 async def _resumed(
-    agent: RunAssembly,
+    agent: RunAssembly[Any, Any],
     state: RunState,
     caps: Caps,
     approvals: Mapping[str, Approval | bool],
@@ -310,7 +310,7 @@ async def _resumed(
 
 
 async def _session_history(
-    agent: RunAssembly, session_id: str
+    agent: RunAssembly[Any, Any], session_id: str
 ) -> tuple[list[Message], tuple[str, ...]]:
     """The session's conversation so far, and what was allowed "always" in it."""
     runs = await agent.log.runs(session_id)

@@ -7,7 +7,9 @@ import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_origin
+from typing import TYPE_CHECKING, Any, Generic, Literal, get_origin
+
+from typing_extensions import TypeVar
 
 from ..context import ContextSettings
 from ..context._instructions import INSTRUCTION_FILES
@@ -39,12 +41,21 @@ RESERVED = {final_answer.name: final_answer, ASK_USER: ASK_USER_TOOL}
 """The tools the loop itself acts on: a tool of the user's may not take their names."""
 
 
+DepsT = TypeVar("DepsT", default=Any)
+"""What the runs of an agent hand its tools as `ctx.deps` (`Agent(deps_type=...)`)."""
+OutputT = TypeVar("OutputT", default=str)
+"""What `result.output` is (`Agent(output_type=...)`; without one, the answer's text)."""
+
+
 @dataclass(kw_only=True)
-class AgentFields:
+class AgentFields(Generic[DepsT, OutputT]):
     """The fields of an `Agent`: a model, tools and policies, the caps and checks of its runs,
     and where they are recorded."""
 
-    model: Model
+    model: Model | str
+    """A reins model, or a string naming one (`"openai:gpt-4o-mini"`, `"anthropic:..."`,
+    `"local"`: `reins.resolve_model`'s forms), resolved when the agent is made and recorded
+    as that string."""
     tools: Sequence[Tool] = BUILTIN_TOOLS
     """`final_answer` is always added."""
     instructions: str = ""
@@ -150,11 +161,11 @@ class AgentFields:
     (the run's todo list, in its log, read by the anti-stall guard)."""
     planner: Model | None = None
     """The model of the planner's two calls (None: the agent's); never extended thinking."""
-    output_type: Any = None
+    output_type: type[OutputT] | None = None
     """The type of the final answer — a pydantic model, a dataclass, a TypedDict or a scalar
     type: `final_answer` takes a value of it (its schema the tool's), an answer that is not one
     goes back to the model to repair, and `result.output` is the validated value."""
-    deps_type: type | None = None
+    deps_type: type[DepsT] | None = None
     """The type of the `deps` each run is given (`agent.run(goal, deps=...)`) and its tools
     read as `ctx.deps` (`ToolContext[YourDeps]`); set, a run without them (or with another
     type) is refused."""
@@ -191,14 +202,20 @@ class AgentFields:
     provider is set up), and for a subagent's run (`as_tool`, `spawn_agent`) when the run that
     started it is traced. Off, it costs nothing."""
 
+    @property
+    def _model(self) -> Model:
+        """`model`, resolved (a string is, when the agent is made)."""
+        assert not isinstance(self.model, str)
+        return self.model
+
     def __post_init__(self) -> None:
         """A setting that cannot work is said here, not at the first run."""
         model: object = self.model
         if isinstance(model, str):
-            raise UsageError(
-                f"model={model!r} is a string: pass a model, "
-                f"as in Agent(model=resolve_model({model!r}))"
-            )
+            from ._resolve import resolve_model  # reads the config: only for a string
+
+            self.model_id = self.model_id or model  # recorded: a resume resolves it again
+            self.model = model = resolve_model(model)
         if not callable(getattr(model, "stream", None)):
             raise UsageError(f"model is a {type(model).__name__}, not a reins model")
         _check_kinds(self)
@@ -274,7 +291,7 @@ _KINDS: tuple[tuple[str, type], ...] = (
 )
 
 
-def _check_kinds(agent: AgentFields) -> None:
+def _check_kinds(agent: AgentFields[Any, Any]) -> None:
     """An argument of the wrong kind is said when the agent is made: a string where a list
     goes would be read letter by letter (checks="pytest": six checks), a settings dict would
     fail at the first run, deep inside it."""

@@ -7,7 +7,9 @@ import contextlib
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, cast
+
+from typing_extensions import TypeVar
 
 from ..core._errors import ToolError, UsageError
 from ..core._events import ApprovalRequested, Event, QuestionAsked, StreamEvent
@@ -18,9 +20,11 @@ from ..core._stop import StopReason
 from ..core._unicode import escape_text
 from ._output import Output
 
+OutputT = TypeVar("OutputT", default=str)
+
 
 @dataclass(frozen=True, kw_only=True)
-class RunResult:
+class RunResult(Generic[OutputT]):
     """How a run ended: its answer (text, and typed as `output`), why it stopped, what it
     cost, and its whole conversation; a paused run also says what it waits on."""
 
@@ -39,22 +43,26 @@ class RunResult:
     awaiting: list[ApprovalRequested] = field(default_factory=list[ApprovalRequested])
     """The approval requests a `waiting` run is paused on; answer them with
     `Agent.resume(run_id, approvals={call_id: True, ...})`."""
-    output: Any = None
-    """The final answer as the agent's `output_type` (None without one, or when the run did
-    not end with a valid answer); `final_answer` is its JSON text."""
+    output: OutputT | None = None
+    """The final answer as the run's `output_type` (`final_answer` is its JSON text); without
+    one, the answer's text (`final_answer`). None when the run did not end with a valid answer
+    (a cap, an error, a partial summary)."""
     questions: list[QuestionAsked] = field(default_factory=list[QuestionAsked])
     """The question a `waiting` run is paused on; answer it with
     `Agent.resume(run_id, answers={call_id: "..."})`."""
 
     @classmethod
-    def of(cls, state: RunState, output: Output | None = None) -> RunResult:
+    def of(cls, state: RunState, output: Output | None = None) -> RunResult[Any]:
         finished = state.finished
         if finished is None:
             raise UsageError(f"run {state.run_id} has not finished; resume it first")
-        value = None
-        if output is not None and finished.final_answer is not None and not finished.partial:
+        value: Any = None
+        answer = None if finished.partial else finished.final_answer
+        if answer is not None and output is None:
+            value = answer
+        elif answer is not None and output is not None:
             with contextlib.suppress(ToolError):  # a run that ended otherwise has none
-                value = output.parse(finished.final_answer)
+                value = output.parse(answer)
         return cls(
             run_id=state.run_id,
             session_id=state.session_id,
@@ -75,7 +83,7 @@ class RunResult:
 Begin = Callable[[], Awaitable[tuple[list[Event], RunLoop]]]
 
 
-class AgentRun:
+class AgentRun(Generic[OutputT]):
     """A run in progress: iterate it for its events, then ask for its `result()`.
 
     Nothing happens until the first event is asked for; that first step records the run's
@@ -86,7 +94,7 @@ class AgentRun:
         self,
         begin: Begin,
         turn: Callable[[str, str], Begin] | None = None,
-        running: dict[str, AgentRun] | None = None,
+        running: dict[str, AgentRun[Any]] | None = None,
         output: Output | None = None,
     ) -> None:
         self._begin = begin
@@ -137,7 +145,7 @@ class AgentRun:
         self._loop, self._events, self._first = None, None, []
         return True
 
-    def __aiter__(self) -> AgentRun:
+    def __aiter__(self) -> AgentRun[OutputT]:
         return self
 
     async def __anext__(self) -> StreamEvent:
@@ -191,7 +199,7 @@ class AgentRun:
             raise UsageError("the run has not started; iterate it first")
         return self._loop.state
 
-    async def result(self) -> RunResult:
+    async def result(self) -> RunResult[OutputT]:
         """Drive the run to its end (if not done yet) and return its outcome."""
         while True:
             events = await self._started()
@@ -204,4 +212,4 @@ class AgentRun:
                 raise
             if not self._next_turn():
                 self._unlist()
-                return RunResult.of(self.state, self._output)
+                return cast("RunResult[OutputT]", RunResult.of(self.state, self._output))
