@@ -196,6 +196,21 @@ async def test_thoughts_stream_as_thinking_with_the_budget_asked(server: WireSer
     assert config.thinking_config.include_thoughts is True
 
 
+async def test_reasoning_effort_is_gemini_s_thinking_level(server: WireServer) -> None:
+    server.handler = lambda _: sse(chunk(types.Part(text="42"), finish="STOP"))
+    await model(server).request(
+        [UserMessage(content="?")], [], ModelSettings(reasoning_effort="low")
+    )
+    config = request_of(server.received[0]).generation.thinking_config
+    assert config is not None
+    assert config.thinking_level == types.ThinkingLevel.LOW
+    assert config.thinking_budget is None
+    both = ModelSettings(reasoning_effort="high", thinking_budget=100)
+    with pytest.raises(UsageError, match="thinking_budget or a reasoning_effort"):
+        await model(server).request([UserMessage(content="?")], [], both)
+    assert len(server.received) == 1
+
+
 async def test_a_blocked_answer_is_a_refusal(server: WireServer) -> None:
     server.handler = lambda _: sse(chunk(finish="SAFETY", usage=(5, 0, 0)))
     response = await model(server).request([UserMessage(content="?")], [], FAST)

@@ -25,3 +25,11 @@ def test_tests_and_benchmarks_install_from_dependency_groups() -> None:
     assert {"include-group": "server"} in groups["dev"]
     makefile = (ROOT / "Makefile").read_text()
     assert "--group dev" in makefile
+
+
+def test_the_provider_extras_are_in_the_dev_group() -> None:
+    """Their tests check the wire against the SDKs' own types, so the tests need them."""
+    extras, dev = PROJECT["project"]["optional-dependencies"], PROJECT["dependency-groups"]["dev"]
+    for name in ("gemini", "bedrock"):
+        assert extras[name]
+        assert all(requirement in dev for requirement in extras[name]), name

@@ -40,7 +40,8 @@ class ModelSettings:
     """Tokens the model may spend reasoning before it answers (Anthropic's extended thinking);
     None: the provider's default (no extended thinking)."""
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
-    """How hard an OpenAI reasoning model (o-series, gpt-5) thinks; None: its default."""
+    """How hard an OpenAI reasoning model (o-series, gpt-5) thinks, or Gemini's thinking level;
+    None: its default."""
     first_chunk_timeout: float = field(
         default_factory=lambda: _env_seconds("REINS_FIRST_CHUNK_TIMEOUT", 90.0)
     )

@@ -223,9 +223,17 @@ def _config(messages: Sequence[Message], tools: Sequence[ToolSpec], settings: Mo
         config["max_output_tokens"] = settings.max_tokens
     if settings.temperature is not None:
         config["temperature"] = settings.temperature
+    if settings.thinking_budget is not None and settings.reasoning_effort is not None:
+        raise UsageError(
+            "Gemini takes a thinking_budget or a reasoning_effort (its thinking level), not both"
+        )
     if settings.thinking_budget is not None:
         config["thinking_config"] = types.ThinkingConfig(
             thinking_budget=settings.thinking_budget, include_thoughts=True
+        )
+    elif settings.reasoning_effort is not None:  # Gemini 3's thinking levels bear the same names
+        config["thinking_config"] = types.ThinkingConfig(
+            thinking_level=settings.reasoning_effort.upper(), include_thoughts=True
         )
     if tools:
         declarations = [
