@@ -297,10 +297,18 @@ async def test_everything_results_map_to_observations(tmp_path: Path, workspace:
         log=log,
     )
     try:
-        found = results(await run_events(agent))
+        events = await run_events(agent)
     finally:
         await log.close()
+    found = results(events)
     assert found["c1"] == ("Echo: hi", False)
+    # The image goes to the model as an image too (where it takes images).
+    [sent] = [
+        e.result.media
+        for e in events
+        if isinstance(e, ToolCallFinished) and e.result.call_id == "c2"
+    ]
+    assert [(m.type, m.media_type) for m in sent] == [("image", "image/png")]
     image = found["c2"][0]
     assert "[image, image/png, " in image
     assert "bytes, saved to " in image

@@ -24,6 +24,7 @@ from reins import (
     StopReason,
     StoreError,
     ToolCall,
+    ToolCallFinished,
     ToolResultMessage,
     UsageError,
     UserMessage,
@@ -236,3 +237,36 @@ def test_images_and_pdf_pages_count_in_the_context_estimate() -> None:
     )
     # 1 token of text, 4 around the message, an image, two pages
     assert estimate([message]) == 1 + 4 + IMAGE_TOKENS + 2 * PAGE_TOKENS
+
+
+async def test_an_image_read_for_a_model_that_cannot_see_is_recorded_as_its_note(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """The tool's output the user sees says what the model got; no blob is kept for it."""
+    (workspace / "shot.png").write_bytes(png())
+    sent: list[str] = []
+
+    class Blind(FunctionModel):
+        vision = False
+
+    def model(messages: list[Message], tools: object) -> AssistantMessage | str:
+        if not sent:
+            sent.append("")
+            read = ToolCall(id="c1", name="read_file", arguments={"path": "shot.png"})
+            return AssistantMessage(tool_calls=(read,))
+        sent.append(messages[-1].content)  # type: ignore[union-attr]
+        return "I cannot see it"
+
+    store = tmp_path / "store"
+    log = SQLiteLog(store)
+    agent = Agent(model=Blind(model), tools=[read_file], log=log, workspace=workspace)
+    result = await agent.run("What is in shot.png?")
+    [finished] = [e for e in await log.events(result.run_id) if isinstance(e, ToolCallFinished)]
+    await log.close()
+    note = (
+        "image shot.png (image/png, 69 bytes)\n\n[image shot.png (image/png, 69 bytes) was "
+        "given here; this model cannot take images, so it was not sent]"
+    )
+    assert sent[1] == note
+    assert finished.result == ToolResultMessage(call_id="c1", name="read_file", content=note)
+    assert not (store / "blobs").exists()

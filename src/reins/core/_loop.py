@@ -52,7 +52,7 @@ from ._events import (
     ToolsChanged,
 )
 from ._log import EventLog
-from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, blind
+from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, blind, unseen
 from ._model import (
     Model,
     ModelResponse,
@@ -781,6 +781,8 @@ class RunLoop:
             )
         duration_ms = (time.perf_counter() - start) * 1000
         result = escaped_result(result)  # a lone surrogate cannot be recorded
+        if self._blind and result.media:  # recorded as the model gets it, so the user sees
+            result = unseen(result)
         spent = scope if scope is not None and scope.usage.requests > 0 else None
         todo = scope.todo if scope is not None and result is not None else None
         return await self._emit(

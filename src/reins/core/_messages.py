@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -162,16 +162,19 @@ def blind(messages: Sequence[Message]) -> Sequence[Message]:
     if not any(isinstance(m, UserMessage | ToolResultMessage) and m.media for m in messages):
         return messages
     return [
-        m.model_copy(
-            update={
-                "content": "\n\n".join([m.content, *(cannot_see(p) for p in m.media)]),
-                "media": (),
-            }
-        )
-        if isinstance(m, UserMessage | ToolResultMessage) and m.media
-        else m
+        unseen(m) if isinstance(m, UserMessage | ToolResultMessage) and m.media else m
         for m in messages
     ]
+
+
+Carrier = TypeVar("Carrier", bound=UserMessage | ToolResultMessage)
+
+
+def unseen(message: Carrier) -> Carrier:
+    """`message` with a note in place of each of its images and documents (`blind`)."""
+    notes = [cannot_see(m) for m in message.media]
+    content = "\n\n".join([message.content, *notes]) if message.content else "\n\n".join(notes)
+    return cast(Carrier, message.model_copy(update={"content": content, "media": ()}))
 
 
 Goal = str | Sequence[str | Image | Document]

@@ -47,7 +47,8 @@ def server_stop_hook(servers: Sequence[MCPServer]) -> StopHookFunction:
             wanted = spec.input_schema.get("properties", {})
             arguments = {k: v for k, v in facts.items() if k in wanted}
             try:
-                reason = (await server.call(STOP_HOOK, arguments)).strip()
+                said = await server.call(STOP_HOOK, arguments)
+                reason = (said if isinstance(said, str) else str(said[0])).strip()
             except ToolError as exc:
                 reason = str(exc)
             if reason:

@@ -28,6 +28,7 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..core._errors import ToolError, UsageError
+from ..core._media import Document, Image
 from ..tools import Tool, ToolContext
 from ..tools._schema import inline_refs
 from ..tools._tool import AnyArguments
@@ -148,8 +149,9 @@ class MCPServer:
 
     async def call(
         self, tool: str, arguments: dict[str, Any], ctx: ToolContext | None = None
-    ) -> str:
-        """Call one of its tools by the server's own name; an error result is a `ToolError`."""
+    ) -> str | list[str | Image | Document]:
+        """Call one of its tools by the server's own name; an error result is a `ToolError`.
+        Text, or a list of it and the images and documents the result holds."""
         client = self._client
         if self.state == "exited":
             raise ToolError(
@@ -173,10 +175,11 @@ class MCPServer:
             self._calls -= 1
         folder = ctx.spill if ctx is not None else None
         shown = ctx.workspace.shown(folder) if ctx is not None and folder is not None else ""
-        text = observation(result, save_to=folder, shown_as=shown)
+        seen = observation(result, save_to=folder, shown_as=shown)
         if result.is_error:
+            text = seen if isinstance(seen, str) else seen[0]
             raise ToolError(text or f"{tool} failed (the server gave no reason)")
-        return text
+        return seen
 
     # The task that holds the connection
     async def _hold(self, config: MCPServerConfig) -> None:
@@ -291,7 +294,7 @@ class MCPServer:
     def _tool(self, spec: types.Tool) -> Tool:
         server, name = self, spec.name
 
-        async def call(ctx: ToolContext, /, **arguments: Any) -> str:
+        async def call(ctx: ToolContext, /, **arguments: Any) -> str | list[str | Image | Document]:
             return await server.call(name, arguments, ctx)
 
         hints = spec.annotations
