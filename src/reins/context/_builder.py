@@ -14,8 +14,15 @@ from typing import Any
 from ..core._catalog import price, served_at
 from ..core._context_settings import ContextSettings
 from ..core._errors import ContextTooLarge, StoreError
-from ..core._messages import AssistantMessage, Message, ToolResultMessage, ToolSpec, UserMessage
-from ..core._model import Model
+from ..core._messages import (
+    AssistantMessage,
+    Message,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+    unseen,
+)
+from ..core._model import Model, takes_media
 from ..core._state import RunState
 from ._compaction import (
     DIGEST_CHARS,
@@ -72,6 +79,8 @@ class ContextBuilder:
         self.window = window_of(self.model, self.settings)
         self._count = counter_of(self.model)
         self._double = bool(getattr(self.model, "offline", False))
+        self._blind = not takes_media(self.model)
+        """Its images and documents become notes (`unseen`), counted as such."""
 
     @classmethod
     def for_run(
@@ -267,7 +276,7 @@ class ContextBuilder:
         totals = fits.totals
         total = totals[-1]
         for message in view[fits.length :]:
-            message = _cut_to(message, budget)
+            message = _cut_to(message, budget, self._blind)
             messages.append(message)
             total += text_tokens(message_text(message)) + MESSAGE_OVERHEAD
             total += media_tokens(message)
@@ -277,7 +286,7 @@ class ContextBuilder:
 
     def _fitted(self, messages: Sequence[Message]) -> list[Message]:
         budget = self.message_budget
-        return [_cut_to(m, budget) for m in messages]
+        return [_cut_to(m, budget, self._blind) for m in messages]
 
 
 @dataclass(slots=True)
@@ -294,12 +303,14 @@ class _Fitted:
     """`totals[i]`: the estimated tokens of `messages[:i]`."""
 
 
-def _cut_to(message: Message, budget: int) -> Message:
+def _cut_to(message: Message, budget: int, blind: bool = False) -> Message:
     """A tool result, a reply's text or a call's string argument (the content of a file it
     wrote, say) over `budget` tokens, cut to its head and tail: the call has run, and what it
-    was is still plain."""
+    was is still plain. With `blind`, images and documents become notes (`unseen`)."""
     chars = budget * CHARS_PER_TOKEN
     # By exact type: `isinstance` with a pydantic class is slow when it misses.
+    if blind and (type(message) is UserMessage or type(message) is ToolResultMessage):
+        message = unseen(message) if message.media else message
     if type(message) is ToolResultMessage:
         if len(message.content) <= chars:
             return message

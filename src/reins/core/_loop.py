@@ -52,7 +52,7 @@ from ._events import (
     ToolsChanged,
 )
 from ._log import EventLog
-from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, blind, unseen
+from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, unseen
 from ._model import (
     Model,
     ModelResponse,
@@ -120,7 +120,8 @@ class RunLoop:
             else _capped(settings, lookup(model.name).max_output)
         )
         self._blind = not takes_media(model)
-        """Images and documents become notes saying they were not sent (`blind`)."""
+        """A tool's images and documents are recorded as notes saying they were not sent (the
+        context builder sends the goal's as such)."""
         self._served_at = served_at(model)
         self.cancel = cancel
         self.approver = approver
@@ -341,8 +342,6 @@ class RunLoop:
         window; `ContextTooLarge` if it cannot fit."""
         settings = settings or self.settings
         messages, tokens = self.context.measure(self.state)
-        if self._blind:
-            messages = list(blind(messages))
         self.context.check(tokens, settings.max_tokens)
         cap = self.context.output_cap(tokens, settings.max_tokens)
         if cap is None or cap == settings.max_tokens:

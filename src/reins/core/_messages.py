@@ -156,22 +156,12 @@ def cannot_see(media: Media) -> str:
     )
 
 
-def blind(messages: Sequence[Message]) -> Sequence[Message]:
-    """`messages` for a model that takes no images or documents: each one replaced by a note
-    saying it was given and not sent (the same list when there are none)."""
-    if not any(isinstance(m, UserMessage | ToolResultMessage) and m.media for m in messages):
-        return messages
-    return [
-        unseen(m) if isinstance(m, UserMessage | ToolResultMessage) and m.media else m
-        for m in messages
-    ]
-
-
 Carrier = TypeVar("Carrier", bound=UserMessage | ToolResultMessage)
 
 
 def unseen(message: Carrier) -> Carrier:
-    """`message` with a note in place of each of its images and documents (`blind`)."""
+    """`message` with a note in place of each of its images and documents, for a model that
+    takes none."""
     notes = [cannot_see(m) for m in message.media]
     content = "\n\n".join([message.content, *notes]) if message.content else "\n\n".join(notes)
     return cast(Carrier, message.model_copy(update={"content": content, "media": ()}))
