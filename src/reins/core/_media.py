@@ -39,7 +39,7 @@ def sniff(data: bytes) -> str | None:
 
 
 IMAGE_TOKENS = 1_600
-PAGE_TOKENS = 3_000
+PAGE_TOKENS = 1_500
 PDF_PAGE = re.compile(rb"/Type\s*/Page(?!s)")
 """A page object of a PDF (`/Type /Pages` is the tree above them)."""
 
@@ -145,7 +145,8 @@ class _Media(BaseModel):
     def tokens(self) -> int:
         """A conservative guess of the tokens it takes in a model's context (the provider's
         usage then says exactly): an image at the size providers scale down to costs about
-        1,600; a PDF page, its text and its picture, up to 3,000."""
+        1,600; a PDF page, its text and its picture, 1,500 to 3,000 (the lower: a window
+        reins does not know is taken as 8,192 tokens, which the higher would fill)."""
         if self.kind == "image":
             return IMAGE_TOKENS
         return PAGE_TOKENS * max(1, len(PDF_PAGE.findall(self.data)))
