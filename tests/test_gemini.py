@@ -241,6 +241,21 @@ async def test_a_rate_limit_is_retried_after_the_time_the_server_asks(server: Wi
     assert len(server.received) == 2
 
 
+async def test_an_error_in_the_stream_is_retried_like_its_status(server: WireServer) -> None:
+    overloaded = {"error": {"code": 503, "message": "The model is overloaded.", "status": "X"}}
+    broken = sse(chunk(types.Part(text="Hel")))
+    broken.chunks = [*broken.chunks, f"data: {json.dumps(overloaded)}\r\n\r\n".encode()]
+    answers = iter([broken, sse(chunk(types.Part(text="Hello."), finish="STOP"))])
+    server.handler = lambda _: next(answers)
+    items = [i async for i in model(server).stream([UserMessage(content="?")], [], FAST)]
+
+    [retry] = [i for i in items if isinstance(i, Retrying)]
+    assert "HTTP 503" in retry.error
+    assert "The model is overloaded." in retry.error
+    assert isinstance(items[-1], ModelResponse)
+    assert items[-1].message.text == "Hello."
+
+
 async def test_a_bad_request_fails_at_once_with_the_server_s_message(server: WireServer) -> None:
     server.handler = lambda _: error(400, "API key not valid")
     with pytest.raises(ModelHTTPError) as caught:

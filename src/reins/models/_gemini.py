@@ -10,7 +10,7 @@ import json
 import os
 import uuid
 from collections.abc import AsyncGenerator, Iterator, Sequence
-from contextlib import aclosing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, ClassVar
@@ -111,11 +111,14 @@ class GeminiModel(Retried):
                 contents=_contents(messages),
                 config=_config(messages, tools, settings),
             )
-            async with aclosing(stream):  # closed on a stall or a cancel: the request ends
+            try:
                 async for chunk in stream:
                     yield ALIVE
                     for item in reply.add(chunk):
                         yield item
+            except GeneratorExit:  # a stall or a cancel: the request ends now, not when collected
+                await stream.aclose()  # (after an error of its own, the SDK's stream is closed)
+                raise
         if reply.finish is None:
             raise ModelConnectionError("the stream ended before the model finished")
         yield reply.response(self.name)
