@@ -246,6 +246,96 @@ async def test_a_json_deny_blocks_with_its_reason(workspace: Path) -> None:
     assert RAN == []
 
 
+DEBUG_THEN_DENY = """\
+echo "guard: reading the event" >&2
+cat > /dev/null
+echo "guard: it is a shout, denying" >&2
+echo '{"hookSpecificOutput": {"permissionDecision": "deny",
+  "permissionDecisionReason": "no shouting after ten"}}'
+"""
+
+
+async def test_a_hook_logs_to_stderr_and_replies_json_on_stdout(workspace: Path) -> None:
+    """Claude Code reads the JSON reply from stdout alone: debug lines on stderr don't hide it."""
+    deny = script(workspace, "deny.sh", DEBUG_THEN_DENY)
+    start = script(
+        workspace,
+        "start.sh",
+        "echo 'start: looking' >&2\n"
+        'echo \'{"hookSpecificOutput": {"additionalContext": "branch: main"}}\'\n',
+    )
+    hooks = [Hook(event="before_tool", command=deny), Hook(event="session_start", command=start)]
+    replies = [reply("", call("shout", "c1", text="x")), "done"]
+    events, state = await events_of(agent_for(replies, workspace, hooks=hooks))
+    assert results(events) == [
+        ("shout", f"This call was blocked by a hook ({deny}): no shouting after ten", True)
+    ]
+    assert RAN == []
+    context = f"Context from a session-start hook ({start}):\nbranch: main"
+    assert [m.content for m in state.messages if isinstance(m, UserMessage)] == ["go", context]
+    assert not [e for e in events if isinstance(e, Notice) and e.level == "warning"]
+
+
+async def test_exit_2_gives_stderr_as_the_reason_and_stdout_only_when_stderr_is_empty(
+    workspace: Path,
+) -> None:
+    both = script(workspace, "both.sh", "echo 'checked 3 rules'\necho 'no secrets' >&2\nexit 2\n")
+    only_stdout = script(workspace, "old.sh", "echo 'no whispers'\nexit 2\n")
+    hooks = [
+        Hook(event="before_tool", matcher="shout", command=both),
+        Hook(event="before_tool", matcher="whisper", command=only_stdout),
+    ]
+    replies = [
+        reply("", call("shout", "c1", text="a"), call("whisper", "c2", text="b")),
+        "done",
+    ]
+    events, _ = await events_of(agent_for(replies, workspace, hooks=hooks))
+    assert results(events) == [
+        ("shout", f"This call was blocked by a hook ({both}): no secrets", True),
+        ("whisper", f"This call was blocked by a hook ({only_stdout}): no whispers", True),
+    ]
+    # After a tool and at a prompt, the same: the note and the refusal are stderr's.
+    note = script(workspace, "note.sh", "echo 'ran ruff'\necho 'fix line 3' >&2\nexit 2\n")
+    replies = [reply("", call("shout", "c1", text="a")), "done"]
+    after = [Hook(event="after_tool", command=note)]
+    events, _ = await events_of(agent_for(replies, workspace, hooks=after))
+    [told] = notices(events, f"after_tool hook `{note}`")
+    assert told.text == f"A hook ({note}) on your shout call (c1): fix line 3"
+    events, state = await events_of(
+        agent_for(["never"], workspace, hooks=[Hook(event="prompt", command=both)])
+    )
+    assert state.finished is not None
+    assert state.finished.detail == f"the prompt was blocked by prompt hook `{both}`: no secrets"
+
+
+async def test_a_failed_hooks_warning_quotes_its_stderr(workspace: Path) -> None:
+    broken = script(
+        workspace, "broken.sh", "echo 'step 1 ok'\necho 'jq: not found' >&2\nexit 127\n"
+    )
+    hook = Hook(event="before_tool", command=broken)
+    events, _ = await events_of(
+        agent_for([reply("", call("shout", "c1", text="a")), "done"], workspace, hooks=[hook])
+    )
+    [warned] = notices(events, f"before_tool hook `{broken}`")
+    assert warned.level == "warning"
+    assert warned.text.endswith("exit 127: jq: not found")
+    assert RAN == ["a"]
+
+
+async def test_a_long_json_reply_is_read_whole(workspace: Path) -> None:
+    """Longer than the tail kept for messages (2000 characters), still a JSON reply."""
+    long = "x" * 5000
+    command = script(
+        workspace,
+        "long.sh",
+        f'echo \'{{"hookSpecificOutput": {{"additionalContext": "{long}"}}}}\'\n',
+    )
+    hook = Hook(event="session_start", command=command)
+    _, state = await events_of(agent_for(["done"], workspace, hooks=[hook]))
+    context = f"Context from a session-start hook ({command}):\n{long}"
+    assert UserMessage(content=context) in state.messages
+
+
 NOTE_AFTER = """\
 cat > after.json
 echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse",
@@ -386,6 +476,10 @@ async def test_a_subagents_run_has_the_tool_hooks_not_the_session_and_prompt_one
         ("echo oops >&2; exit 1\n", "exit 1: oops"),
         ("sleep 5\n", "timed out after 0.5 s"),
         ("echo '{not json'\n", "its reply is not JSON"),
+        (  # past the 20 000 bytes of stdout kept: a cut reply is not parsed
+            "printf '{\"a\": \"'; head -c 30000 /dev/zero | tr '\\0' x; echo '\"}'\n",
+            "its JSON reply is too long to read whole (10010 bytes cut",
+        ),
     ],
 )
 async def test_a_broken_hook_is_one_warning_and_the_run_goes_on(

@@ -579,3 +579,88 @@ async def test_an_argv_runs_without_a_shell(workspace: Path) -> None:
     assert missing.exit_code != 0
     assert "no-such-program" in missing.output
     assert "No such file" in missing.output
+
+
+BOTH_STREAMS = "echo out 1; echo err 1 >&2; echo out 2; echo err 2 >&2"
+
+
+@needs_bwrap
+async def test_stderr_is_merged_by_default_and_read_apart_when_asked(workspace: Path) -> None:
+    merged = await run_process(BOTH_STREAMS, workspace=workspace)
+    assert (merged.output, merged.stderr) == ("out 1\nerr 1\nout 2\nerr 2\n", None)
+    apart = await run_process(BOTH_STREAMS, workspace=workspace, stderr="separate")
+    assert (apart.exit_code, apart.output, apart.stderr) == (0, "out 1\nout 2\n", "err 1\nerr 2\n")
+    # The sandbox's own complaint (bubblewrap cannot run the program) is on standard error.
+    missing = await run_process(["no-such-program"], workspace=workspace, stderr="separate")
+    assert missing.exit_code != 0
+    assert missing.output == ""
+    assert "no-such-program" in (missing.stderr or "")
+
+
+@needs_bwrap
+async def test_each_stream_read_apart_is_capped_on_its_own(workspace: Path) -> None:
+    result = await run_process(
+        "head -c 100000 /dev/zero | tr '\\0' e >&2; echo; echo the end >&2; echo small",
+        workspace=workspace,
+        max_output=1000,
+        stderr="separate",
+    )
+    assert (result.exit_code, result.output, result.bytes_cut) == (0, "\nsmall\n", 0)
+    assert result.stderr_cut == 100_008 - 1000
+    assert result.stderr == "e" * 500 + "\n[... 99008 bytes cut ...]\n" + "e" * 492 + "the end\n"
+
+
+@needs_bwrap
+async def test_both_streams_read_apart_are_kept_on_a_timeout_and_the_tree_dies(
+    workspace: Path,
+) -> None:
+    start = time.monotonic()
+    result = await run_process(
+        "s=34; echo started; echo warming up >&2; setsid sleep $s.5 & sleep $s",
+        workspace=workspace,
+        timeout=0.5,
+        stderr="separate",
+    )
+    assert (result.timed_out, result.exit_code) == (True, None)
+    assert (result.output, result.stderr) == ("started\n", "warming up\n")
+    assert time.monotonic() - start < 2
+    assert await gone("sleep 34")
+
+
+@needs_bwrap
+async def test_an_escaped_child_holding_stderr_open_does_not_hold_up_the_result(
+    workspace: Path,
+) -> None:
+    start = time.monotonic()
+    result = await run_process(
+        's=35.5; setsid sh -c "sleep $s; echo late >&2" & echo early; echo soon >&2',
+        workspace=workspace,
+        timeout=20,
+        stderr="separate",
+    )
+    assert (result.exit_code, result.output, result.stderr) == (0, "early\n", "soon\n")
+    assert time.monotonic() - start < 2
+    assert await gone("sleep 35.5")
+
+
+@needs_bwrap
+async def test_cancel_kills_the_tree_when_stderr_is_read_apart(workspace: Path) -> None:
+    task = asyncio.create_task(
+        run_process(
+            "s=36; echo a; echo b >&2; setsid sleep $s.25 & sleep $s.5",
+            workspace=workspace,
+            timeout=60,
+            stderr="separate",
+        )
+    )
+    for _ in range(250):
+        await asyncio.sleep(0.02)
+        if len(running("sleep 36.")) == 2:
+            break
+    assert len(running("sleep 36.")) == 2
+    fds = len(os.listdir("/proc/self/fd"))
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await gone("sleep 36.")
+    assert len(os.listdir("/proc/self/fd")) <= fds - 2  # both pipes closed

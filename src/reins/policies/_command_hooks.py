@@ -8,14 +8,17 @@ JSON on its standard input, at one of four points (Claude Code's name in bracket
                                        (`updatedInput`, checked against the tool's schema)
     after_tool     [PostToolUse]       may add a note for the model (exit 2, or a JSON
                                        `decision: "block"` / `additionalContext`)
-    session_start  [SessionStart]      may add context (its output) before the first model call
+    session_start  [SessionStart]      may add context (its stdout) before the first model call
     prompt         [UserPromptSubmit]  may add context to the user's prompt, or block it
 
 The tool hooks run for the tools whose names their `matcher` matches (a regular expression,
 matched whole; empty or `*`: every tool). A hook that fails — another exit code, a timeout, a
 reply that is not JSON where it looks like JSON, arguments its tool refuses — is recorded as
 one warning and passed over, as Claude Code passes over a non-blocking error: to block, a hook
-exits 2. Each hook is its own policy, so the loop calls only the hook points a run's hooks use.
+exits 2. As in Claude Code, the reply (plain text or JSON) is read from stdout; the reason of
+exit 2 and the error of a failed hook from stderr (from stdout where stderr is empty), so a hook
+may log to stderr as it works. Each hook is its own policy, so the loop calls only the hook
+points a run's hooks use.
 """
 
 from __future__ import annotations
@@ -63,7 +66,8 @@ Validate = Callable[[str, dict[str, Any]], object]
 @dataclass(frozen=True, kw_only=True)
 class Hook:
     """A command run at `event` (see the module's docstring), with the event as JSON on its
-    standard input; its exit code and output (plain text, or a JSON reply) say what to do."""
+    standard input; its exit code and its output say what to do: on exit 0 its stdout (plain
+    text, or a JSON reply), on exit 2 its stderr (else its stdout)."""
 
     event: HookEvent
     command: str
@@ -117,7 +121,8 @@ class _Reply:
     blocked: bool
     """Exit 2."""
     text: str
-    """Its output (the tail), when not a JSON reply."""
+    """The tail of what it said: exit 2, its stderr (else stdout); exit 0, its stdout when
+    that is not a JSON reply."""
     data: dict[str, Any]
     """Its JSON reply (empty: none)."""
 
@@ -174,26 +179,36 @@ class CommandHookPolicy(Policy):
                 timeout=self.hook.timeout,
                 protected=self.protected,
                 stdin=json.dumps(event).encode(),
+                stderr="separate",
             )
         except ReinsError as exc:  # no sandbox here, a workspace gone
             raise _HookFailed(f"could not run: {exc}") from None
-        output = tail(result.output)
+        # As in Claude Code: the reply is stdout; a reason or an error is stderr (or, where a
+        # hook wrote none there, stdout, so a hook that echoes its reason still works).
+        stdout = result.output.strip()
+        said = tail(result.stderr or "") or tail(stdout)
         if result.exit_code not in (0, HOOK_EXIT_REJECT):
             status = (
                 f"timed out after {result.timeout:g} s"
                 if result.timed_out
                 else f"exit {result.exit_code}"
             )
-            raise _HookFailed(status + (f": {output}" if output else ""))
-        blocked = result.exit_code == HOOK_EXIT_REJECT
-        if blocked or not output.startswith("{"):
-            return _Reply(blocked, output, {})
+            raise _HookFailed(status + (f": {said}" if said else ""))
+        if result.exit_code == HOOK_EXIT_REJECT:
+            return _Reply(True, said, {})
+        if not stdout.startswith("{"):
+            return _Reply(False, tail(stdout), {})
+        if result.bytes_cut:
+            raise _HookFailed(
+                f"its JSON reply is too long to read whole ({result.bytes_cut} bytes cut from "
+                "its middle): make it shorter"
+            )
         try:
-            data = json.loads(result.output)
+            data = json.loads(stdout)
         except ValueError as exc:
-            raise _HookFailed(f"its reply is not JSON ({exc}): {output}") from None
+            raise _HookFailed(f"its reply is not JSON ({exc}): {tail(stdout)}") from None
         if not isinstance(data, dict):
-            raise _HookFailed(f"its reply is JSON but not an object: {output}")
+            raise _HookFailed(f"its reply is JSON but not an object: {tail(stdout)}")
         return _Reply(False, "", data)
 
     def _failed(self, exc: _HookFailed, what: str = "") -> Continue:

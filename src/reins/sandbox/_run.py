@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 from ..core._errors import ToolError, UsageError
 from . import _spawner
@@ -46,13 +46,18 @@ class ProcessResult:
     exit_code: int | None
     """The command's exit code (128 + N: killed by signal N); None if it was killed on timeout."""
     output: str
-    """Standard output and error together, the middle cut if long (see `bytes_cut`)."""
+    """Standard output and error together, the middle cut if long (see `bytes_cut`); standard
+    output alone with `stderr="separate"`."""
     bytes_cut: int
     timed_out: bool
     timeout: float
     """The timeout in force: the one asked for, clamped to the policy's maximum."""
     clamped: bool
     """True if the timeout asked for was longer than the policy allows."""
+    stderr: str | None = None
+    """Standard error, with `stderr="separate"` (capped as `output` is, see `stderr_cut`);
+    None when it is merged into `output`."""
+    stderr_cut: int = 0
 
 
 async def run_process(
@@ -64,11 +69,14 @@ async def run_process(
     protected: Sequence[Path] = (),
     max_output: int = MAX_OUTPUT,
     stdin: bytes | None = None,
+    stderr: Literal["merge", "separate"] = "merge",
 ) -> ProcessResult:
     """Run `command` (a shell command line, or an argv) in `workspace`, sandboxed by `policy`.
 
     `protected` paths inside the workspace are read-only, besides `.git` and `.reins`.
     `stdin` is what the command reads on its standard input (default: nothing).
+    `stderr="separate"` reads standard error apart into `ProcessResult.stderr`, each stream
+    capped at `max_output` bytes; by default it is merged into `output`, in the order written.
     Raises SandboxUnavailable where the policy needs a sandbox this machine lacks.
     Cancelling the task kills the whole tree at once and re-raises CancelledError."""
     limit = policy.max_timeout if timeout is None else min(timeout, policy.max_timeout)
@@ -80,6 +88,9 @@ async def run_process(
     linux = sys.platform == "linux"
     cgroup: PidsCgroup | None = None
     spawner: _spawner.Spawner | None = None
+    if stderr not in ("merge", "separate"):
+        raise UsageError(f'stderr={stderr!r}: say "merge" or "separate"')
+    separate = stderr == "separate"
     launch, pass_fds = _launcher(policy, root, protected)
     try:
         # A spawner thread (module _spawner) starts it where it has a cgroup ready for it, or
@@ -93,17 +104,20 @@ async def run_process(
         full = [*launch, *limits, *argv]
         try:
             if spawner is None:
-                process = _spawn(full, root, env, pass_fds, setup, stdin)
+                process = _spawn(full, root, env, pass_fds, setup, stdin, separate)
             else:
                 process, born_in = spawner.start(
-                    policy.processes, lambda: _spawn(full, root, env, pass_fds, setup, stdin)
+                    policy.processes,
+                    lambda: _spawn(full, root, env, pass_fds, setup, stdin, separate),
                 )
                 cgroup = cgroup or born_in
         finally:
             for fd in pass_fds:
                 os.close(fd)
         output = CappedOutput(max_output)
-        exit_code, timed_out = await _supervise(process, output, limit, cgroup)
+        errors = CappedOutput(max_output) if separate else None
+        sinks = [output] if errors is None else [output, errors]
+        exit_code, timed_out = await _supervise(process, sinks, limit, cgroup)
     finally:
         if cgroup is not None:  # a spawner thread removes it, off this command's path
             cgroup.close(later=spawner is not None and spawner.cgroups)
@@ -114,6 +128,8 @@ async def run_process(
         timed_out=timed_out,
         timeout=limit,
         clamped=timeout is not None and timeout > policy.max_timeout,
+        stderr=None if errors is None else errors.text(),
+        stderr_cut=0 if errors is None else errors.cut,
     )
 
 
@@ -197,12 +213,11 @@ def _spawn(
     pass_fds: tuple[int, ...],
     setup: Callable[[], None] | None,
     stdin: bytes | None = None,
+    separate: bool = False,
 ) -> _Spawned:
-    read, write = os.pipe()  # close-on-exec, as Python makes every descriptor
-    os.set_blocking(read, False)  # only our end: the command's writes must block, not fail
-    if hasattr(fcntl, "F_SETPIPE_SZ"):  # Linux: fewer, larger reads (the default 64 KB works)
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, _READ_SIZE)
+    pipes = [_pipe()]
+    if separate:
+        pipes.append(_pipe())
     given: IO[bytes] | None = None
     if stdin is not None:  # an unnamed file: no writer to keep alive, no pipe to fill
         given = tempfile.TemporaryFile()  # noqa: SIM115 (closed once the child has it)
@@ -214,38 +229,80 @@ def _spawn(
             cwd=root,
             env=env,
             stdin=subprocess.DEVNULL if given is None else given,
-            stdout=write,
-            stderr=write,
+            stdout=pipes[0][1],
+            stderr=pipes[-1][1],
             pass_fds=pass_fds,
             start_new_session=True,  # its own process group, to kill in one call
             preexec_fn=setup,
         )
     except OSError as exc:  # only unconfined: in bwrap, the sandbox reports it as output
-        os.close(read)
+        for read, _ in pipes:
+            os.close(read)
         raise ToolError(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
     except BaseException:
-        os.close(read)
+        for read, _ in pipes:
+            os.close(read)
         raise
     finally:
-        os.close(write)
+        for _, write in pipes:
+            os.close(write)
         if given is not None:
             given.close()
-    return _Spawned(popen, read)
+    return _Spawned(popen, tuple(read for read, _ in pipes))
+
+
+def _pipe() -> tuple[int, int]:
+    read, write = os.pipe()  # close-on-exec, as Python makes every descriptor
+    os.set_blocking(read, False)  # only our end: the command's writes must block, not fail
+    if hasattr(fcntl, "F_SETPIPE_SZ"):  # Linux: fewer, larger reads (the default 64 KB works)
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, _READ_SIZE)
+    return read, write
 
 
 @dataclass
 class _Spawned:
     popen: subprocess.Popen[bytes]
-    output_fd: int
+    fds: tuple[int, ...]
+    """What we read: the command's output; then its standard error, if read apart."""
 
 
 async def _supervise(
-    spawned: _Spawned, output: CappedOutput, limit: float, cgroup: PidsCgroup | None
+    spawned: _Spawned,
+    sinks: Sequence[CappedOutput],
+    limit: float,
+    cgroup: PidsCgroup | None,
 ) -> tuple[int | None, bool]:
-    """Read the output while waiting for the process; then kill what is left of its tree."""
+    """Read the output (into `sinks`, one per pipe) while waiting for the process; then kill
+    what is left of its tree."""
+    popen = spawned.popen
+    streams = list(zip(spawned.fds, sinks, strict=True))
+    eofs = [_read_into(fd, sink) for fd, sink in streams]
+    timed_out = False
+    try:
+        try:
+            async with asyncio.timeout(limit):
+                await _exited(popen)
+        except TimeoutError:
+            timed_out = True
+        _kill_tree(popen, cgroup)
+        open_ = [eof for eof in eofs if not eof.done()]
+        if open_:  # the killed tree closes the pipes; nothing else may keep us here
+            await asyncio.wait(open_, timeout=_DRAIN_GRACE)
+    finally:
+        _kill_tree(popen, cgroup)  # on cancellation too: nothing outlives the call
+        loop = asyncio.get_running_loop()
+        for fd, _ in streams:
+            loop.remove_reader(fd)
+            os.close(fd)
+        code = _reap(popen)
+    return (None if timed_out else code), timed_out
+
+
+def _read_into(fd: int, sink: CappedOutput) -> asyncio.Future[None]:
+    """Feed what `fd` yields into `sink` as it comes; the future is done at its end."""
     loop = asyncio.get_running_loop()
-    popen, fd = spawned.popen, spawned.output_fd
-    eof = loop.create_future()
+    eof: asyncio.Future[None] = loop.create_future()
 
     def readable() -> None:
         try:
@@ -255,29 +312,14 @@ async def _supervise(
         except OSError:
             data = b""
         if data:
-            output.feed(data)
+            sink.feed(data)
         else:
             loop.remove_reader(fd)
             if not eof.done():
                 eof.set_result(None)
 
     loop.add_reader(fd, readable)
-    timed_out = False
-    try:
-        try:
-            async with asyncio.timeout(limit):
-                await _exited(popen)
-        except TimeoutError:
-            timed_out = True
-        _kill_tree(popen, cgroup)
-        if not eof.done():  # the killed tree closes the pipe; nothing else may keep us here
-            await asyncio.wait([eof], timeout=_DRAIN_GRACE)
-    finally:
-        _kill_tree(popen, cgroup)  # on cancellation too: nothing outlives the call
-        loop.remove_reader(fd)
-        os.close(fd)
-        code = _reap(popen)
-    return (None if timed_out else code), timed_out
+    return eof
 
 
 async def _exited(popen: subprocess.Popen[bytes]) -> None:
