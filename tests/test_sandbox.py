@@ -664,3 +664,8 @@ async def test_cancel_kills_the_tree_when_stderr_is_read_apart(workspace: Path) 
         await task
     assert await gone("sleep 36.")
     assert len(os.listdir("/proc/self/fd")) <= fds - 2  # both pipes closed
+
+
+async def test_a_bad_stderr_choice_is_one_clear_error(workspace: Path) -> None:
+    with pytest.raises(UsageError, match='stderr=\'apart\': say "merge" or "separate"'):
+        await run_process("true", workspace=workspace, stderr="apart")  # type: ignore[arg-type]
