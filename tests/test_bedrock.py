@@ -34,6 +34,7 @@ from reins import (
     UserMessage,
     resolve_model,
 )
+from reins.core._catalog import lookup
 from reins.core._errors import ModelConnectionError, ModelHTTPError, ModelTimeout
 from reins.core._media import Document, Image
 from reins.core._model import Retrying, ThinkingChunk, takes_media
@@ -46,6 +47,7 @@ from .wire_server import Answer, Received, WireServer, wire_server
 pytestmark = pytest.mark.real_model
 MODEL_ID = "anthropic.claude-3-5-haiku-20241022-v1:0"
 FAST = ModelSettings(first_chunk_timeout=5, chunk_timeout=5, retry_base_delay=0.01)
+CACHE_POINT = {"cachePoint": {"type": "default"}}
 SERVICE = botocore.session.get_session().get_service_model("bedrock-runtime")
 STREAM = SERVICE.operation_model("ConverseStream")
 
@@ -180,8 +182,9 @@ async def test_text_streams_with_usage_and_a_signed_request(server: WireServer) 
     assert sent.headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDTEST/")
     assert "/us-east-1/bedrock/aws4_request" in sent.headers["authorization"]
     body = request_of(sent)
-    assert body["system"] == [{"text": "Be brief."}]
-    assert body["messages"] == [{"role": "user", "content": [{"text": "Say hello."}]}]
+    # Claude 3.5 Haiku caches prompts on Bedrock: cache points after the system prompt and turn
+    assert body["system"] == [{"text": "Be brief."}, CACHE_POINT]
+    assert body["messages"] == [{"role": "user", "content": [{"text": "Say hello."}, CACHE_POINT]}]
     assert body["inferenceConfig"] == {"maxTokens": 64, "temperature": 0.2}
     assert "toolConfig" not in body
 
@@ -200,7 +203,8 @@ async def test_a_tool_call_assembles_and_its_result_goes_back(server: WireServer
     assert first.finish == "tool_use"
     tools = request_of(server.received[0])["toolConfig"]
     assert tools["toolChoice"] == {"any": {}}
-    [spec] = tools["tools"]
+    [spec, point] = tools["tools"]
+    assert point == CACHE_POINT
     assert spec["toolSpec"]["name"] == "write_file"
     assert spec["toolSpec"]["inputSchema"] == {"json": write_file.spec.parameters}
 
@@ -229,7 +233,8 @@ async def test_a_tool_call_assembles_and_its_result_goes_back(server: WireServer
                 "content": [{"text": "Boom"}],
                 "status": "error",
             }
-        }
+        },
+        CACHE_POINT,
     ]
 
 
@@ -266,6 +271,41 @@ async def test_reasoning_streams_and_goes_back_signed(server: WireServer) -> Non
     assert turns[1]["content"][0] == {
         "reasoningContent": {"reasoningText": {"text": "Weighing.", "signature": "sig=="}}
     }
+
+
+@pytest.mark.parametrize(
+    ("model_id", "system", "tools", "turns"),
+    [
+        ("meta.llama3-1-70b-instruct-v1:0", 0, 0, 0),  # Bedrock caches none of Llama's
+        ("amazon.nova-pro-v1:0", 1, 0, 2),  # Nova caches no tools
+        ("us.anthropic.claude-sonnet-4-20250514-v1:0", 1, 1, 2),
+    ],
+)
+async def test_cache_points_go_where_the_model_takes_them(
+    server: WireServer, model_id: str, system: int, tools: int, turns: int
+) -> None:
+    server.handler = lambda _: text("ok")
+    history = [
+        SystemMessage(content="Be brief."),
+        UserMessage(content="Create a.txt"),
+        AssistantMessage(tool_calls=(ToolCall(id="t1", name="write_file", arguments={}),)),
+        ToolResultMessage(call_id="t1", name="write_file", content="Wrote 0 bytes"),
+        UserMessage(content="Now b.txt"),
+    ]
+    await BedrockModel(model=model_id, endpoint_url=server.url).request(
+        history, [write_file.spec], FAST
+    )
+    body = request_of(server.received[0])
+    assert body["system"].count(CACHE_POINT) == system
+    assert body["toolConfig"]["tools"].count(CACHE_POINT) == tools
+    assert sum(t["content"].count(CACHE_POINT) for t in body["messages"]) == turns
+    if turns:  # the two latest user turns end with one
+        assert [t["content"][-1] == CACHE_POINT for t in body["messages"]] == [True, False, True]
+
+    unmarked = BedrockModel(model=model_id, endpoint_url=server.url, prompt_cache=False)
+    await unmarked.request(history, [write_file.spec], FAST)
+    assert CACHE_POINT not in json.loads(server.received[1].body).get("system", [])
+    assert "cachePoint" not in server.received[1].body.decode()
 
 
 async def test_a_guardrail_is_a_refusal(server: WireServer) -> None:
@@ -385,7 +425,7 @@ async def test_images_and_documents_go_as_converse_blocks(server: WireServer) ->
     ]
     bedrock = model(server)
     assert takes_media(bedrock)
-    assert not takes_media(BedrockModel(model="mistral.mistral-large-2402-v1:0"))
+    assert not takes_media(BedrockModel(model="meta.llama3-1-70b-instruct-v1:0"))
     await bedrock.request(messages, [read_file.spec], FAST)
 
     asked, _, answered = request_of(server.received[0], blobs=True)["messages"]
@@ -400,7 +440,9 @@ async def test_images_and_documents_go_as_converse_blocks(server: WireServer) ->
                 "source": {"bytes": base64.b64encode(PDF).decode()},
             }
         },
+        CACHE_POINT,
     ]
+    assert answered["content"][1] == CACHE_POINT
     assert answered["content"][0]["toolResult"]["content"] == [
         {"text": "dot.png"},
         {"image": {"format": "png", "source": {"bytes": encoded}}},
@@ -424,3 +466,12 @@ async def test_a_stalled_stream_times_out_and_its_connection_is_closed(
         await model(server).request([UserMessage(content="?")], [], settings)
     # the worker thread's read is not left to run on: closing the stream closed the connection
     assert server.broken.wait(5)
+
+
+def test_the_catalog_knows_bedrock_models_by_their_maker_s_names() -> None:
+    """models.dev lists only Bedrock's current ids; an older id, or an inference profile of a
+    region, is found by its maker's name (a window of 8,192 tokens would compact every step)."""
+    sonnet = lookup("bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0")
+    assert (sonnet.context_window, sonnet.known, sonnet.vision) == (200_000, True, True)
+    assert lookup(f"bedrock:{MODEL_ID}").context_window == 200_000
+    assert lookup("bedrock:amazon.nova-pro-v1:0").context_window == 300_000

@@ -5,6 +5,7 @@ catalog does not list, from models.dev (the open database of models opencode kee
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import NamedTuple
 
@@ -26,6 +27,14 @@ FIRST_PARTY = ("openai", "anthropic", "google", "mistral", "deepseek", "xai", "a
 yours serving `gpt-4o` or `qwen3-32b`): the makers' own first, then the rest in its order."""
 
 
+BEDROCK_ID = re.compile(
+    r"^(?:(?:us|eu|apac|au|jp|ca|us-gov|global)\.)?[a-z0-9-]+\.|-v\d+(?::\d+)?$"
+)
+"""What a Bedrock model id adds to its maker's name: the region of an inference profile, the
+maker (`us.anthropic.claude-sonnet-4-20250514-v1:0` is Anthropic's `claude-sonnet-4-20250514`)
+and the version."""
+
+
 class Limits(NamedTuple):
     window: int
     output: int | None
@@ -42,8 +51,11 @@ def limits(provider: str, name: str) -> Limits | None:
     by_provider, anywhere = _index()
     name = name.lower().removeprefix("models/")  # Gemini's own spelling
     own = by_provider.get(PROVIDERS.get(provider, provider), {})
+    keys: tuple[str, ...] = (name, name.rpartition("/")[2])
+    if provider == "bedrock":  # the maker's name for a model Bedrock lists no longer
+        keys = (*keys, BEDROCK_ID.sub("", name))
     for table in (own, anywhere):
-        for key in (name, name.rpartition("/")[2]):
+        for key in keys:
             if key in table:
                 return table[key]
     for table in (own, anywhere):

@@ -90,11 +90,17 @@ class BedrockModel(Retried):
     vision: bool | None = None
     """Whether it takes images and documents; None: it does if its id names a family that
     does (Claude, Nova but Micro, Llama 3.2 11B/90B and 4, Pixtral), else as the catalog says."""
+    prompt_cache: bool | None = None
+    """Mark the tools, the system prompt and the latest turns as cacheable (`cachePoint`
+    blocks), as for Anthropic; None: for the models Bedrock caches for (those genai-prices
+    prices cache reads of: Claude 3.5 Haiku and later, Nova), as others refuse the blocks."""
     _client: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.vision is None and VISION.search(self.model):
             self.vision = True
+        if self.prompt_cache is None:
+            self.prompt_cache = _caches(self.model)
 
     @property
     def name(self) -> str:
@@ -135,7 +141,7 @@ class BedrockModel(Retried):
         reply = _Reply()
         with _errors(self):
             client = self.client()
-            params = _params(self.model, messages, tools, settings)
+            params = _params(self.model, messages, tools, settings, cache=bool(self.prompt_cache))
             answer = await asyncio.to_thread(lambda: client.converse_stream(**params))
             stream = answer["stream"]
             events = iter(stream)
@@ -250,7 +256,12 @@ def _call(block: dict[str, Any]) -> ToolCall:
 
 
 def _params(
-    model: str, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
+    model: str,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    settings: ModelSettings,
+    *,
+    cache: bool = False,
 ) -> dict[str, Any]:
     system = "\n\n".join(m.content for m in messages if isinstance(m, SystemMessage))
     params: dict[str, Any] = {"modelId": model, "messages": _wire(messages)}
@@ -286,7 +297,39 @@ def _params(
         }
         forced = settings.tool_choice == "required" and thinking is None
         params["toolConfig"]["toolChoice"] = {"any": {}} if forced else {"auto": {}}
+    if cache:
+        _mark_cacheable(params, tools_too="nova" not in model)
     return params
+
+
+CACHE_POINT = {"cachePoint": {"type": "default"}}
+
+
+def _mark_cacheable(params: dict[str, Any], *, tools_too: bool) -> None:
+    """Cache points (four at most, Bedrock's limit) after the tools (Nova caches none), the
+    system prompt and the two latest user turns: the latest writes this request's prefix, the
+    one before reads what the previous step wrote, since its prompt ended there."""
+    if "toolConfig" in params and tools_too:
+        params["toolConfig"]["tools"].append(CACHE_POINT)
+    if "system" in params:
+        params["system"].append(CACHE_POINT)
+    users = [turn for turn in params["messages"] if turn["role"] == "user"]
+    for turn in users[-2:]:
+        turn["content"].append(CACHE_POINT)
+
+
+def _caches(model: str) -> bool:
+    """Whether Bedrock caches prompts for `model`: genai-prices prices its cache reads."""
+    from genai_prices import data_snapshot
+
+    try:
+        _, found = data_snapshot.get_snapshot().find_provider_model(
+            model.lower(), None, "aws", None
+        )
+    except LookupError:
+        return False
+    prices = found.prices
+    return getattr(prices, "cache_read_mtok", None) is not None
 
 
 def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
