@@ -119,7 +119,11 @@ async def test_a_run_accounts_cost_and_warns_of_unknown_models(workspace: Path) 
     events = [e async for e in run]
     [notice] = [e for e in events if isinstance(e, Notice)]
     assert (notice.source, notice.level) == ("catalog", "warning")
-    assert "'remote:pretend' is not in the catalog" in notice.text
+    assert notice.text == (
+        "model 'remote:pretend' is not in the catalog: assuming a 8192-token context, no price "
+        "(cost not counted); give its window with --context-window or "
+        '[models."remote:pretend"] in your config (context_window, input_price, output_price)'
+    )
     assert run.state.cost == 0.0
 
     register(

@@ -100,6 +100,11 @@ def test_the_configs_models_table_gives_windows_and_prices(
     info = lookup(model.name)
     assert (info.known, info.context_window, info.max_output) == (True, 32_768, 4096)
     assert (info.input_price, info.output_price) == (0.5, 1.5)
+    # A project's file may give a window (it bounds nothing of yours), not a price.
+    (tmp_path / "reins.toml").write_text('[models."vllm:house-model"]\ncontext_window = 8000\n')
+    resolve_model("vllm:house-model", load_config(tmp_path))
+    merged = lookup("vllm:house-model")
+    assert (merged.context_window, merged.max_output, merged.input_price) == (8000, 4096, 0.5)
     (tmp_path / "reins.toml").write_text('[models."vllm:house-model"]\ninput_price = 0\n')
     with pytest.raises(UsageError, match=r'models."vllm:house-model".input_price: a project'):
         load_config(tmp_path)

@@ -572,7 +572,10 @@ def load_config(start: Path | None = None) -> Config:
             merged["context"] = layer_context
         layer_models = data.pop("models", {})
         if isinstance(layer_models, dict):
-            models.update(layer_models)  # model by model: the project's win
+            for name, entry in layer_models.items():  # key by key: the project's win
+                mine = models.get(name)
+                both = isinstance(mine, dict) and isinstance(entry, dict)
+                models[name] = {**mine, **entry} if both else entry  # type: ignore[dict-item]
         else:
             merged["models"] = layer_models
         layer_sandbox = _sandbox(path, data.pop("sandbox", {}))
