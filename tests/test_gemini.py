@@ -28,6 +28,7 @@ from reins import (
     UserMessage,
     resolve_model,
 )
+from reins.agent._resolve import default_model
 from reins.core._errors import ModelConnectionError, ModelHTTPError, ModelTimeout
 from reins.core._media import Document, Image
 from reins.core._model import Retrying, ThinkingChunk, takes_media
@@ -309,6 +310,25 @@ async def test_an_agent_runs_a_tool_through_gemini_from_the_environment(
     answered = request_of(server.received[1]).contents
     assert answered[-1].parts
     assert answered[-1].parts[0].function_response is not None
+
+
+def test_with_only_a_gemini_key_and_no_embedded_model_gemini_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name)
+    )
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
+    spec, why = default_model()
+    assert spec == "gemini:gemini-2.5-flash"
+    assert "running gemini:gemini-2.5-flash, as GEMINI_API_KEY is set" in why
+    monkeypatch.setitem(sys.modules, "google.genai", None)  # the extra not installed
+    assert default_model() == ("local", "")
 
 
 def test_google_is_another_spelling_and_a_key_is_needed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,10 +20,12 @@ KNOWN = (
 )
 OLLAMA_URL = "http://localhost:11434/v1"
 HOSTED_DEFAULTS = (
-    ("OPENAI_API_KEY", "openai:gpt-4o-mini"),
-    ("ANTHROPIC_API_KEY", "anthropic:claude-haiku-4-5"),
+    ("OPENAI_API_KEY", "openai:gpt-4o-mini", "openai"),
+    ("ANTHROPIC_API_KEY", "anthropic:claude-haiku-4-5", "anthropic"),
+    ("GEMINI_API_KEY", "gemini:gemini-2.5-flash", "google.genai"),
 )
-"""The models run when none is named and the embedded one is not installed, by key set."""
+"""The models run when none is named and the embedded one is not installed, by key set (and
+the SDK its provider needs installed: Gemini's is an extra)."""
 
 
 def default_model() -> tuple[str, str]:
@@ -31,13 +33,20 @@ def default_model() -> tuple[str, str]:
     machine without llama.cpp whose environment holds a hosted provider's key runs that
     provider's small model instead of failing."""
     if importlib.util.find_spec("llama_cpp") is None:
-        for variable, spec in HOSTED_DEFAULTS:
-            if os.environ.get(variable):
+        for variable, spec, sdk in HOSTED_DEFAULTS:
+            if os.environ.get(variable) and _installed(sdk):
                 return spec, (
                     f"the embedded model is not installed (pip install 'reins[local]'): "
                     f"running {spec}, as {variable} is set"
                 )
     return "local", ""
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # its parent package is missing
+        return False
 
 
 def resolve_model(spec: str, config: Config | None = None) -> Model:

@@ -37,8 +37,8 @@ class ModelSettings:
     temperature: float | None = None
     tool_choice: Literal["auto", "required", "none"] = "auto"
     thinking_budget: int | None = None
-    """Tokens the model may spend reasoning before it answers (Anthropic's extended thinking);
-    None: the provider's default (no extended thinking)."""
+    """Tokens the model may spend reasoning before it answers (Anthropic's extended thinking,
+    Claude's on Bedrock, Gemini's thinking budget); None: the provider's default."""
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
     """How hard an OpenAI reasoning model (o-series, gpt-5) thinks, or Gemini's thinking level;
     None: its default."""
