@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reins import EVENT, AssistantMessage, Event, ToolCall
+from reins import AssistantMessage, ToolCall
 from reins.core._paths import log_key_path
+from reins.events import EVENT, Event
 from reins.store._chain import load_key, opened
 
 

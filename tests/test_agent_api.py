@@ -13,16 +13,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from reins import (
-    Agent,
-    AssistantMessage,
-    Cancel,
-    MemoryLog,
-    RunStarted,
-    StopReason,
-    UsageError,
-    UserMessage,
-)
+from reins import Agent, AssistantMessage, Cancel, MemoryLog, StopReason, UsageError, UserMessage
+from reins.events import RunStarted
 from reins.testing import FunctionModel, ScriptedModel
 
 from .helpers import call, reply

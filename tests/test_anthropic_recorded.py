@@ -14,14 +14,8 @@ import pytest
 from anthropic.types.message_create_params import MessageCreateParamsStreaming
 from pydantic import TypeAdapter
 
-from reins import (
-    Agent,
-    ModelSettings,
-    StopReason,
-    ToolCallFinished,
-    UsageError,
-    UserMessage,
-)
+from reins import Agent, ModelSettings, StopReason, UsageError, UserMessage
+from reins.events import ToolCallFinished
 from reins.models import AnthropicModel
 from reins.tools import write_file
 

@@ -9,26 +9,28 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from reins import (
-    EVENT,
     Agent,
     AssistantMessage,
-    BudgetExtended,
     CapOffer,
     Message,
-    ModelRequested,
     ModelResponse,
     ModelSettings,
-    Notice,
-    RunConfig,
-    RunFinished,
-    RunResumed,
-    RunStarted,
     RunState,
     StopReason,
     ToolSpec,
     Usage,
     UserMessage,
     tool,
+)
+from reins.events import (
+    EVENT,
+    BudgetExtended,
+    ModelRequested,
+    Notice,
+    RunConfig,
+    RunFinished,
+    RunResumed,
+    RunStarted,
 )
 from reins.testing import FunctionModel, ScriptedModel
 

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from reins import Agent, ContextSettings, ModelRequested, ModelResponded, RunState
+from reins import Agent, ContextSettings, RunState
 from reins.context import ContextBuilder
 from reins.context._tokens import estimate
 from reins.core._state import MAX_RATIO
+from reins.events import ModelRequested, ModelResponded
 from reins.models import OpenAIModel
 from reins.store import SQLiteLog
 from reins.testing import ScriptedModel

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reins import Agent, Notice, StopReason, Usage
+from reins import Agent, StopReason, Usage
 from reins.core._catalog import (
     CATALOG,
     GENEROUS_OUTPUT,
@@ -19,6 +19,7 @@ from reins.core._catalog import (
     priced,
     register,
 )
+from reins.events import Notice
 
 from .test_testing import PretendRemote
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from reins import EVENT, RunFinished, RunStarted, StopReason
+from reins import StopReason
 from reins.core._paths import project_store
+from reins.events import EVENT, RunFinished, RunStarted
 
 ROOT = Path(__file__).resolve().parent.parent
 REINS = [sys.executable, "-m", "reins"]

@@ -11,21 +11,17 @@ import pytest
 from reins import (
     Agent,
     AssistantMessage,
-    Event,
     Message,
-    ModelRequested,
-    Notice,
     RunState,
     SQLiteLog,
     StopReason,
-    ToolCallFinished,
-    ToolCallStarted,
     ToolResultMessage,
     ToolSpec,
     UsageError,
     UserMessage,
     tool,
 )
+from reins.events import Event, ModelRequested, Notice, ToolCallFinished, ToolCallStarted
 from reins.policies import Hook
 from reins.testing import FunctionModel, ScriptedModel
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reins import Agent, ContextCompacted, ModelRequested, Notice, RunState, StopReason
+from reins import Agent, RunState, StopReason
 from reins.context import ContextBuilder, ContextSettings
+from reins.events import ContextCompacted, ModelRequested, Notice
 from reins.models import LocalModel
 from reins.policies import Guards
 from reins.store import MemoryLog

@@ -7,15 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reins import (
-    Agent,
-    AssistantMessage,
-    Message,
-    SQLiteLog,
-    StopReason,
-    ToolsChanged,
-    ToolSpec,
-)
+from reins import Agent, AssistantMessage, Message, SQLiteLog, StopReason, ToolSpec
+from reins.events import ToolsChanged
 from reins.mcp import MCPServerConfig
 from reins.testing import FunctionModel
 from reins.tools import BUILTIN_TOOLS, Tool

@@ -9,16 +9,26 @@ import pytest
 from pydantic import ValidationError
 
 from reins import (
-    EVENT,
     MESSAGES,
+    AssistantMessage,
+    LogCorrupted,
+    RunState,
+    StopReason,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from reins.context import ContextSettings
+from reins.events import (
+    EVENT,
     SCHEMA_VERSION,
     AnswerRejected,
     ApprovalRequested,
-    AssistantMessage,
     BudgetExtended,
     ContextCompacted,
     Event,
-    LogCorrupted,
     ModelRequested,
     ModelResponded,
     Notice,
@@ -31,21 +41,13 @@ from reins import (
     RunFinished,
     RunResumed,
     RunStarted,
-    RunState,
     Steered,
-    StopReason,
-    SystemMessage,
     TextDelta,
     ThinkingDelta,
-    ToolCall,
     ToolCallFinished,
     ToolCallStarted,
-    ToolResultMessage,
     ToolsChanged,
-    Usage,
-    UserMessage,
 )
-from reins.context import ContextSettings
 
 ENVELOPE = {"session_id": "s1", "run_id": "r1", "ts": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)}
 CALL = ToolCall(id="c1", name="grep", arguments={"pattern": "x", "path": "."})

@@ -13,16 +13,13 @@ import pytest
 from reins import (
     Agent,
     AssistantMessage,
-    Notice,
-    ResponseRejected,
-    RunStarted,
     SQLiteLog,
     StopReason,
     StoreError,
-    ToolCallStarted,
     ToolResultMessage,
     tool,
 )
+from reins.events import Notice, ResponseRejected, RunStarted, ToolCallStarted
 from reins.testing import ScriptedModel
 
 from .helpers import call, journal_events, reply, sign_again

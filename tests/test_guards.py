@@ -13,22 +13,13 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from reins import (
-    EVENT,
     Agent,
-    AnswerRejected,
     AssistantMessage,
     Guards,
     MemoryLog,
     Message,
-    ModelResponded,
-    Notice,
-    ResponseRejected,
-    RunFinished,
-    RunResumed,
-    RunStarted,
     RunState,
     StopReason,
-    ToolCallFinished,
     ToolResultMessage,
     UsageError,
     UserMessage,
@@ -37,6 +28,17 @@ from reins import (
 from reins.agent._config import load_config
 from reins.cli import app
 from reins.core._repetition import collapse_repeats
+from reins.events import (
+    EVENT,
+    AnswerRejected,
+    ModelResponded,
+    Notice,
+    ResponseRejected,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    ToolCallFinished,
+)
 from reins.testing import FunctionModel, ScriptedModel
 
 from .helpers import call, reply

@@ -8,16 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from reins import (
-    Agent,
-    ContextSettings,
-    Message,
-    Notice,
-    StopReason,
-    SystemMessage,
-    ToolResultMessage,
-)
-from reins.context._sections import PromptContext, Section
+from reins import Agent, ContextSettings, Message, StopReason, SystemMessage, ToolResultMessage
+from reins.context import PromptContext, PromptSection
+from reins.events import Notice
 from reins.store import MemoryLog
 from reins.testing import ScriptedModel
 
@@ -151,8 +144,8 @@ async def test_prompt_sections_fail_open_and_keep_to_their_budget(tmp_path: Path
         raise RuntimeError("no memory store")
 
     sections = [
-        Section(name="memory", render_fn=broken),
-        Section(name="team", render_fn=lambda c: f"Team rule for {c.goal!r}. " * 200, budget=50),
+        PromptSection(name="memory", render=broken),
+        PromptSection(name="team", render=lambda c: f"Team rule for {c.goal!r}. " * 200, budget=50),
     ]
     log = MemoryLog()
     model = Recording(["FINAL_ANSWER: ok"])

@@ -18,7 +18,6 @@ from reins import (
     Cancel,
     Message,
     ModelSettings,
-    ResponseRejected,
     StopReason,
     SystemMessage,
     ToolCall,
@@ -32,6 +31,7 @@ from reins import (
 )
 from reins.core._actions import MAX_REPAIRS, parse_action
 from reins.core._model import ModelResponse, TextChunk
+from reins.events import ResponseRejected
 from reins.models import LocalModel, OpenAIModel
 from reins.models._json_actions import (
     MAX_STRING,

@@ -10,36 +10,24 @@ from pathlib import Path
 import pytest
 
 from reins import (
-    AfterResponse,
-    AfterTools,
     Agent,
-    Answer,
     AssistantMessage,
-    BeforeRound,
-    BeforeTool,
     Cancel,
     Continue,
     Inject,
     Message,
     ModelError,
-    ModelRequested,
     ModelResponse,
-    Notice,
-    OnFinal,
     Policy,
     Reject,
-    ResponseRejected,
+    Replace,
     RunState,
     Stop,
     StopReason,
     StreamItem,
     SystemMessage,
-    TextDelta,
     ThinkingChunk,
-    ThinkingDelta,
     ToolCall,
-    ToolCallFinished,
-    ToolCallStarted,
     ToolResultMessage,
     ToolSpec,
     Usage,
@@ -47,6 +35,16 @@ from reins import (
     UserMessage,
     tool,
 )
+from reins.events import (
+    ModelRequested,
+    Notice,
+    ResponseRejected,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from reins.policies import AfterResponse, AfterTools, BeforeRound, BeforeTool, OnFinal
 from reins.testing import FunctionModel, ScriptedModel
 
 from .helpers import call, reply
@@ -437,7 +435,7 @@ class Gate(Policy):
     async def before_tool(self, state: RunState, call: ToolCall) -> BeforeTool:
         match call.arguments.get("mode"):
             case "cached":
-                return Answer("from cache")
+                return Replace("from cache")
             case "deny":
                 return Reject("denied by policy")
             case "halt":

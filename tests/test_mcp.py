@@ -15,20 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from reins import (
-    Agent,
-    AssistantMessage,
-    Event,
-    Message,
-    Notice,
-    PermissionRules,
-    Permissions,
-    RunFinished,
-    ToolCallFinished,
-    ToolsChanged,
-    ToolSpec,
-)
+from reins import Agent, AssistantMessage, Message, PermissionRules, Permissions, ToolSpec
 from reins.core._errors import UsageError
+from reins.events import Event, Notice, RunFinished, ToolCallFinished, ToolsChanged
 from reins.mcp import MCPServer, MCPServerConfig, servers_from_json, servers_from_table
 from reins.testing import FunctionModel, ScriptedModel
 

@@ -19,7 +19,6 @@ from reins import (
     Document,
     Image,
     Message,
-    Notice,
     SQLiteLog,
     StopReason,
     StoreError,
@@ -32,6 +31,7 @@ from reins import (
 from reins.context._tokens import estimate
 from reins.core._media import IMAGE_TOKENS, PAGE_TOKENS
 from reins.core._messages import goal_message, unseen
+from reins.events import Notice
 from reins.testing import FunctionModel
 from reins.tools import read_file
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from reins import Image, RunStarted, SQLiteLog, UserMessage
+from reins import Image, SQLiteLog, UserMessage
 from reins.core._paths import project_store
+from reins.events import RunStarted
 
 from .test_cli import only_run_id, reins, script
 from .test_media import PDF, png

@@ -17,7 +17,8 @@ from openai.types.chat.completion_create_params import CompletionCreateParamsStr
 from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 from pydantic import TypeAdapter
 
-from reins import Agent, Document, Image, Notice
+from reins import Agent, Document, Image
+from reins.events import Notice
 from reins.models import AnthropicModel, OpenAIModel, OpenAIResponsesModel
 from reins.tools import read_file
 

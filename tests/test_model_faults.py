@@ -22,11 +22,9 @@ from reins import (
     Cancel,
     ModelResponse,
     ModelSettings,
-    Notice,
     StopReason,
     StreamItem,
     TextChunk,
-    TextDelta,
     ToolCall,
     ToolResultMessage,
     ToolSpec,
@@ -40,6 +38,7 @@ from reins.core._errors import (
     ModelTimeout,
 )  # not exported by `reins` (yet)
 from reins.core._model import Retrying
+from reins.events import Notice, TextDelta
 from reins.models import OpenAIModel
 
 HELLO = [UserMessage(content="hi")]

@@ -6,15 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from reins import (
-    Agent,
-    AnswerRejected,
-    ApprovalRequested,
-    StopReason,
-    SystemMessage,
-    ToolResultMessage,
-    UsageError,
-)
+from reins import Agent, StopReason, SystemMessage, ToolResultMessage, UsageError
+from reins.events import AnswerRejected, ApprovalRequested
 from reins.store import MemoryLog
 from reins.testing import ScriptedModel
 

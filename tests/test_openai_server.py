@@ -18,11 +18,11 @@ from reins import (
     SystemMessage,
     TextChunk,
     ToolCall,
-    ToolCallFinished,
     ToolResultMessage,
     UserMessage,
     resolve_model,
 )
+from reins.events import ToolCallFinished
 from reins.models import OpenAIModel
 from reins.tools import write_file
 

@@ -12,18 +12,15 @@ from reins import (
     Agent,
     Approval,
     ApprovalRequest,
-    ApprovalRequested,
     Cancel,
-    Event,
-    PermissionDecided,
     PermissionRules,
     Permissions,
     SQLiteLog,
     StopReason,
-    ToolCallFinished,
     UsageError,
     tool,
 )
+from reins.events import ApprovalRequested, Event, PermissionDecided, ToolCallFinished
 from reins.permissions import simple_commands
 from reins.testing import ScriptedModel
 from reins.tools import BUILTIN_TOOLS, read_file, run_command, write_file

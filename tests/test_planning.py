@@ -15,10 +15,10 @@ from reins import (
     Message,
     ModelResponse,
     ModelSettings,
-    Notice,
     ToolSpec,
     Usage,
 )
+from reins.events import Notice
 from reins.policies._guards import LOOP_NOTE
 from reins.testing import ScriptedModel
 from reins.tools import BUILTIN_TOOLS

@@ -14,17 +14,10 @@ from typer.testing import CliRunner
 
 from reins import (
     Agent,
-    AnswerRejected,
     AssistantMessage,
     Cancel,
     Guards,
     Message,
-    ModelResponded,
-    Notice,
-    Reflected,
-    ReflectiveAgent,
-    RunConfig,
-    RunFinished,
     RunState,
     SQLiteLog,
     StopReason,
@@ -38,6 +31,7 @@ from reins import (
     tool,
 )
 from reins.cli import app
+from reins.events import AnswerRejected, ModelResponded, Notice, Reflected, RunConfig, RunFinished
 from reins.policies import parse_reflection
 from reins.policies._reflect import FAILED_NOTE, REFLECT_TOOL, step_report
 from reins.testing import FunctionModel
@@ -320,8 +314,8 @@ async def test_a_reflective_agent_reflects_and_its_calls_count_in_the_usage(
 ) -> None:
     usage = Usage(input_tokens=100, output_tokens=10, requests=1)
     model = TwoRoles([reply("", call("poke", "c1")), "done"], [judged("success")])
-    run_agent = ReflectiveAgent(
-        model=FunctionModel(model, usage=usage), workspace=workspace, tools=[poke]
+    run_agent = Agent(
+        model=FunctionModel(model, usage=usage), workspace=workspace, tools=[poke], reflect=True
     )
     result = await run_agent.run("poke")
     assert result.usage.requests == 3  # two rounds and one reflection

@@ -13,17 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from reins import (
-    Agent,
-    ModelInfo,
-    ModelResponded,
-    Notice,
-    UsageError,
-    register_model,
-    resolve_model,
-)
+from reins import Agent, ModelInfo, UsageError, register_model, resolve_model
 from reins.agent._config import load_config
 from reins.core._catalog import lookup
+from reins.events import ModelResponded, Notice
 from reins.models import OpenAIModel
 
 from .servers import SlowOpenAI

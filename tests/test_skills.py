@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from reins import Agent, Message, Notice, SystemMessage, ToolSpec
+from reins import Agent, Message, SystemMessage, ToolSpec
+from reins.events import Notice
 from reins.skills import Skill, discover, read_skill
 from reins.skills._skill import SkillError
 from reins.testing import FunctionModel, ScriptedModel

@@ -10,26 +10,28 @@ from typing import Any
 import pytest
 
 from reins import (
-    EVENT,
     Agent,
     AgentRun,
     AssistantMessage,
     Cancel,
     Message,
-    ModelRequested,
-    ResponseRejected,
-    RunFinished,
-    RunStarted,
     RunState,
     SQLiteLog,
-    Steered,
     StopReason,
-    ToolCallFinished,
     ToolResultMessage,
     ToolSpec,
     UsageError,
     UserMessage,
     tool,
+)
+from reins.events import (
+    EVENT,
+    ModelRequested,
+    ResponseRejected,
+    RunFinished,
+    RunStarted,
+    Steered,
+    ToolCallFinished,
 )
 from reins.testing import FunctionModel
 

@@ -9,15 +9,9 @@ from pathlib import Path
 import pytest
 
 from reins import (
-    EVENT,
     Agent,
-    AnswerRejected,
     AssistantMessage,
-    Event,
     Guards,
-    Notice,
-    RunFinished,
-    RunStarted,
     RunState,
     SQLiteLog,
     StopReason,
@@ -26,6 +20,7 @@ from reins import (
     UserMessage,
     tool,
 )
+from reins.events import EVENT, AnswerRejected, Event, Notice, RunFinished, RunStarted
 from reins.policies import CommandHook
 from reins.policies._verify import NO_VERIFIER
 from reins.sandbox import SandboxMode, SandboxPolicy, run_process

@@ -14,22 +14,15 @@ from pathlib import Path
 import pytest
 
 from reins import (
-    EVENT,
     Agent,
     AssistantMessage,
-    BeforeRound,
     Continue,
-    Event,
     LogCorrupted,
     LogUnverified,
     MemoryLog,
     Message,
-    Notice,
     Policy,
-    RunConfig,
-    RunFinished,
     RunNotFound,
-    RunStarted,
     RunState,
     SessionBusy,
     SQLiteLog,
@@ -41,6 +34,8 @@ from reins import (
     tool,
 )
 from reins.core._paths import log_key_path
+from reins.events import EVENT, Event, Notice, RunConfig, RunFinished, RunStarted
+from reins.policies import BeforeRound
 from reins.store._doctor import doctor
 from reins.testing import FunctionModel, ScriptedModel
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from reins import EVENT
 from reins.core._paths import project_store
+from reins.events import EVENT
 
 from .helpers import journal_events
 from .test_cli import HELLO, REINS, _env, reins, script

@@ -14,16 +14,14 @@ from reins import (
     Cancel,
     Message,
     ModelResponse,
-    RunFinished,
-    RunStarted,
     SQLiteLog,
     StopReason,
-    ToolCallFinished,
     ToolSpec,
     Usage,
     UserMessage,
 )
 from reins.core._events import SubagentEvent
+from reins.events import RunFinished, RunStarted, ToolCallFinished
 from reins.testing import FunctionModel, ScriptedModel
 from reins.tools import BUILTIN_TOOLS
 

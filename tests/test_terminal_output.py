@@ -17,22 +17,24 @@ from rich.console import Console
 from reins import (
     Agent,
     AssistantMessage,
-    ModelRequested,
-    ModelResponded,
-    Notice,
-    RunFinished,
     StopReason,
-    TextDelta,
-    ThinkingDelta,
     ToolCall,
-    ToolCallFinished,
-    ToolCallStarted,
     ToolResultMessage,
     Usage,
     UsageError,
 )
 from reins.cli._render import EventRenderer
 from reins.core._paths import project_store
+from reins.events import (
+    ModelRequested,
+    ModelResponded,
+    Notice,
+    RunFinished,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from reins.policies import GUARD_NAMES
 from reins.testing import ScriptedModel
 from reins.tools import BUILTIN_TOOLS

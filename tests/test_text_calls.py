@@ -17,18 +17,14 @@ import pytest
 from reins import (
     Agent,
     AssistantMessage,
-    ModelResponded,
     ModelResponse,
     ModelSettings,
-    Notice,
-    ResponseRejected,
-    RunFinished,
     StopReason,
     ToolCall,
-    ToolCallFinished,
     ToolSpec,
     UserMessage,
 )
+from reins.events import ModelResponded, Notice, ResponseRejected, RunFinished, ToolCallFinished
 from reins.models import OpenAIModel
 from reins.models._embedded import embedded_gguf
 from reins.models._text_calls import recover

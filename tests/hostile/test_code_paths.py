@@ -18,18 +18,16 @@ from reins import (
     Agent,
     Approval,
     ApprovalRequest,
-    ApprovalRequested,
-    PermissionDecided,
     PermissionRules,
     Permissions,
     SQLiteLog,
     StopReason,
     ToolCall,
-    ToolCallFinished,
     ToolContext,
     Workspace,
     tool,
 )
+from reins.events import ApprovalRequested, PermissionDecided, ToolCallFinished
 from reins.sandbox import SandboxPolicy, run_process
 from reins.sandbox._code_paths import hooks_path
 from reins.testing import ScriptedModel

@@ -12,18 +12,17 @@ from pathlib import Path
 import pytest
 
 from reins import (
-    EVENT,
     Agent,
     AssistantMessage,
     LogCorrupted,
     LogUnverified,
     Message,
-    PermissionDecided,
     SQLiteLog,
     StopReason,
     ToolSpec,
     tool,
 )
+from reins.events import EVENT, PermissionDecided
 from reins.permissions import Approval, ApprovalRequest
 from reins.store._chain import opened
 from reins.store._doctor import doctor

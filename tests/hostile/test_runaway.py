@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from reins import EVENT, Event, RunFinished, StopReason, ToolCallFinished, ToolCallStarted
+from reins import StopReason
+from reins.events import EVENT, Event, RunFinished, ToolCallFinished, ToolCallStarted
 
 from ..test_cli import ROOT, _env, reins, script
 

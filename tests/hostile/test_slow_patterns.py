@@ -21,7 +21,6 @@ from reins import (
     ModelSettings,
     StreamItem,
     TextChunk,
-    ToolCallFinished,
     ToolResultMessage,
     ToolSpec,
     UsageError,
@@ -30,6 +29,7 @@ from reins.context import infer_profile
 from reins.context._instructions import HINT, FolderHints
 from reins.core._actions import ActionError, parse_action
 from reins.core._repetition import collapse_repeats
+from reins.events import ToolCallFinished
 from reins.mcp import MCPServerConfig, servers_from_json
 from reins.models._text_calls import recover
 from reins.policies._guards import strip_markup

@@ -19,24 +19,13 @@ import pytest
 import typer
 from rich.console import Console
 
-from reins import (
-    ApprovalRequest,
-    CapOffer,
-    ModelRequested,
-    Notice,
-    QuestionAsked,
-    QuestionRequest,
-    ReinsError,
-    RunFinished,
-    StopReason,
-    ToolCall,
-    ToolCallStarted,
-)
+from reins import ApprovalRequest, CapOffer, QuestionRequest, ReinsError, StopReason, ToolCall
 from reins.cli._approve import TerminalApprover, TerminalAsker
 from reins.cli._console import WARNINGS, _one_line_errors
 from reins.cli._offer import TerminalCapOffer
 from reins.cli._render import EventRenderer
 from reins.cli._safe import SafeConsole, visible
+from reins.events import ModelRequested, Notice, QuestionAsked, RunFinished, ToolCallStarted
 
 from ..terminal import Terminal
 from ..test_cli import REINS, reins, script

@@ -18,7 +18,7 @@ from ..context._modes import Mode, ModeSection, resolve_mode
 from ..context._sections import (
     BaseSection,
     ProjectInstructions,
-    PromptSection,
+    SectionSource,
     TextSection,
     ToolNotes,
 )
@@ -389,7 +389,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
         changing = frozenset(t.name for t in tools if t.path_args and not t.read_only)
         return [TestsAfterChanges(changing)]
 
-    def _sections(self, mode: Mode | None, workspace: Workspace) -> list[PromptSection]:
+    def _sections(self, mode: Mode | None, workspace: Workspace) -> list[SectionSource]:
         readers = {"read_file"} & {t.name for t in self._tools()}
         spill = self._readable()[0] if self._readable() and readers else None
         return [

@@ -14,7 +14,7 @@ from typing_extensions import TypeVar
 from ..context import ContextSettings
 from ..context._instructions import INSTRUCTION_FILES
 from ..context._modes import MODES, resolve_mode
-from ..context._sections import PromptSection
+from ..context._sections import SectionSource
 from ..core._catalog import priced, served_at
 from ..core._errors import UsageError
 from ..core._loop import hooks_of
@@ -62,8 +62,8 @@ class AgentFields(Generic[DepsT, OutputT]):
     """Yours, added to the system prompt after the base prompt."""
     system_prompt: str | None = None
     """Replaces reins' base prompt (the other sections stay: your instructions, AGENTS.md)."""
-    prompt_sections: Sequence[PromptSection] = ()
-    """More parts of the system prompt, after reins' own (`reins.context.Section`)."""
+    prompt_sections: Sequence[SectionSource] = ()
+    """More parts of the system prompt, after reins' own (`reins.context.PromptSection`)."""
     instruction_files: Sequence[str] = INSTRUCTION_FILES
     """The project instruction files read, from the repository root down to the workspace
     (`AGENTS.override.md` first in each folder); () reads none."""

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ._modes import MODES, Mode
     from ._profiles import infer_profile
     from ._prompt import system_prompt
-    from ._sections import PromptContext, PromptSection, Section
+    from ._sections import PromptContext, PromptSection, SectionSource
 
 _EXPORTS = {
     "ContextBuilder": "._builder",
@@ -25,7 +25,7 @@ _EXPORTS = {
     "Mode": "._modes",
     "PromptContext": "._sections",
     "PromptSection": "._sections",
-    "Section": "._sections",
+    "SectionSource": "._sections",
     "infer_profile": "._profiles",
     "system_prompt": "._prompt",
 }
@@ -38,15 +38,22 @@ __all__ = [
     "Mode",
     "PromptContext",
     "PromptSection",
-    "Section",
+    "SectionSource",
     "infer_profile",
     "system_prompt",
 ]
 
 
+_RENAMED = {
+    "Section": ("reins.context._sections", "Section", "reins.context.PromptSection (render=)")
+}
+
+
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from ..core._renamed import old_name
+
+        return old_name(__name__, name, _RENAMED)
     value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
     globals()[name] = value
     return value

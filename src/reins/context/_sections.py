@@ -32,8 +32,9 @@ class PromptContext:
     """What a section wants a person to know (a capped file, say): recorded as notices."""
 
 
-class PromptSection(Protocol):
-    """A source of one part of the system prompt."""
+class SectionSource(Protocol):
+    """A source of one part of the system prompt: a `PromptSection`, or an object of yours
+    with the same `name`, `budget` and `render(context)`."""
 
     @property
     def name(self) -> str: ...
@@ -49,15 +50,22 @@ class PromptSection(Protocol):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Section:
-    """A section from a function: `Section(name="team", render=lambda ctx: "...")`."""
+class PromptSection:
+    """A part of the system prompt from a function: `PromptSection(name="team",
+    render=lambda ctx: "...", budget=200)`; `render` is given the `PromptContext` and returns
+    the part ("" for none)."""
 
     name: str
-    render_fn: Callable[[PromptContext], str]
+    render: Callable[[PromptContext], str]
     budget: int | None = None
+    """Tokens the part may take; None: no cap."""
 
-    def render(self, context: PromptContext) -> str:
-        return self.render_fn(context)
+
+def Section(
+    *, name: str, render_fn: Callable[[PromptContext], str], budget: int | None = None
+) -> PromptSection:
+    """`PromptSection`, as it was spelled in 0.1 (`render_fn`)."""
+    return PromptSection(name=name, render=render_fn, budget=budget)
 
 
 @dataclass(frozen=True)
@@ -123,7 +131,7 @@ class ToolNotes:
         )
 
 
-def build_prompt(sections: Sequence[PromptSection], context: PromptContext) -> str:
+def build_prompt(sections: Sequence[SectionSource], context: PromptContext) -> str:
     """The system prompt: each section's part in order, cut to its budget; a section that
     fails is left out, and `context.notes` says so."""
     parts: list[str] = []

@@ -65,12 +65,12 @@ from ._model import (
 )
 from ._policy import (
     CONTINUE,
-    Answer,
     Continue,
     Inject,
     Policy,
     Reflect,
     Reject,
+    Replace,
     Rewrite,
     Stop,
     Verified,
@@ -469,7 +469,7 @@ class RunLoop:
                         source=policy.name,
                     )
                     return
-                case Answer(text):
+                case Replace(text):
                     answer = text
                 case Stop(reason, detail):
                     yield await self._finish(reason, detail=detail)
@@ -512,7 +512,7 @@ class RunLoop:
                 if call.id in state.questions and call.id not in state.answers:
                     waiting.append(call)  # until someone answers
                 continue
-            verdict: Continue | Reject | Answer | Stop = CONTINUE
+            verdict: Continue | Reject | Replace | Stop = CONTINUE
             if self._before_tool:
                 verdict, judged, by, notes = await self._judged(call)
                 for source, note, level in notes:
@@ -539,7 +539,7 @@ class RunLoop:
                         yield await self._emit(
                             ToolCallFinished, step=step, result=_denied(call, decided)
                         )
-                case Answer(text) | Reject(text):
+                case Replace(text) | Reject(text):
                     result = ToolResultMessage(
                         call_id=call.id,
                         name=call.name,
@@ -705,7 +705,7 @@ class RunLoop:
 
     async def _judged(
         self, call: ToolCall
-    ) -> tuple[Continue | Reject | Answer | Stop, ToolCall, str, list[tuple[str, str, Level]]]:
+    ) -> tuple[Continue | Reject | Replace | Stop, ToolCall, str, list[tuple[str, str, Level]]]:
         """The first verdict of the `before_tool` policies that is not to go on; the call as
         they leave it (a `Rewrite` changes its arguments for the policies after it) and the
         last policy that changed it; the notes to record (source, text, level)."""
@@ -728,7 +728,7 @@ class RunLoop:
                         notes.append(
                             (policy.name, "changed a call's id or tool: ignored", "warning")
                         )
-                case Reject() | Answer() | Stop():
+                case Reject() | Replace() | Stop():
                     return verdict, call, by, notes
                 case _:
                     assert_never(verdict)

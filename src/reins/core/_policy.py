@@ -7,10 +7,10 @@ Each hook returns a verdict from a closed union, narrowed per hook:
                                                       stage 1, before the model is asked
                                                       (Reflect: a judged step, recorded)
     after_response  Continue | Reject | Stop          stage 4, before the response is acted on
-    on_final        Continue | Verified | Reject | Answer | Stop
+    on_final        Continue | Verified | Reject | Replace | Stop
                                                       stage 4, before a final answer is accepted
-                                                      (Answer: accepted, as this text)
-    before_tool     Continue | Rewrite | Reject | Answer | Stop
+                                                      (Replace: accepted, as this text)
+    before_tool     Continue | Rewrite | Reject | Replace | Stop
                                                       stage 5, before each tool call
                                                       (Rewrite: run it with other arguments)
     after_tools     Continue | Inject | Stop          stage 7, after a step's tools ran
@@ -84,7 +84,7 @@ class Stop:
 
 
 @dataclass(frozen=True)
-class Answer:
+class Replace:
     """Do not run the tool call; use `observation` as its result (a cache hit). From
     `on_final`: accept the final answer as `observation` (a cleaned-up answer)."""
 
@@ -122,11 +122,11 @@ class Reflect:
 
 CONTINUE = Continue()
 
-Verdict = Continue | Inject | Reflect | Rewrite | Reject | Stop | Answer | Verified
+Verdict = Continue | Inject | Reflect | Rewrite | Reject | Stop | Replace | Verified
 BeforeRound = Continue | Inject | Reflect | Stop
 AfterResponse = Continue | Reject | Stop
-OnFinal = Continue | Verified | Reject | Answer | Stop
-BeforeTool = Continue | Rewrite | Reject | Answer | Stop
+OnFinal = Continue | Verified | Reject | Replace | Stop
+BeforeTool = Continue | Rewrite | Reject | Replace | Stop
 AfterTools = Continue | Inject | Stop
 
 
@@ -149,12 +149,12 @@ class Policy:
 
     async def on_final(self, state: RunState, answer: str) -> OnFinal:
         """Before a final answer ends the run: accept it (`Verified` with evidence), reject it
-        with what is missing, replace it (`Answer`), or stop."""
+        with what is missing, replace it (`Replace`), or stop."""
         return CONTINUE
 
     async def before_tool(self, state: RunState, call: ToolCall) -> BeforeTool:
         """Before each tool call runs: run it, run it with other arguments (`Rewrite`), refuse
-        it with an observation (`Reject`), answer it without running it (`Answer`), or stop."""
+        it with an observation (`Reject`), answer it without running it (`Replace`), or stop."""
         return CONTINUE
 
     async def after_tools(

@@ -1,12 +1,13 @@
 """Policies: small objects the loop consults at fixed hook points (see `Policy`)."""
 
+from typing import Any
+
 from ..core._caps import CAP_REASONS, CapHandler, CapOffer
 from ..core._guard_settings import GUARD_NAMES, Guards
 from ..core._policy import (
     CONTINUE,
     AfterResponse,
     AfterTools,
-    Answer,
     BeforeRound,
     BeforeTool,
     Continue,
@@ -16,11 +17,13 @@ from ..core._policy import (
     Reflect,
     Reflection,
     Reject,
+    Replace,
     Rewrite,
     Stop,
     Verdict,
     Verified,
 )
+from ..core._renamed import old_name
 from ._budgets import (
     BudgetNotices,
     CostBudget,
@@ -54,7 +57,6 @@ __all__ = [
     "HOOK_EVENTS",
     "AfterResponse",
     "AfterTools",
-    "Answer",
     "BeforeRound",
     "BeforeTool",
     "BudgetNotices",
@@ -84,6 +86,7 @@ __all__ = [
     "Reflective",
     "Reject",
     "RepeatCache",
+    "Replace",
     "Rewrite",
     "RunFacts",
     "Stop",
@@ -101,3 +104,9 @@ __all__ = [
     "hook_policies",
     "parse_reflection",
 ]
+
+_RENAMED = {"Answer": ("reins.core._policy", "Replace", "reins.Replace")}
+
+
+def __getattr__(name: str) -> Any:
+    return old_name(__name__, name, _RENAMED)

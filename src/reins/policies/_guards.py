@@ -36,13 +36,13 @@ from ..core._messages import (
 from ..core._policy import (
     CONTINUE,
     AfterResponse,
-    Answer,
     BeforeRound,
     BeforeTool,
     Inject,
     OnFinal,
     Policy,
     Reject,
+    Replace,
     Stop,
 )
 from ..core._state import FINAL_ANSWER_TOOL, RunState
@@ -355,7 +355,7 @@ class RepeatCache(Policy):
             done = self.facts.update(state).done.get(call_key(call))
             if done is None:
                 return CONTINUE
-            return Answer(
+            return Replace(
                 f"{DONE}you made this exact call before and it succeeded ({_clip(done[0])}); "
                 "nothing has touched that path since, so it was not run again. If the goal is "
                 "reached, give your final answer now."
@@ -371,7 +371,7 @@ class RepeatCache(Policy):
         content = cached[0]
         if len(content) > CACHED_CHARS:
             content = content[:CACHED_CHARS] + f"… [{len(cached[0]) - CACHED_CHARS} more chars]"
-        return Answer(
+        return Replace(
             f"{CACHED}you made this exact call before and nothing has changed since; it was not "
             f"run again. Its earlier result:\n{content}\n\nUse that result, or give your "
             "final answer; do not repeat the call."
@@ -560,7 +560,7 @@ class LeakedMarkup(Policy):
         if "<" not in answer and "[TOOL_CALLS]" not in answer:
             return CONTINUE
         stripped = strip_markup(answer)
-        return CONTINUE if stripped == answer else Answer(stripped)
+        return CONTINUE if stripped == answer else Replace(stripped)
 
 
 def _nudges(state: RunState) -> int:

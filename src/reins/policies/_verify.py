@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..core._messages import ToolCall, ToolResultMessage
-from ..core._policy import CONTINUE, Answer, BeforeTool, Policy, Stop
+from ..core._policy import CONTINUE, BeforeTool, Policy, Replace, Stop
 from ..core._state import RunState
 from ..core._stop import StopReason
 
@@ -37,4 +37,4 @@ class NoVerifier(Policy):
                 f"the model called `{VERIFY_TOOL}` {earlier + 1} times with no automatic "
                 "verifier available",
             )
-        return Answer(NO_VERIFIER)
+        return Replace(NO_VERIFIER)
