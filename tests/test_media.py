@@ -23,7 +23,6 @@ from reins import (
     StopReason,
     StoreError,
     ToolCall,
-    ToolCallFinished,
     ToolResultMessage,
     UsageError,
     UserMessage,
@@ -31,7 +30,7 @@ from reins import (
 from reins.context._tokens import estimate
 from reins.core._media import IMAGE_TOKENS, PAGE_TOKENS
 from reins.core._messages import goal_message, unseen
-from reins.events import Notice
+from reins.events import Notice, ToolCallFinished
 from reins.testing import FunctionModel
 from reins.tools import read_file
 
