@@ -297,6 +297,7 @@ async def test_an_agent_runs_a_tool_through_gemini_from_the_environment(
     server.handler = lambda _: next(replies)
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
     monkeypatch.setenv("GEMINI_API_KEY", "env-key")
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     gemini = resolve_model("gemini:gemini-2.5-flash")
     result = await Agent(model=gemini, tools=[write_file], workspace=workspace).run(
         "Create a.txt containing hi"
@@ -333,7 +334,10 @@ def test_with_only_a_gemini_key_and_no_embedded_model_gemini_runs(
 
 def test_google_is_another_spelling_and_a_key_is_needed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GOOGLE_API_KEY", "k")
-    assert resolve_model("google:gemini-2.5-pro").name == "gemini:gemini-2.5-pro"
+    monkeypatch.setenv("GEMINI_API_KEY", "other")
+    gemini = resolve_model("google:gemini-2.5-pro")
+    assert gemini.name == "gemini:gemini-2.5-pro"
+    assert gemini.api_key == "k"  # type: ignore[attr-defined]  # the one Google's SDK takes
     monkeypatch.delenv("GOOGLE_API_KEY")
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     with pytest.raises(UsageError, match="GEMINI_API_KEY"):

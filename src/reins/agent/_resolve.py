@@ -134,7 +134,7 @@ ALIASES = {"google": "gemini", "google-gla": "gemini"}
 _ENV = {
     "openai": {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY"},
     "anthropic": {"base_url": "ANTHROPIC_BASE_URL", "api_key": "ANTHROPIC_API_KEY"},
-    "gemini": {"base_url": "GOOGLE_GEMINI_BASE_URL", "api_key": "GEMINI_API_KEY GOOGLE_API_KEY"},
+    "gemini": {"base_url": "GOOGLE_GEMINI_BASE_URL", "api_key": "GOOGLE_API_KEY GEMINI_API_KEY"},
     "ollama": {"base_url": "OLLAMA_BASE_URL"},
 }
 """The environment variables each provider's SDK users know (they win over the config);

@@ -69,7 +69,7 @@ class GeminiModel(Retried):
     base_url: str | None = None
     """Defaults to GOOGLE_GEMINI_BASE_URL, then Google's own."""
     api_key: str | None = None
-    """Defaults to GEMINI_API_KEY, then GOOGLE_API_KEY."""
+    """Defaults to GOOGLE_API_KEY, then GEMINI_API_KEY (the order of Google's SDK)."""
     provider: str = "gemini"
     vision: ClassVar[bool] = True
     """Every Gemini model takes images and PDFs."""
@@ -89,7 +89,7 @@ class GeminiModel(Retried):
             genai = _genai()
             base_url = self.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL")
             key = (
-                self.api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+                self.api_key or os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
             )
             # No retries and no timeout of the SDK's own: the resilience layer does both.
             options = genai.types.HttpOptions(base_url=base_url) if base_url else None
