@@ -265,3 +265,31 @@ async def test_an_image_read_for_a_model_that_cannot_see_is_recorded_as_its_note
     assert sent[1] == note
     assert finished.result == ToolResultMessage(call_id="c1", name="read_file", content=note)
     assert not (store / "blobs").exists()
+
+
+async def test_read_file_returns_an_image_or_a_pdf_and_reads_text_named_like_one(
+    workspace: Path,
+) -> None:
+    (workspace / "shot.png").write_bytes(png())
+    (workspace / "spec.pdf").write_bytes(PDF)
+    (workspace / "notes.png").write_text("just text\n")
+    (workspace / "blob.bin").write_bytes(b"\x00\x01binary")
+    calls = [
+        ToolCall(id=f"c{i}", name="read_file", arguments={"path": path})
+        for i, path in enumerate(["shot.png", "spec.pdf", "notes.png", "blob.bin"])
+    ]
+    replies: list[AssistantMessage | str] = [AssistantMessage(tool_calls=tuple(calls)), "done"]
+    agent = Agent(
+        model=FunctionModel(lambda m, t: replies.pop(0)), tools=[read_file], workspace=workspace
+    )
+    result = await agent.run("read them")
+    found = [
+        e.result for e in await agent.log.events(result.run_id) if isinstance(e, ToolCallFinished)
+    ]
+    assert [(r.content, [m.media_type for m in r.media], r.is_error) for r in found] == [
+        ("image shot.png (image/png, 69 bytes)", ["image/png"], False),
+        ("document spec.pdf (application/pdf, 48 bytes)", ["application/pdf"], False),
+        ("just text\n\n[1 line in all]", [], False),
+        ("'blob.bin' is a binary file", [], True),
+    ]
+    assert found[0].media[0].data == png()

@@ -32,6 +32,13 @@ def test_images_and_a_pdf_go_with_the_goal(project: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "a red pixel" in done.stdout
+    given = (
+        "What is this? [+ image shot.png (image/png, 69 bytes)] "
+        "[+ document spec.pdf (application/pdf, 48 bytes)]"
+    )
+    assert f"goal {given}" in done.stdout
+    shown = reins("show", "last", cwd=project)
+    assert f"user: {given}" in shown.stdout, shown.stdout
     store = project_store(project)
     started = asyncio.run(first_event(store, only_run_id(project)))
     assert isinstance(started, RunStarted)

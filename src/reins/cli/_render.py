@@ -143,7 +143,7 @@ class EventRenderer:
                     f"[bold]run[/] {event.run_id}  [dim]session {event.session_id} · "
                     f"model {escape(config.model)} · workspace {escape(config.workspace)}[/]"
                 )
-                out.print(f"[bold]goal[/] {escape(event.goal)}")
+                out.print(f"[bold]goal[/] {escape(event.goal)}{_given(event.messages[-1])}")
                 if config.profile is not None:
                     out.print(f"[dim]{escape(_profile_line(config))}[/]", soft_wrap=True)
                 if config.guards is not None and (changes := config.guards.changes()):
@@ -484,6 +484,13 @@ def _profile_line(config: RunConfig) -> str:
     return " · ".join(parts)
 
 
+def _given(message: Message) -> str:
+    """The images and documents a user message holds, after its text: ` [+ image NAME (...)]`
+    (a tool's result says what it returned in its own text)."""
+    media = message.media if isinstance(message, UserMessage) else ()
+    return "".join(f" [dim]\\[+ {escape(m.describe())}][/]" for m in media)
+
+
 def _notice(event: Notice) -> str:
     text = escape(event.text.rstrip()).replace("\n", "\n  ")  # under its mark
     return f"[yellow]! {text}[/] [dim]({escape(event.source)})[/]"
@@ -507,7 +514,7 @@ def render_transcript(out: Console, messages: list[Message]) -> None:
             case SystemMessage():
                 out.print(f"[dim]system: {escape(_clip(message.content, 3))}[/]")
             case UserMessage():
-                out.print(f"[bold]user:[/] {escape(message.content)}")
+                out.print(f"[bold]user:[/] {escape(message.content)}{_given(message)}")
             case AssistantMessage():
                 if message.thinking:
                     out.print(f"[dim italic]{escape(message.thinking)}[/]")
