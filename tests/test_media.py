@@ -283,9 +283,11 @@ async def test_read_file_returns_an_image_or_a_pdf_and_reads_text_named_like_one
         model=FunctionModel(lambda m, t: replies.pop(0)), tools=[read_file], workspace=workspace
     )
     result = await agent.run("read them")
-    found = [
-        e.result for e in await agent.log.events(result.run_id) if isinstance(e, ToolCallFinished)
-    ]
+    events = await agent.log.events(result.run_id)
+    # read-only calls run side by side: their results are recorded as each finishes
+    found = sorted(
+        (e.result for e in events if isinstance(e, ToolCallFinished)), key=lambda r: r.call_id
+    )
     assert [(r.content, [m.media_type for m in r.media], r.is_error) for r in found] == [
         ("image shot.png (image/png, 69 bytes)", ["image/png"], False),
         ("document spec.pdf (application/pdf, 48 bytes)", ["application/pdf"], False),
