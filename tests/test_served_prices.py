@@ -15,7 +15,7 @@ import pytest
 
 from reins import Agent, ModelInfo, UsageError, register_model, resolve_model
 from reins.agent._config import load_config
-from reins.core._catalog import lookup
+from reins.core._catalog import CATALOG, _found, lookup
 from reins.events import ModelResponded, Notice
 from reins.models import OpenAIModel
 
@@ -136,3 +136,25 @@ def test_reins_run_refuses_a_cost_budget_it_cannot_keep(tmp_path: Path, server: 
     events = [json.loads(line) for line in done.stdout.splitlines()]
     [response] = [e for e in events if e["kind"] == "model_response"]
     assert response["cost"] == pytest.approx((10 * 1.0 + 5 * 2.0) / 1e6)
+
+
+@pytest.mark.real_model
+@pytest.mark.usefixtures("own_catalog")
+async def test_a_resume_keeping_a_cost_budget_no_longer_priced_is_refused(
+    workspace: Path,
+) -> None:
+    listing = {"text": "", "tool_calls": [{"name": "list_files", "arguments": {}}]}
+    with SlowOpenAI([listing, "FINAL_ANSWER: done"], gap=0) as server:
+        mine = OpenAIModel(model="gpt-4o-mini", base_url=server.url, api_key="x")
+        register_model(
+            "openai:gpt-4o-mini",
+            ModelInfo(context_window=128_000, input_price=1.0, output_price=2.0),
+        )
+        agent = Agent(model=mine, workspace=workspace, cost_budget=1.0, max_steps=1)
+        capped = await agent.run("list the files")
+        assert capped.stop_reason.value == "max_steps"
+        CATALOG.pop("openai:gpt-4o-mini")  # the price is gone (another config, say)
+        _found.clear()
+        with pytest.raises(UsageError, match=r"cost budget \$1: no price is known"):
+            await Agent(model=mine, workspace=workspace, log=agent.log).resume(capped.run_id)
+        assert len(server.requests) == 1

@@ -34,6 +34,7 @@ from ..policies._budgets import CONTINUING
 from ..tools import Workspace
 from ..tracing import tracer_for
 from ._assembly import RunAssembly
+from ._fields import check_cost_budget
 
 
 async def start_run(
@@ -199,6 +200,9 @@ async def resume_run(
     try:
         state = RunState.fold(await agent.log.events(run_id))  # as it stands, claimed
         await _check_latest(agent, state)
+        # The run's own budget, kept on: refused as a new one would be if no longer priced
+        # (the model served elsewhere now).
+        check_cost_budget(agent.model, caps.cost_budget or state.config.cost_budget)
         return await _resumed(
             agent, state, caps, approvals, cancel, guards, answers or {}, deps, tracer
         )
