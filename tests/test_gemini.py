@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from google.genai import types
 
 from reins import (
@@ -390,3 +392,66 @@ async def test_a_stalled_stream_times_out_and_its_connection_is_closed(server: W
     with pytest.raises(ModelTimeout, match="the stream stalled"):
         await model(server).request([UserMessage(content="?")], [], settings)
     assert server.broken.wait(5)  # the client closed the connection: the server stops
+
+
+async def test_vertex_ai_runs_on_application_default_credentials(
+    server: WireServer, workspace: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`vertex:NAME`: Google Cloud's credentials (a service account's key file, from
+    GOOGLE_APPLICATION_CREDENTIALS), exchanged at the token service (here the local server)
+    for a bearer token, with a JWT signed by the key."""
+    token = json.dumps({"access_token": "ya29.local", "expires_in": 3600, "token_type": "Bearer"})
+
+    def answer(received: Received) -> Answer:
+        if received.path == "/token":
+            body = token.encode()
+            headers = {"Content-Type": "application/json", "Content-Length": str(len(body))}
+            return Answer(headers=headers, chunks=[body])
+        return sse(chunk(types.Part(text="Hello from Vertex."), finish="STOP", usage=(7, 4, 0)))
+
+    server.handler = answer
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    adc = tmp_path / "service-account.json"
+    adc.write_text(
+        json.dumps(
+            {
+                "type": "service_account",
+                "project_id": "my-project",
+                "private_key_id": "k1",
+                "private_key": pem.decode(),
+                "client_email": "reins@my-project.iam.gserviceaccount.com",
+                "client_id": "1",
+                "token_uri": f"{server.url}/token",
+            }
+        )
+    )
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "my-project")
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "europe-west4")
+    for variable in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(variable, raising=False)
+    vertex = resolve_model("google-vertex:gemini-2.5-pro")
+    assert vertex.name == "vertex:gemini-2.5-pro"
+    vertex.base_url = server.url  # type: ignore[attr-defined]  # Google's own, else
+    response = await vertex.request([UserMessage(content="hi")], [], FAST)
+
+    assert response.message.text == "Hello from Vertex."
+    refresh, call = server.received
+    assert b"grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer" in refresh.body
+    assert call.path == (
+        "/v1beta1/projects/my-project/locations/europe-west4/publishers/google/models/"
+        "gemini-2.5-pro:streamGenerateContent?alt=sse"
+    )
+    assert call.headers["authorization"] == "Bearer ya29.local"
+    assert "x-goog-api-key" not in call.headers
+
+
+def test_vertex_ai_without_a_project_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
+    with pytest.raises(UsageError, match="needs a Google Cloud project: set GOOGLE_CLOUD_PROJECT"):
+        GeminiModel(model="gemini-2.5-pro", vertex=True, provider="vertex").client()

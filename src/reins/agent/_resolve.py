@@ -14,9 +14,9 @@ from ._model_entries import register_entries
 KNOWN = (
     f"local, local:NAME (an embedded model: {', '.join(EMBEDDED)}), local:PATH.gguf, "
     "openai:NAME, openai-responses:NAME (OpenAI's Responses API), anthropic:NAME, "
-    "gemini:NAME (or google:NAME), bedrock:MODEL-ID, ollama:NAME, ENDPOINT:NAME (an endpoint "
-    "of the config), http(s)://HOST/v1 (an OpenAI-compatible server; model name from "
-    "REINS_MODEL_NAME), script:FILE.json"
+    "gemini:NAME (or google:NAME), vertex:NAME (Gemini on Vertex AI), bedrock:MODEL-ID, "
+    "ollama:NAME, ENDPOINT:NAME (an endpoint of the config), http(s)://HOST/v1 (an "
+    "OpenAI-compatible server; model name from REINS_MODEL_NAME), script:FILE.json"
 )
 OLLAMA_URL = "http://localhost:11434/v1"
 HOSTED_DEFAULTS = (
@@ -84,6 +84,11 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
     kind = ALIASES.get(kind, kind)
     if kind == "bedrock":
         return _bedrock(rest, config)
+    if kind == "vertex":
+        from ..models import GeminiModel
+
+        base_url = config.endpoint("vertex").base_url
+        return GeminiModel(model=rest, vertex=True, provider="vertex", base_url=base_url)
     if kind == "openai-responses":  # OpenAI's other API: the same provider, key and URL
         from ..models import OpenAIResponsesModel
 
@@ -129,8 +134,8 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
 
 HOSTED = ("openai", "anthropic", "gemini")
 """The providers whose own API needs a key (unless a base URL names another server)."""
-ALIASES = {"google": "gemini", "google-gla": "gemini"}
-"""Other spellings users bring: `google-gla:` is pydantic-ai's name for the Gemini API."""
+ALIASES = {"google": "gemini", "google-gla": "gemini", "google-vertex": "vertex"}
+"""Other spellings users bring: pydantic-ai's names for the Gemini API and Vertex AI."""
 _ENV = {
     "openai": {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY"},
     "anthropic": {"base_url": "ANTHROPIC_BASE_URL", "api_key": "ANTHROPIC_API_KEY"},

@@ -184,7 +184,12 @@ def split_name(model_name: str) -> tuple[str, str]:
     return (provider, name) if name else ("", provider)  # a bare name: no provider
 
 
-SAME_PRICES = {"openai-responses": "openai", "gemini": "google", "bedrock": "aws"}
+SAME_PRICES = {
+    "openai-responses": "openai",
+    "gemini": "google",
+    "vertex": "google",
+    "bedrock": "aws",
+}
 """Providers of reins' naming that bill as another of genai-prices'."""
 
 _priced: dict[tuple[str, str | None], tuple[str, str] | None] = {}

@@ -62,7 +62,7 @@ came on, `gemini:text` for a reply's text. Gemini wants each back on the same pa
 
 @dataclass(kw_only=True)
 class GeminiModel(Retried):
-    """A Gemini model through the Gemini API (the `google-genai` SDK, `pip install
+    """A Gemini model through the Gemini API or Vertex AI (the `google-genai` SDK, `pip install
     'reins[gemini]'`): streaming, function calling, thinking (`thinking_budget`)."""
 
     model: str
@@ -71,6 +71,14 @@ class GeminiModel(Retried):
     api_key: str | None = None
     """Defaults to GOOGLE_API_KEY, then GEMINI_API_KEY (the order of Google's SDK)."""
     provider: str = "gemini"
+    vertex: bool = False
+    """Through Vertex AI instead (`vertex:NAME`): Google Cloud's credentials (Application
+    Default Credentials: `gcloud auth application-default login`, GOOGLE_APPLICATION_CREDENTIALS,
+    a service's own), no API key."""
+    project: str | None = None
+    """Vertex AI's project; defaults to GOOGLE_CLOUD_PROJECT."""
+    location: str | None = None
+    """Vertex AI's region; defaults to GOOGLE_CLOUD_LOCATION, then `global`."""
     vision: ClassVar[bool] = True
     """Every Gemini model takes images and PDFs."""
     _client: Any = field(default=None, init=False, repr=False)
@@ -82,6 +90,8 @@ class GeminiModel(Retried):
     @property
     def served_at(self) -> str | None:
         """The base URL the requests go to; None: Google's own API (the catalog prices by it)."""
+        if self.vertex:
+            return self.base_url
         return self.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or None
 
     def client(self) -> Any:
@@ -93,8 +103,25 @@ class GeminiModel(Retried):
             )
             # No retries and no timeout of the SDK's own: the resilience layer does both.
             options = genai.types.HttpOptions(base_url=base_url) if base_url else None
-            self._client = genai.Client(api_key=key or "none", http_options=options).aio
+            if self.vertex:
+                self._client = genai.Client(
+                    vertexai=True,
+                    project=self._project(),
+                    location=self.location or os.environ.get("GOOGLE_CLOUD_LOCATION") or "global",
+                    http_options=options,
+                ).aio
+            else:
+                self._client = genai.Client(api_key=key or "none", http_options=options).aio
         return self._client
+
+    def _project(self) -> str:
+        project = self.project or os.environ.get("GOOGLE_CLOUD_PROJECT")
+        if not project:
+            raise UsageError(
+                f"{self.name} needs a Google Cloud project: set GOOGLE_CLOUD_PROJECT "
+                "(and GOOGLE_CLOUD_LOCATION, else global)"
+            )
+        return project
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -335,6 +362,15 @@ def _errors() -> Iterator[None]:
         raise ModelHTTPError(exc.code, body, retry_after=_retry_after(headers)) from exc
     except _transport_errors() as exc:
         raise ModelConnectionError(_connection(exc)) from exc
+    except _auth().DefaultCredentialsError as exc:  # Vertex AI, with no credentials found
+        raise UsageError(
+            "Vertex AI needs Google Cloud credentials: run gcloud auth application-default "
+            f"login, or set GOOGLE_APPLICATION_CREDENTIALS to a key file ({exc})"
+        ) from exc
+    except _auth().RefreshError as exc:  # refused: retrying would not help
+        raise ModelError(f"Google Cloud refused the credentials: {exc}") from exc
+    except _auth().TransportError as exc:
+        raise ModelConnectionError(f"no connection to Google's token service ({exc})") from exc
 
 
 def _connection(exc: Exception) -> str:
@@ -344,6 +380,10 @@ def _connection(exc: Exception) -> str:
         url = "the Gemini API"
     made = "connect" in type(exc).__name__.lower()
     return f"{'no connection to' if made else 'lost the connection to'} {url} ({_why(exc)})"
+
+
+def _auth() -> ModuleType:
+    return importlib.import_module("google.auth.exceptions")  # google-genai's dependency
 
 
 def _genai() -> ModuleType:
