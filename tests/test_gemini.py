@@ -455,3 +455,13 @@ def test_vertex_ai_without_a_project_is_one_clear_error(monkeypatch: pytest.Monk
     monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
     with pytest.raises(UsageError, match="needs a Google Cloud project: set GOOGLE_CLOUD_PROJECT"):
         GeminiModel(model="gemini-2.5-pro", vertex=True, provider="vertex").client()
+
+
+async def test_vertex_ai_without_credentials_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "my-project")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
+    vertex = GeminiModel(model="gemini-2.5-pro", vertex=True, provider="vertex")
+    with pytest.raises(UsageError, match="Vertex AI needs Google Cloud credentials: run gcloud"):
+        await vertex.request([UserMessage(content="?")], [], FAST)
