@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import struct
+import subprocess
 import sys
 import time
 from binascii import crc32
@@ -475,3 +477,22 @@ def test_the_catalog_knows_bedrock_models_by_their_maker_s_names() -> None:
     assert (sonnet.context_window, sonnet.known, sonnet.vision) == (200_000, True, True)
     assert lookup(f"bedrock:{MODEL_ID}").context_window == 200_000
     assert lookup("bedrock:amazon.nova-pro-v1:0").context_window == 300_000
+
+
+def test_reins_run_answers_through_bedrock(
+    server: WireServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.handler = lambda _: text("Hello from Bedrock.", usage=(20, 4))
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.url)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REINS_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "reins", "run", "-m", f"bedrock:{MODEL_ID}", "Say hello."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Hello from Bedrock." in done.stdout
+    assert request_of(server.received[0])["messages"][-1]["content"][0] == {"text": "Say hello."}
