@@ -295,3 +295,29 @@ async def test_read_file_returns_an_image_or_a_pdf_and_reads_text_named_like_one
         ("'blob.bin' is a binary file", [], True),
     ]
     assert found[0].media[0].data == png()
+
+
+async def test_removing_a_session_deletes_the_blobs_no_other_session_names(
+    tmp_path: Path, workspace: Path
+) -> None:
+    store = tmp_path / "store"
+    shared, own = Image.from_bytes(png()), Image.from_bytes(png(red=1))
+    log = SQLiteLog(store)
+    agent = Agent(model=FunctionModel(lambda m, t: "ok"), log=log, workspace=workspace)
+    gone = await agent.run(["look", shared, own])
+    kept = await agent.run(["look again", shared])
+    fresh = await agent.run(["and this", Image.from_bytes(png(red=2))])
+    blobs = {p.name: p for p in (store / "blobs").rglob("*") if p.is_file()}
+    for blob in blobs.values():  # written long ago, but for the last run's
+        if blob.name != Image.from_bytes(png(red=2)).sha256:
+            os.utime(blob, (0, 0))
+    await log.remove(gone.session_id)
+    await log.remove(fresh.session_id)
+    left = {p.name for p in (store / "blobs").rglob("*") if p.is_file()}
+    # `own` is gone; `shared` is still named by the other session; the fresh one is left
+    # for a while (a run of another process may have just put it)
+    assert left == {shared.sha256, Image.from_bytes(png(red=2)).sha256}
+    assert (
+        await agent.run("and now?", session_id=kept.session_id)
+    ).stop_reason == StopReason.END_TURN
+    await log.close()

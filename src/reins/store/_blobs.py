@@ -8,10 +8,13 @@ changed on disk is an error, not a different image sent to the model.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import re
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..core._errors import StoreError
@@ -58,6 +61,8 @@ class FolderBlobs:
     def put(self, sha256: str, data: bytes) -> None:
         path = self.path(sha256)
         if path.exists():  # content-addressed: the same name holds the same bytes
+            with contextlib.suppress(OSError):
+                os.utime(path)  # in use again: `drop` leaves it for a while
             return
         if hashlib.sha256(data).hexdigest() != sha256:
             raise StoreError(f"the bytes given for blob {sha256} do not have that sha256")
@@ -97,3 +102,29 @@ class FolderBlobs:
                 "the sha256 it is named by): the log's image or document cannot be trusted"
             )
         return data
+
+    def drop(self, unused: set[str], *, in_use: Iterable[Path]) -> None:
+        """Delete the blobs of `unused` that none of the journals `in_use` refers to, and that
+        were not written or used in the last `GRACE` seconds (a run of another process may have
+        put one whose line is not yet committed)."""
+        for path in in_use:
+            if not unused:
+                return
+            with contextlib.suppress(OSError):
+                unused -= referred(path.read_bytes())
+        now = time.time()
+        for sha256 in unused:
+            blob = self.path(sha256)
+            with contextlib.suppress(OSError):
+                if now - blob.stat().st_mtime > GRACE:
+                    blob.unlink()
+
+
+GRACE = 600.0
+REFERENCE = re.compile(rb'"sha256":"([0-9a-f]{64})"')
+"""A reference to a blob in a journal line (an image's or a document's sha256)."""
+
+
+def referred(journal: bytes) -> set[str]:
+    """The blobs the lines of `journal` refer to."""
+    return {m.decode() for m in REFERENCE.findall(journal)}

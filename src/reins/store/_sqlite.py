@@ -52,7 +52,7 @@ from ..core._log import RunInfo
 from ..core._paths import log_key_path
 from ..core._stop import StopReason
 from ..core._unicode import NOTE, escape_model
-from ._blobs import FolderBlobs, media_in
+from ._blobs import FolderBlobs, media_in, referred
 from ._chain import (
     SIGNED,
     TAIL,
@@ -834,6 +834,7 @@ class SQLiteLog:
             r for (r,) in self._query("SELECT run_id FROM runs WHERE session_id = ?", session_id)
         ]
         path = self.journals.path(session_id)
+        unused: set[str] = set()
         if path.exists():
             self.journals.claim(session_id)  # its writer lock: no turn starts meanwhile
             try:
@@ -842,6 +843,7 @@ class SQLiteLog:
                 leaving = path.with_name(f"{path.name}.removing")
                 path.rename(leaving)
                 self._forget(session_id, runs)
+                unused = referred(leaving.read_bytes())
                 leaving.unlink()
             finally:
                 self.journals.release(session_id)
@@ -849,6 +851,9 @@ class SQLiteLog:
             self._forget(session_id, runs)
         for run_id in runs:
             shutil.rmtree(self.directory / "spill" / run_id, ignore_errors=True)
+        if unused:  # its images and documents, unless another session's lines name them
+            others = self.journals.directory.iterdir()  # set-aside damage too: it may return
+            self.blobs.drop(unused, in_use=(p for p in others if p.is_file()))
         return runs
 
     def _forget(self, session_id: str, runs: list[str]) -> None:
