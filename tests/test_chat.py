@@ -242,3 +242,21 @@ def test_chat_help_lists_the_run_options() -> None:
         assert flag in shown.stdout
     for flag in ("--mode", "--check", "--planning", "--subagents", "--at-cap", "--no-guard"):
         assert flag in shown.stdout
+
+
+def test_the_line_streaming_shows_in_the_toolbar_until_it_is_whole(
+    project: Path, terminals: list[Terminal]
+) -> None:
+    with SlowOpenAI(["one two three four five six seven eight nine ten"], gap=0.3) as server:
+        chat = Terminal(
+            project, [sys.executable, "-m", "reins", "chat", "-m", server.url, "-w", "ws", "-y"]
+        )
+        terminals.append(chat)
+        chat.wait_for("new session ·")
+        chat.line("count")
+        chat.wait_for("· …one two three")  # the toolbar, as the words come
+        assert "one two three four five six seven eight nine ten" not in chat.screen()
+        chat.wait_for("tokens ")
+        chat.line("/exit")
+        screen = chat.wait_for("EXITED 0")
+    assert "one two three four five six seven eight nine ten" in screen.splitlines()
