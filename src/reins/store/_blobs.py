@@ -24,13 +24,12 @@ from ..core._media import Document, Image
 from ..core._messages import Message, ToolResultMessage, UserMessage
 
 CARRIERS = (RunStarted, ToolCallFinished, ContextCompacted)
-"""The events that may hold messages with media (told apart by their exact type)."""
+"""The events that may hold messages with media (told apart by their exact type: the log
+checks each event it appends)."""
 
 
 def media_in(event: Event) -> Iterator[Image | Document]:
     """The images and documents `event` refers to."""
-    if type(event) not in CARRIERS:  # the per-event path: most events are none of these
-        return
     messages: tuple[Message, ...]
     match event:
         case ToolCallFinished():
@@ -39,7 +38,7 @@ def media_in(event: Event) -> Iterator[Image | Document]:
             messages = event.messages
         case ContextCompacted():
             messages = event.prefix
-        case _:  # pragma: no cover
+        case _:  # most events carry no message
             return
     for message in messages:
         if isinstance(message, UserMessage | ToolResultMessage):

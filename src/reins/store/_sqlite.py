@@ -52,7 +52,7 @@ from ..core._log import RunInfo
 from ..core._paths import log_key_path
 from ..core._stop import StopReason
 from ..core._unicode import NOTE, escape_model
-from ._blobs import FolderBlobs, media_in, referred
+from ._blobs import CARRIERS, FolderBlobs, media_in, referred
 from ._chain import (
     SIGNED,
     TAIL,
@@ -312,7 +312,7 @@ class SQLiteLog:
                 f"run {run_id}: event {seq} arrived where {expected} was due; "
                 "is another process driving this run?"
             )
-        if not self.read_only:  # on disk before the line that refers to it
+        if type(event) in CARRIERS and not self.read_only:  # before the line naming it
             for media in media_in(event):
                 self.blobs.put(media.sha256, media.data)
         self._next_seq[run_id] = seq + 1
