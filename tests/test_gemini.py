@@ -30,6 +30,7 @@ from reins import (
     UserMessage,
     resolve_model,
 )
+from reins.agent._config import Config, Endpoint
 from reins.agent._resolve import default_model
 from reins.core._errors import ModelConnectionError, ModelHTTPError, ModelTimeout
 from reins.core._media import Document, Image
@@ -332,6 +333,19 @@ def test_with_only_a_gemini_key_and_no_embedded_model_gemini_runs(
     assert "running gemini:gemini-2.5-flash, as GEMINI_API_KEY is set" in why
     monkeypatch.setitem(sys.modules, "google.genai", None)  # the extra not installed
     assert default_model() == ("local", "")
+
+
+async def test_a_named_endpoint_may_speak_the_gemini_api(
+    server: WireServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.handler = lambda _: sse(chunk(types.Part(text="Hi."), finish="STOP"))
+    monkeypatch.setenv("GATEWAY_KEY", "gateway-key")
+    endpoint = Endpoint(base_url=server.url, api="gemini", api_key_env="GATEWAY_KEY")
+    gateway = resolve_model("gateway:gemini-2.5-flash", Config(providers={"gateway": endpoint}))
+    assert gateway.name == "gateway:gemini-2.5-flash"
+    response = await gateway.request([UserMessage(content="?")], [], FAST)
+    assert response.message.text == "Hi."
+    assert server.received[0].headers["x-goog-api-key"] == "gateway-key"
 
 
 def test_google_is_another_spelling_and_a_key_is_needed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -97,9 +97,10 @@ class Endpoint(BaseModel):
     api_key: str | None = None
     api_key_env: str | None = None
     """The environment variable that holds the key (keeps the key out of the file)."""
-    api: Literal["openai", "openai-responses", "anthropic"] = "openai"
-    """The wire format of a named endpoint: chat completions, OpenAI's Responses API, or
-    Anthropic's Messages API (`openai`, `anthropic` and `ollama` know theirs)."""
+    api: Literal["openai", "openai-responses", "anthropic", "gemini"] = "openai"
+    """The wire format of a named endpoint: chat completions, OpenAI's Responses API,
+    Anthropic's Messages API or the Gemini API (`openai`, `anthropic`, `gemini` and `ollama`
+    know theirs)."""
     context_window: int | None = Field(default=None, ge=256)
     """The context window of its models, in tokens, where the catalog does not know them."""
 

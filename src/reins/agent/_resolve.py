@@ -74,6 +74,7 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
     if config is None:
         config = load_config()
         register_entries(config.models)
+    kind = ALIASES.get(kind, kind)  # google: is gemini: in the config too
     held = config.untrusted
     if held is not None and kind in held.providers:  # the CLI has asked (or refused) before
         raise UsageError(
@@ -81,7 +82,6 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
             f"folder to trusted_projects in {user_config_path()}, or resolve with "
             "load_config().trusting_project() (or distrusting_project(): yours alone)"
         )
-    kind = ALIASES.get(kind, kind)
     if kind == "bedrock":
         return _bedrock(rest, config)
     if kind == "vertex":
@@ -115,10 +115,10 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
             raise UnknownModel(f"unknown model {spec!r}; known forms: {KNOWN}")
         if base_url is None:
             raise UsageError(f"the config's providers.{kind} needs a base_url for {spec!r}")
-    if kind == "gemini":
+    if kind == "gemini" or endpoint.api == "gemini":
         from ..models import GeminiModel
 
-        return GeminiModel(model=rest, base_url=base_url, api_key=api_key)
+        return GeminiModel(model=rest, base_url=base_url, api_key=api_key, provider=kind)
     if kind == "anthropic" or endpoint.api == "anthropic":
         from ..models import AnthropicModel
 
