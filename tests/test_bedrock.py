@@ -5,12 +5,14 @@ own service model of bedrock-runtime; boto3 signs with dummy credentials from th
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
 import struct
 import subprocess
 import sys
+import threading
 import time
 from binascii import crc32
 from collections.abc import Iterator
@@ -496,3 +498,21 @@ def test_reins_run_answers_through_bedrock(
     assert done.returncode == 0, done.stderr
     assert "Hello from Bedrock." in done.stdout
     assert request_of(server.received[0])["messages"][-1]["content"][0] == {"text": "Say hello."}
+
+
+async def test_more_streams_at_once_than_asyncio_has_threads(server: WireServer) -> None:
+    """Parallel runs (subagents) each hold a thread while their stream waits: more of them than
+    asyncio's default pool has threads all reach the server at once."""
+    many = min(32, (os.cpu_count() or 1) + 4) + 2
+    together = threading.Barrier(many, timeout=10)
+
+    def answer(_: Received) -> Answer:
+        together.wait()  # answers only once every request has arrived
+        return text("ok")
+
+    server.handler = answer
+    bedrock = model(server)
+    replies = await asyncio.gather(
+        *(bedrock.request([UserMessage(content="?")], [], FAST) for _ in range(many))
+    )
+    assert [r.message.text for r in replies] == ["ok"] * many

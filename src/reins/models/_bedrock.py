@@ -2,7 +2,7 @@
 model Bedrock hosts (Claude, Nova, Llama, Mistral, ...), with tool use, reasoning and usage;
 retries and stream guards are ours, as for the other providers.
 
-boto3 blocks, so each call and each read of the event stream runs in a worker thread; closing
+boto3 blocks, so each call and each read of the event stream runs in a thread of our own; closing
 the stream (a stall, a cancel) closes the connection, which ends the read."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import json
 import os
 import re
 from collections.abc import AsyncGenerator, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -72,6 +73,10 @@ when the API answers with them at once (so they are retried, or not, alike)."""
 
 VISION = re.compile(r"claude|nova-(lite|pro|premier)|llama3-2-(11|90)b|llama4|pixtral")
 """Bedrock model ids of the families that take images (and, through Converse, documents)."""
+
+_WORKERS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="reins-bedrock")
+"""The threads that wait on Bedrock, each for one stream at a time: asyncio's default pool
+(cores + 4) would hold parallel runs' streams in a queue until their first-chunk timeouts."""
 
 
 @dataclass(kw_only=True)
@@ -142,11 +147,14 @@ class BedrockModel(Retried):
         with _errors(self):
             client = self.client()
             params = _params(self.model, messages, tools, settings, cache=bool(self.prompt_cache))
-            answer = await asyncio.to_thread(lambda: client.converse_stream(**params))
+            loop = asyncio.get_running_loop()
+            answer = await loop.run_in_executor(_WORKERS, lambda: client.converse_stream(**params))
             stream = answer["stream"]
             events = iter(stream)
             try:
-                while (event := await asyncio.to_thread(next, events, None)) is not None:
+                while (
+                    event := await loop.run_in_executor(_WORKERS, next, events, None)
+                ) is not None:
                     yield ALIVE
                     chunk = reply.add(event)
                     if chunk is not None:
