@@ -112,9 +112,10 @@ class Agent(RunAssembly[DepsT, OutputT]):
         message_history: History | None = None,
     ) -> RunResult[Any]:
         """Run `goal` (text, or a list of texts, `Image`s and `Document`s) to the end (a new
-        turn of `session_id`, or a new session); the tools get `deps` as `ctx.deps`. For this run only: `model` (a model or its name) and
-        `output_type` in place of the agent's; `message_history` (messages, or a previous
-        `RunResult`) a new session starts from, after its own system prompt."""
+        turn of `session_id`, or a new session); the tools get `deps` as `ctx.deps`. For this
+        run only: `model` (a model or its name) and `output_type` in place of the agent's;
+        `message_history` (messages, or a previous `RunResult`) a new session starts from,
+        after its own system prompt."""
         stream = self._stream(
             goal,
             session_id=session_id,
