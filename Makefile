@@ -9,9 +9,9 @@ DEMO := /tmp/reins-demo
 
 setup: $(STAMP)
 
-# The system packages (bubblewrap, libseccomp, node/npm, tmux, cmake, g++), listed once in
-# scripts/system_packages.sh: apt-get installs the missing ones when it may (root, or sudo without
-# a password); otherwise one line says what to run. `system-test` checks only what `test` needs.
+# The system packages (bubblewrap, libseccomp, node/npm, tmux, zsh, fish, cmake, g++), listed
+# once in scripts/system_packages.sh: apt-get installs the missing ones when it may (root, or
+# sudo without a password); otherwise one line says what to run. `system-test` checks only what `test` needs.
 system:
 	@bash scripts/system_packages.sh all
 system-%:

@@ -26,6 +26,9 @@ fi
 if [ "$group" = test ] || [ "$group" = all ]; then
     # A real terminal for `reins chat`'s tests.
     command -v tmux > /dev/null || need+=(tmux)
+    # The shells whose Tab completion the tests run (bash is there already).
+    command -v zsh > /dev/null || need+=(zsh)
+    command -v fish > /dev/null || need+=(fish)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 

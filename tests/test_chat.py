@@ -84,8 +84,8 @@ def test_turns_share_a_session_and_a_typed_line_steers_the_working_run(
     (session, first), (same, second) = runs.fetchall()
     assert session == same
     listed = screen[screen.index("started (UTC)") :]
-    assert first in listed
-    assert second in listed
+    assert first[:7] in listed  # each id's shortest unique prefix
+    assert second[:7] in listed
 
     shown = reins("show", first, cwd=project)
     assert "also say blue" in shown.stdout  # told to the model, in the run's log

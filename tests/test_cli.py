@@ -133,7 +133,7 @@ def test_sessions_show_and_a_second_turn(project: Path) -> None:
 
     listing = reins("sessions", cwd=project)
     assert listing.returncode == 0
-    assert listing.stdout.count(started.session_id) == 2
+    assert listing.stdout.count(started.session_id[:7]) == 2  # its shortest unique prefix
     assert "end_turn" in listing.stdout
 
     second_run = second.stdout.split()[1]
@@ -179,9 +179,12 @@ def test_resume_of_a_run_whose_workspace_is_gone_says_so(project: Path) -> None:
     (project / "ws").rename(project / "moved")
     done = reins("resume", "last", cwd=project)
     assert done.returncode == 2
-    assert done.stderr == (  # resume has no --workspace: the run's folder is its own
-        f"error: run {only_run_id(project)} works in {project / 'ws'}, which is not a "
-        "directory now; put it back to resume the run\n"
+    assert (
+        done.stderr
+        == (  # resume has no --workspace: the run's folder is its own
+            f"error: run {only_run_id(project)[:7]} works in {project / 'ws'}, which is not a "
+            "directory now; put it back to resume the run\n"
+        )
     )
 
 
@@ -317,7 +320,7 @@ def test_a_run_going_on_in_another_process_is_said_running_not_resumable(
     try:
         run_id = EVENT.validate_json(lines[0]).run_id
         listing = reins("sessions", cwd=project)
-        [row] = [line for line in listing.stdout.splitlines() if run_id in line]
+        [row] = [line for line in listing.stdout.splitlines() if run_id[:7] in line]
         assert row.split()[2] == "running"
         for command in ("show", "replay"):
             shown = reins(command, run_id, cwd=project)

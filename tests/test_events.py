@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import typing
 from datetime import UTC, datetime
 
@@ -219,12 +220,14 @@ def test_usage_adds_up() -> None:
     assert total.total_tokens == 33
 
 
-def test_ids_made_in_one_burst_are_unique_and_time_ordered() -> None:
-    from reins.agent._begin import new_id
+def test_ids_made_in_one_burst_are_unique_and_say_what_they_name() -> None:
+    from reins.core._ids import new_run_id, new_session_id
 
-    ids = [new_id() for _ in range(100_000)]  # hundreds a millisecond, as a busy server makes
-    assert len(set(ids)) == len(ids)
-    assert [i[:11] for i in ids] == sorted(i[:11] for i in ids)
+    runs = [new_run_id() for _ in range(100_000)]  # hundreds a millisecond, as a busy server
+    sessions = [new_session_id() for _ in range(100_000)]
+    assert len(set(runs) | set(sessions)) == 200_000
+    assert all(re.fullmatch("r[0-9a-f]{20}", i) for i in runs)
+    assert all(re.fullmatch("s[0-9a-f]{20}", i) for i in sessions)
 
 
 def _run(*events: Event) -> list[Event]:

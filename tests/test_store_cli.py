@@ -65,8 +65,8 @@ def test_a_corrupt_line_takes_down_its_session_only_until_doctor_sets_it_aside(
 
     listing = reins("sessions", cwd=project)  # every session is listed; a warning says which
     assert listing.returncode == 0
-    assert runs["damaged"] in listing.stdout
-    assert runs["healthy"] in listing.stdout
+    assert runs["damaged"][:7] in listing.stdout
+    assert runs["healthy"][:7] in listing.stdout
     damage = f"{journal}, line 6, is not a reins event"
     assert damage in listing.stderr
     healthy = reins("show", runs["healthy"], cwd=project)
@@ -106,14 +106,14 @@ def test_a_corrupt_line_takes_down_its_session_only_until_doctor_sets_it_aside(
     assert f"{journal}:line6isnotareinsevent" in "".join(out.split())  # a long path wraps
     assert "kept: lines 1-5" in out
     assert f"moved aside: lines 6-{len(lines)}" in out
-    assert f"run {runs['damaged']}: events 1-5 kept, unfinished (`reins resume" in out
+    assert f"run {runs['damaged'][:7]}: events 1-5 kept, unfinished (`reins resume" in out
 
     shown = reins("show", runs["damaged"], cwd=project)
     assert shown.returncode == 0, shown.stderr
     assert "unfinished" in shown.stdout
     replayed = reins("replay", runs["damaged"], cwd=project)
     assert replayed.returncode == 1  # its process died: not cancelled, not done
-    assert f"unfinished — `reins resume {runs['damaged']}` continues it" in replayed.stdout
+    assert f"unfinished — `reins resume {runs['damaged'][:7]}` continues it" in replayed.stdout
     assert reins("resume", runs["damaged"], cwd=project).returncode == 0
     assert reins("doctor", "--check", cwd=project).stdout.startswith("the log is sound")
 
@@ -170,7 +170,7 @@ def test_a_read_only_store_is_read_and_not_written(project: Path) -> None:
 
     listing = in_read_only(store, "sessions", cwd=project)
     assert listing.returncode == 0, listing.stderr
-    assert run_id in listing.stdout
+    assert run_id[:7] in listing.stdout
     shown = in_read_only(store, "show", run_id, cwd=project)
     assert shown.returncode == 0, shown.stderr
     assert "hello.txt says hi" in shown.stdout

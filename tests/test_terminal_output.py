@@ -8,6 +8,7 @@ import io
 import json
 import re
 import shutil
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def test_session_takes_last_and_a_prefix(tmp_path: Path) -> None:
         session = given
         if session is None:
             listed = reins("sessions", cwd=tmp_path).stdout
-            session = next(line.split()[0] for line in listed.splitlines() if run_id in line)[:8]
+            session = next(line.split()[0] for line in listed.splitlines() if run_id[:7] in line)
         done = reins("run", "again", "-m", model, "-w", "ws", "-s", session, "--json", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         started = json.loads(done.stdout.splitlines()[0])
@@ -231,14 +232,19 @@ def test_sessions_rm_and_prune_remove_journal_index_and_outputs(tmp_path: Path) 
         assert reins("run", goal, "-m", model, "-w", "ws", cwd=tmp_path).returncode == 0
     listed = reins("sessions", cwd=tmp_path).stdout
     rows = [line.split() for line in listed.splitlines()[1:] if line.strip()]
-    ids = [row[0] for row in rows]
+    ids = [row[0] for row in rows]  # each session's shortest unique prefix
+    whole = sqlite3.connect(project_store(tmp_path) / "reins.db").execute(
+        "SELECT session_id, run_id FROM runs ORDER BY started_at"
+    )
+    (first, _), _, (_, last_run) = whole.fetchall()
     assert len(ids) == 3
+    assert first.startswith(ids[0])
     journals = project_store(tmp_path) / "sessions"
-    spill = project_store(tmp_path) / "spill" / rows[2][1]  # a run's saved long outputs
-    done = reins("sessions", "rm", ids[0][:12], cwd=tmp_path)
+    spill = project_store(tmp_path) / "spill" / last_run  # a run's saved long outputs
+    done = reins("sessions", "rm", ids[0], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"removed session {ids[0]} (1 run(s))")
-    assert not (journals / f"{ids[0]}.jsonl").exists()
+    assert not (journals / f"{first}.jsonl").exists()
     left = reins("sessions", cwd=tmp_path).stdout
     assert ids[0] not in left
     assert ids[1] in left

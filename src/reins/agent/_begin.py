@@ -3,8 +3,6 @@ new caps and the answers it brings), then its loop assembled."""
 
 from __future__ import annotations
 
-import random
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +21,7 @@ from ..core._events import (
     RunResumed,
     RunStarted,
 )
+from ..core._ids import new_run_id, new_session_id
 from ..core._loop import RunLoop
 from ..core._messages import Goal, Message, SystemMessage, UserMessage, goal_message
 from ..core._model import takes_media
@@ -56,7 +55,7 @@ async def start_run(
     mode, unknown = resolve_mode(agent.mode)
     notes = [unknown] if unknown else []
     if session_id is None:
-        session_id = new_id()
+        session_id = new_session_id()
         prompt = PromptContext(workspace=workspace.root, goal=goal, approvals=agent._may_ask())
         system = build_prompt(agent._sections(mode, workspace), prompt)
         history: list[Message] = [SystemMessage(content=system), *preface]
@@ -173,7 +172,7 @@ def _run_started(
     )
     return RunStarted(
         session_id=session_id,
-        run_id=new_id(),
+        run_id=new_run_id(),
         seq=1,
         goal=_title(asked),
         config=config,
@@ -375,10 +374,3 @@ def _describe(config: RunConfig) -> str:
     if config.cost_budget is not None:
         parts.append(f"${config.cost_budget:g}")
     return ", ".join(parts) + " in all"
-
-
-def new_id() -> str:
-    """A time-ordered id: 11 hex digits of milliseconds, then 10 random ones (a busy process
-    makes hundreds of ids a millisecond; 6 random digits let two of them collide)."""
-    # `random`, not `secrets`: ids need not be secret, and it is reseeded in a forked child.
-    return f"{int(time.time() * 1000):011x}{random.getrandbits(40):010x}"

@@ -11,8 +11,10 @@ import typer
 
 from ._chat import chat
 from ._compact import compact
+from ._completion import SHELLS, install_completion, shell_named, shells, show_completion
 from ._console import _silence_stdout, out
 from ._doctor import doctor
+from ._help import plain_help
 from ._mcp import mcp_app
 from ._resume import resume
 from ._run import run
@@ -20,7 +22,7 @@ from ._sessions import sessions_app
 from ._show import replay, show
 
 app = typer.Typer(
-    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
+    add_completion=False,  # ours name the shell (typer's took the one running reins, always)
     no_args_is_help=True,
     rich_markup_mode="markdown",  # a docstring's wrapped lines are one paragraph
     pretty_exceptions_enable=False,
@@ -48,6 +50,32 @@ def _main(
         bool,
         typer.Option("--verbose", "-v", help="Debug logging on stderr (reins and its SDKs)."),
     ] = False,
+    install: Annotated[
+        str | None,
+        typer.Option(
+            "--install-completion",
+            metavar="SHELL",
+            callback=install_completion,
+            is_eager=True,
+            expose_value=False,
+            autocompletion=shells,
+            help=f"Install Tab completion for SHELL ({', '.join(SHELLS)}; alone: the shell "
+            "running reins).",
+        ),
+    ] = None,
+    show: Annotated[
+        str | None,
+        typer.Option(
+            "--show-completion",
+            metavar="SHELL",
+            callback=show_completion,
+            is_eager=True,
+            expose_value=False,
+            autocompletion=shells,
+            help="Print SHELL's completion script, to install it yourself (alone: the shell "
+            "running reins).",
+        ),
+    ] = None,
 ) -> None:
     """reins: run tool-calling agents with a log you can resume and replay."""
     if verbose:
@@ -76,7 +104,9 @@ def main() -> None:
     # one still running when the command is done does not keep it alive.
     with Watchdog():
         try:
-            app()
+            command = typer.main.get_command(app)
+            plain_help(command)
+            command.main(args=shell_named(sys.argv[1:]), prog_name="reins")
         except BrokenPipeError:  # the reader went away from what no command handles (--version)
             _silence_stdout()
             sys.exit(141)  # as a tool stopped by SIGPIPE exits, quietly

@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from ..core._errors import ReinsError, UsageError
 from ..core._stop import StopReason
+from . import _complete
 from ._agent_choices import AgentChoices, _check_mode, _profile
 from ._agent_parts import _config, _mcp_servers
 from ._console import WARNINGS, _one_line_errors, err, out
@@ -53,6 +54,7 @@ from ._options import (
     _guard_flags,
 )
 from ._safe import visible
+from ._short_ids import short
 
 if TYPE_CHECKING:
     import asyncio
@@ -85,7 +87,12 @@ def chat(
     workspace: WorkspaceOpt = Path("."),
     session: Annotated[
         str | None,
-        typer.Option("--session", "-s", help="Continue this session (a unique prefix, or last)."),
+        typer.Option(
+            "--session",
+            "-s",
+            autocompletion=_complete.sessions,
+            help="Continue this session (a unique prefix, or last).",
+        ),
     ] = None,
     profile: Annotated[
         str | None,
@@ -310,7 +317,7 @@ class Chat:
                 f" {frame} working · step {self.step} · {elapsed:.1f} s — a line steers the "
                 "run, /stop stops it"
             )
-        where = f"session {self.session_id}" if self.session_id else "new session"
+        where = f"session {short(self.session_id)}" if self.session_id else "new session"
         return f" {where} · model {self.spec} — /help"
 
     async def take(self, text: str) -> None:
@@ -436,7 +443,7 @@ class Chat:
         except UsageError as exc:
             err.print(f"[red]error:[/] {escape(str(exc))}")
             return
-        out.print(f"session {self.session_id} goes on with the next goal")
+        out.print(f"session {short(self.session_id)} goes on with the next goal")
 
     def stop(self) -> None:
         if self.cancel is not None:

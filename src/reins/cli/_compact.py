@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..core._stop import StopReason
+from . import _complete
 from ._agent_parts import _builtin_of, _config
 from ._event_output import _printer
 from ._execute import _execute
@@ -20,7 +21,11 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
 def compact(
     session: Annotated[
         str,
-        typer.Argument(metavar="SESSION", help="Session id, a unique prefix of one, or `last`."),
+        typer.Argument(
+            metavar="SESSION",
+            autocompletion=_complete.sessions,
+            help="Session id, a unique prefix of one, or `last`.",
+        ),
     ],
     store: StoreOpt = None,
     trust_project: TrustProjectOpt = False,

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from ..core._errors import ReinsError
 from ..core._stop import StopReason
+from . import _complete
 from ._console import out
 from ._execute import _execute, _store_of
 from ._options import StoreOpt
@@ -24,7 +25,11 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
 def doctor(
     sessions: Annotated[
         list[str] | None,
-        typer.Argument(metavar="[SESSION]...", help="Sessions to check (default: all)."),
+        typer.Argument(
+            metavar="[SESSION]...",
+            autocompletion=_complete.sessions,
+            help="Sessions to check (default: all).",
+        ),
     ] = None,
     check: Annotated[
         bool, typer.Option("--check", help="Only report; change nothing (exit 1 if damaged).")

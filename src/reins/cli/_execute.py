@@ -17,6 +17,7 @@ from ..core._errors import UsageError
 from ..core._stop import StopReason
 from ._console import WARNINGS, _one_line_errors, err
 from ._event_output import _SHOWN
+from ._short_ids import short
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._cancel import Cancel
@@ -137,6 +138,7 @@ async def _with_log(
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
     try:
+        short.know(await log.runs())  # ids are printed as their shortest unique prefix
         return await go(log, cancel)
     finally:
         for sig in STOP_SIGNALS:

@@ -10,6 +10,7 @@ import typer
 
 from ..core._errors import UsageError
 from ..core._guard_settings import GUARD_NAMES
+from . import _complete
 from ._console import _one_line_errors
 
 StoreOpt = Annotated[
@@ -37,6 +38,7 @@ SandboxOpt = Annotated[
     typer.Option(
         "--sandbox",
         metavar="MODE",
+        autocompletion=_complete.sandbox_modes,
         help="What commands may do: read-only, workspace-write (default) or danger-full-access "
         "(no sandbox).",
     ),
@@ -46,12 +48,18 @@ GuardOffOpt = Annotated[
     typer.Option(
         "--no-guard",
         metavar="NAME",
+        autocompletion=_complete.guards,
         help=f"Switch a guard off: {', '.join(GUARD_NAMES)} (repeatable).",
     ),
 ]
 GuardOnOpt = Annotated[
     list[str] | None,
-    typer.Option("--guard", metavar="NAME", help="Switch a guard on, e.g. one-call (repeatable)."),
+    typer.Option(
+        "--guard",
+        metavar="NAME",
+        autocompletion=_complete.guards,
+        help="Switch a guard on, e.g. one-call (repeatable).",
+    ),
 ]
 LoopThresholdOpt = Annotated[
     str | None,
@@ -164,6 +172,7 @@ ModelOpt = Annotated[
         "--model",
         "-m",
         envvar="REINS_MODEL",
+        autocompletion=_complete.models,
         help="e.g. openai:gpt-4o-mini, script:FILE.json (default: the config's, else local)",
     ),
 ]
@@ -231,7 +240,8 @@ ModeOpt = Annotated[
     str | None,
     typer.Option(
         "--mode",
-        metavar="explore|plan|write-test|write-no-test",
+        metavar="MODE",
+        autocompletion=_complete.modes,
         help="explore/plan: read-only (writes only under docs/explore/ or docs/plan/); "
         "write-test: answer only after the tests ran since the last change; "
         "write-no-test: change without running tests (default: no mode).",

@@ -56,6 +56,7 @@ from ..core._state import STEERING
 from ..core._stop import StopReason
 from ..store import RunInfo
 from ._safe import shown, visible
+from ._short_ids import short
 
 if TYPE_CHECKING:
     from ..store._doctor import Finding, RunAccount
@@ -140,7 +141,7 @@ class EventRenderer:
                     lookup(config.model).context_window if lookup(config.model).known else None
                 )
                 out.print(
-                    f"[bold]run[/] {event.run_id}  [dim]session {event.session_id} · "
+                    f"[bold]run[/] {short(event.run_id)}  [dim]session {short(event.session_id)} · "
                     f"model {escape(config.model)} · workspace {escape(config.workspace)}[/]"
                 )
                 out.print(f"[bold]goal[/] {escape(event.goal)}{_given(event.messages[-1])}")
@@ -152,9 +153,8 @@ class EventRenderer:
                 more = ""
                 if event.guards is not None:  # the guards changed
                     more = f" · guards: {', '.join(event.guards.changes()) or 'the defaults'}"
-                out.print(
-                    f"[bold]resumed[/] {event.run_id}  [dim]step cap {event.max_steps}{more}[/]"
-                )
+                run = short(event.run_id)
+                out.print(f"[bold]resumed[/] {run}  [dim]step cap {event.max_steps}{more}[/]")
             case BudgetExtended():
                 out.print(f"[yellow]continued[/] {escape(event.choice)} ({escape(event.source)})")
             case ModelRequested():
@@ -329,7 +329,7 @@ class EventRenderer:
         if not (questions or approvals):  # asked before this process (a resumed run)
             questions = event.detail.startswith("awaiting an answer")
             approvals = not questions
-        run = event.run_id
+        run = short(event.run_id)
         ways = []
         if questions:
             ways.append(f"`reins resume {run} --answer TEXT`")
@@ -530,16 +530,17 @@ def render_transcript(out: Console, messages: list[Message]) -> None:
 
 
 def render_runs(out: Console, runs: list[RunInfo], *, running: Collection[str] = ()) -> None:
-    """One line a run (`running`: those going on now, in another process). Ids are never cut:
-    in a narrow terminal the goal, the model and the start go first, and narrower still each
-    run takes three lines."""
+    """One line a run (`running`: those going on now, in another process). Ids are shown as
+    their shortest unique prefix and never cut: in a narrow terminal the goal, the model and
+    the start go first, and narrower still each run takes three lines."""
     if not runs:
         out.print("no runs yet; start one with `reins run GOAL`")
         return
+    short.know(runs)  # with the log's others, if a command opened one
     rows = [
         {
-            "session": run.session_id,
-            "run": run.run_id,
+            "session": short(run.session_id),
+            "run": short(run.run_id),
             "stop": _stop(run, running),
             "started (UTC)": f"{run.started_at:%m-%d %H:%M:%S}",
             "model": run.model,
@@ -622,13 +623,13 @@ def render_findings(out: Console, findings: list[Finding], *, repairing: bool) -
 
 
 def _account(run: RunAccount) -> str:
-    parts = [f"run {run.run_id}:"]
+    parts = [f"run {short(run.run_id)}:"]
     if run.kept:
         parts.append(f"events 1-{run.kept} kept,")
         if run.stop_reason is not None:
             parts.append(f"finished ({run.stop_reason})")
         else:
-            parts.append(f"unfinished (`reins resume {run.run_id}` continues it)")
+            parts.append(f"unfinished (`reins resume {short(run.run_id)}` continues it)")
         if run.moved:
             parts.append(f"; {run.moved} later events moved aside")
     else:

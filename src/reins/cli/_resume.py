@@ -10,6 +10,7 @@ import typer
 
 from ..core._errors import UsageError
 from ..core._stop import StopReason
+from . import _complete
 from ._agent_parts import (
     _approval,
     _asker,
@@ -41,6 +42,7 @@ from ._options import (
     YesOpt,
     _guard_flags,
 )
+from ._short_ids import short
 from ._stdin import TerminalLines
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
@@ -51,7 +53,12 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
 
 def resume(
     run_id: Annotated[
-        str, typer.Argument(metavar="RUN", help="Run id, a unique prefix of one, or `last`.")
+        str,
+        typer.Argument(
+            metavar="RUN",
+            autocompletion=_complete.runs,
+            help="Run id, a unique prefix of one, or `last`.",
+        ),
     ],
     max_steps: Annotated[
         int | None, typer.Option("--max-steps", min=1, help="New cap on model calls.")
@@ -110,7 +117,9 @@ def resume(
         answers = _approvals(state, approve or [], deny or [])
         questions = [q.call_id for q in state.unanswered()]
         if answer is not None and not questions:
-            raise UsageError(f"run {info.run_id} asks no question; --answer has nothing to answer")
+            raise UsageError(
+                f"run {short(info.run_id)} asks no question; --answer has nothing to answer"
+            )
         replies = dict.fromkeys(questions, answer) if answer is not None else {}
         guards = state.config.guards or config.guards.guards()  # a log too old to hold them
         lines = TerminalLines(piped_steers=steer_stdin)
@@ -156,8 +165,8 @@ def _check_workspace(state: RunState) -> None:
     """A resumed run works in its own folder (no flag names another): gone, it is said so."""
     if not Path(state.config.workspace).is_dir():
         raise UsageError(
-            f"run {state.run_id} works in {state.config.workspace}, which is not a directory "
-            "now; put it back to resume the run"
+            f"run {short(state.run_id)} works in {state.config.workspace}, which is not a "
+            "directory now; put it back to resume the run"
         )
 
 
@@ -173,7 +182,9 @@ def _approvals(state: RunState, approve: list[str], deny: list[str]) -> dict[str
         )
     awaiting = [r.call.id for r in state.awaiting()]
     if "all" in (*approve, *deny) and not awaiting:
-        raise UsageError(f"run {state.run_id} waits on no approval; `all` has nothing to answer")
+        raise UsageError(
+            f"run {short(state.run_id)} waits on no approval; `all` has nothing to answer"
+        )
     named = {call: False for call in deny if call != "all"}
     named |= {call: True for call in approve if call != "all"}
     rest = dict.fromkeys((c for c in awaiting if c not in named), "all" in approve)

@@ -10,6 +10,7 @@ import typer
 
 from ..core._errors import UsageError
 from ..core._stop import StopReason
+from . import _complete
 from ._agent_choices import AgentChoices, _profile
 from ._agent_parts import _config, _mcp_servers
 from ._console import _one_line_errors
@@ -76,7 +77,13 @@ def run(
     budget_notices: BudgetNoticesOpt = None,
     workspace: WorkspaceOpt = Path("."),
     session: Annotated[
-        str | None, typer.Option("--session", "-s", help="Continue this session as a new turn.")
+        str | None,
+        typer.Option(
+            "--session",
+            "-s",
+            autocompletion=_complete.sessions,
+            help="Continue this session as a new turn.",
+        ),
     ] = None,
     tools: ToolsOpt = None,
     yes: YesOpt = False,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from ._console import err
+from ._short_ids import short
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._state import RunState
@@ -33,7 +34,7 @@ def _say_unverified(log: SQLiteLog, session_ids: Iterable[str]) -> None:
         why = log.unverified(session_id)
         if why is not None:
             err.print(
-                f"[yellow]unverified:[/] session {session_id}: {escape(why)}; it is read, "
+                f"[yellow]unverified:[/] session {short(session_id)}: {escape(why)}; it is read, "
                 "never continued"
             )
 
@@ -42,4 +43,4 @@ def _unfinished(state: RunState, running: bool) -> str:
     """What is said of a run with no end in its log: still going on, or its process died."""
     if running:
         return "[yellow]running[/] — another process is writing it; this is its log so far"
-    return f"[yellow]unfinished[/] — `reins resume {state.run_id}` continues it"
+    return f"[yellow]unfinished[/] — `reins resume {short(state.run_id)}` continues it"

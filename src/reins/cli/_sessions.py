@@ -12,11 +12,13 @@ from rich.markup import escape
 
 from ..core._errors import UsageError
 from ..core._stop import StopReason
+from . import _complete
 from ._console import _one_line_errors, out
 from ._execute import _execute
 from ._options import StoreOpt
 from ._run_status import _running, _say_unverified
 from ._safe import json_visible, visible
+from ._short_ids import short
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._cancel import Cancel
@@ -81,7 +83,11 @@ def _as_json(runs: list[RunInfo], running: set[str]) -> list[dict[str, object]]:
 def sessions_rm(
     session_ids: Annotated[
         list[str],
-        typer.Argument(metavar="SESSION...", help="Session ids, unique prefixes, or `last`."),
+        typer.Argument(
+            metavar="SESSION...",
+            autocompletion=_complete.sessions,
+            help="Session ids, unique prefixes, or `last`.",
+        ),
     ],
     store: StoreOpt = None,
 ) -> None:
@@ -93,7 +99,7 @@ def sessions_rm(
         chosen = [find_session(await log.runs(), given) for given in session_ids]
         for session_id in dict.fromkeys(chosen):
             runs = await log.remove(session_id)
-            out.print(f"removed session {session_id} ({len(runs)} run(s))")
+            out.print(f"removed session {short(session_id)} ({len(runs)} run(s))")
         return StopReason.END_TURN
 
     _execute(store, go, create=False)

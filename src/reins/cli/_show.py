@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from ..core._stop import StopReason
+from . import _complete
 from ._console import out
 from ._event_output import _printer
 from ._execute import _execute
@@ -24,7 +25,12 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
 
 def show(
     run_id: Annotated[
-        str, typer.Argument(metavar="RUN", help="Run id, a unique prefix of one, or `last`.")
+        str,
+        typer.Argument(
+            metavar="RUN",
+            autocompletion=_complete.runs,
+            help="Run id, a unique prefix of one, or `last`.",
+        ),
     ],
     json_lines: Annotated[bool, typer.Option("--json", help="Print the messages as JSON.")] = False,
     view: Annotated[
@@ -75,7 +81,12 @@ def show(
 
 def replay(
     run_id: Annotated[
-        str, typer.Argument(metavar="RUN", help="Run id, a unique prefix of one, or `last`.")
+        str,
+        typer.Argument(
+            metavar="RUN",
+            autocompletion=_complete.runs,
+            help="Run id, a unique prefix of one, or `last`.",
+        ),
     ],
     json_lines: JsonOpt = False,
     store: StoreOpt = None,

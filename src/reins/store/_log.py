@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from ..core._errors import RunNotFound, SessionBusy, StoreError
 from ..core._events import Event, RunFinished, RunResumed, RunStarted
+from ..core._ids import shortest_prefixes
 from ..core._log import RunInfo
 
 
@@ -31,29 +32,78 @@ def index_update(info: RunInfo | None, event: Event) -> RunInfo | None:
 
 def find_run(runs: Sequence[RunInfo], prefix: str) -> RunInfo:
     """The run whose id starts with `prefix` (`last`: the latest run); a clear error if none
-    or several do."""
+    or several do, naming them."""
     if prefix == "last" and runs:
         return max(runs, key=lambda r: r.started_at)
     matches = [r for r in runs if r.run_id.startswith(prefix)]
+    exact = [r for r in matches if r.run_id == prefix]
+    if (prefix and len(matches) == 1) or exact:
+        return (exact or matches)[0]
+    if prefix and not matches and (sessions := _sessions_of(runs, prefix)):
+        latest = max(sessions, key=lambda r: r.started_at)
+        raise RunNotFound(
+            f"{prefix!r} is a session, and this command takes a run: the session's latest "
+            f"run is {_shown(runs, latest.run_id)}"
+        )
     if not prefix or not matches:
         raise RunNotFound(f"no run matches {prefix!r}; `reins sessions` lists the runs")
-    if len(matches) > 1 and not any(r.run_id == prefix for r in matches):
-        raise RunNotFound(f"{prefix!r} matches {len(matches)} runs; give more of the id")
-    return next((r for r in matches if r.run_id == prefix), matches[0])
+    shown = shown_ids(runs)
+    listed = [f"{shown[r.run_id]} ({_goal(r)})" for r in matches]
+    raise RunNotFound(
+        f"{prefix!r} matches {len(matches)} runs: {_some(listed)}; give more of the id"
+    )
 
 
 def find_session(runs: Sequence[RunInfo], prefix: str, more: Iterable[str] = ()) -> str:
     """The id of the session that starts with `prefix` (`last`: the latest run's), among the
-    sessions of `runs` and the ids `more`; a clear error if none or several do."""
+    sessions of `runs` and the ids `more`; a clear error if none or several do, naming them."""
     if prefix == "last" and runs:
         return max(runs, key=lambda r: r.started_at).session_id
     known = {r.session_id for r in runs} | set(more)
-    sessions = {s for s in known if s.startswith(prefix)}
+    sessions = sorted(s for s in known if s.startswith(prefix))
+    if prefix in sessions or (prefix and len(sessions) == 1):
+        return prefix if prefix in sessions else sessions[0]
+    if prefix and not sessions and (run := _run_of(runs, prefix)) is not None:
+        raise RunNotFound(
+            f"{prefix!r} is a run, and this command takes a session: the run's session is "
+            f"{_shown(runs, run.session_id, more)}"
+        )
     if not prefix or not sessions:
         raise RunNotFound(f"no session matches {prefix!r}; `reins sessions` lists them")
-    if len(sessions) > 1 and prefix not in sessions:
-        raise RunNotFound(f"{prefix!r} matches {len(sessions)} sessions; give more of the id")
-    return prefix if prefix in sessions else sessions.pop()
+    shown = shown_ids(runs, more)
+    listed = [shown[s] for s in sessions]
+    raise RunNotFound(
+        f"{prefix!r} matches {len(sessions)} sessions: {_some(listed)}; give more of the id"
+    )
+
+
+def shown_ids(runs: Iterable[RunInfo], more: Iterable[str] = ()) -> dict[str, str]:
+    """The shortest unique prefix of each run's and session's id, among all of them."""
+    every = [i for r in runs for i in (r.run_id, r.session_id)]
+    return shortest_prefixes([*every, *more])
+
+
+def _shown(runs: Sequence[RunInfo], id_: str, more: Iterable[str] = ()) -> str:
+    return shown_ids(runs, [*more, id_])[id_]
+
+
+def _sessions_of(runs: Sequence[RunInfo], prefix: str) -> list[RunInfo]:
+    return [r for r in runs if r.session_id.startswith(prefix)]
+
+
+def _run_of(runs: Sequence[RunInfo], prefix: str) -> RunInfo | None:
+    matches = [r for r in runs if r.run_id.startswith(prefix)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _goal(run: RunInfo) -> str:
+    first = run.goal.splitlines()[0] if run.goal else ""
+    return f"{run.started_at:%m-%d %H:%M}, {first[:40]}{'…' if len(first) > 40 else ''}"
+
+
+def _some(listed: list[str], most: int = 10) -> str:
+    rest = len(listed) - most
+    return ", ".join(listed[:most]) + (f" and {rest} more" if rest > 0 else "")
 
 
 class MemoryLog:

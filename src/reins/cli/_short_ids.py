@@ -1,0 +1,31 @@
+"""The ids a command prints: each run's and session's shortest unique prefix in the log it
+opened, as git shows hashes. Any unique prefix is taken back by every command."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from ..core._ids import shortest_prefix
+
+if TYPE_CHECKING:  # --help stays fast
+    from ..store import RunInfo
+
+
+class ShortIds:
+    """Shortens ids against those of the log the command opened (`know`); an id made since
+    (a new run's) is shortened against them too."""
+
+    def __init__(self) -> None:
+        self._ordered: list[str] = []
+
+    def know(self, runs: Iterable[RunInfo]) -> None:
+        ids = {i for r in runs for i in (r.run_id, r.session_id)}
+        self._ordered = sorted(ids.union(self._ordered))
+
+    def __call__(self, id_: str) -> str:
+        return shortest_prefix(id_, self._ordered)
+
+
+short = ShortIds()
+"""This command's: `_execute` has it know the log's ids when it opens the log."""
