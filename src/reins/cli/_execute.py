@@ -114,9 +114,10 @@ async def _with_log(
     import asyncio
 
     from ..core._cancel import Cancel
-    from ..store import SQLiteLog
+    from ..store import SQLiteLog, peek_runs
 
     log = SQLiteLog(store)
+    short.know(peek_runs(store))  # ids print as their shortest unique prefix among these
     cancel = Cancel()
     loop = asyncio.get_running_loop()
 
@@ -138,7 +139,6 @@ async def _with_log(
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
     try:
-        short.know(await log.runs())  # ids are printed as their shortest unique prefix
         return await go(log, cancel)
     finally:
         for sig in STOP_SIGNALS:

@@ -151,7 +151,7 @@ def sessions_prune(
         for session_id, runs in old.items():
             goal = runs[0].goal.splitlines()[0] if runs[0].goal else ""
             out.print(
-                f"  {session_id}  {runs[-1].started_at:%Y-%m-%d %H:%M}  {len(runs)} run(s)  "
+                f"  {short(session_id)}  {runs[-1].started_at:%Y-%m-%d %H:%M}  {len(runs)} run(s)  "
                 f"{escape(visible(goal)[:60])}",
                 soft_wrap=True,
             )
