@@ -167,7 +167,7 @@ def sessions_prune(
                 await log.remove(session_id)
                 removed += 1
             except SessionBusy:
-                out.print(f"kept session {session_id}: it is being written")
+                out.print(f"kept session {short(session_id)}: it is being written")
         out.print(f"removed {removed} session(s) {before}")
         return StopReason.END_TURN
 
