@@ -219,6 +219,8 @@ tab reins run --mode w
 tab reins run --sandbox ''
 tab reins --show-completion f
 tab reins sess
+tab reins run --model anthropic : claude-so
+tab reins run --model openai :
 """
     done = subprocess.run(
         ["bash", "--norc", "--noprofile", "-c", probe],
@@ -234,6 +236,10 @@ tab reins sess
         "[read-only workspace-write danger-full-access]",
         "[fish]",
         "[sessions]",
+        # bash splits `anthropic:claude-so` at the colon (COMP_WORDBREAKS) and replaces only
+        # the word after it; `openai:` alone is the word `:`.
+        "[claude-sonnet-4]",
+        "[:gpt-4o :gpt-4o-mini :gpt-4.1 :gpt-5 :o3 :o4-mini]",
     ]
 
 
@@ -306,3 +312,27 @@ def test_help_names_what_each_option_takes_without_type_noise(on_path: dict[str,
     assert any(line.startswith("--max-steps N ") for line in lines), run.stdout
     assert any(line.startswith("--yes -y Approve") for line in lines), run.stdout
     assert any(line.startswith("* GOAL What the agent") for line in lines), run.stdout
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (make system)")
+def test_bash_at_a_terminal_completes_on_tab(on_path: dict[str, str], tmp_path: Path) -> None:
+    """An interactive bash in a terminal, the script sourced: Tab completes as a user sees it
+    (a model's name after its provider's colon too, which bash splits the word at)."""
+    from .terminal import Terminal
+
+    script = tmp_path / "reins.bash"
+    script.write_text(_script(on_path, "bash"))
+    bash = ["env", f"PATH={on_path['PATH']}", "bash", "--norc", "--noprofile"]
+    terminal = Terminal(tmp_path, bash)
+    try:
+        terminal.line(f"source {script}; echo SOURCED")
+        terminal.wait_for("SOURCED", count=2)  # the line typed, then its output
+        terminal.type("-l", "reins run --model anthropic:claude-so")
+        terminal.type("Tab")
+        terminal.wait_for("reins run --model anthropic:claude-sonnet-4", timeout=60)
+        terminal.type("C-u")
+        terminal.type("-l", "reins run --sandbox da")
+        terminal.type("Tab")
+        terminal.wait_for("reins run --sandbox danger-full-access", timeout=60)
+    finally:
+        terminal.close()
