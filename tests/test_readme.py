@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
-QUICKSTART, API = re.findall(r"```python\n(.*?)```", README, re.S)
+QUICKSTART, API, *OTHERS = re.findall(r"```python\n(.*?)```", README, re.S)
 
 
 def run(example: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -28,6 +28,12 @@ def test_the_python_api_example_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == "end_turn nothing to do\n"
     assert (tmp_path / ".reins" / "reins.db").exists()
+
+
+@pytest.mark.parametrize("example", OTHERS, ids=lambda e: e.splitlines()[0][:40])
+def test_the_other_python_examples_run(example: str, tmp_path: Path) -> None:
+    done = run(example, tmp_path)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.real_model
