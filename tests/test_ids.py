@@ -41,17 +41,17 @@ def info(run_id: str, session_id: str, minute: int = 0, goal: str = "a goal") ->
 
 # As logs before 0.2 made them: 11 hex digits of milliseconds, then 10 random ones. Runs made
 # minutes apart share 6 digits; a session and its first run, made in one millisecond, share 11.
-OLD_RUNS = [info(f"1a23ae531e{n}{n}0123456789", "1a23ae531e00abcdefabcd", n) for n in range(3)]
+OLD_RUNS = [info(f"1a23ae531e{n}{n}012345678", "1a23ae531e00abcdefabc", n) for n in range(3)]
 
 
 def test_shortest_prefixes_are_unique_among_runs_and_sessions_together() -> None:
     ids = [i for r in OLD_RUNS for i in (r.run_id, r.session_id)]
     shown = shortest_prefixes(ids)
     assert shown == {
-        "1a23ae531e00abcdefabcd": "1a23ae531e00a",
-        "1a23ae531e000123456789": "1a23ae531e000",
-        "1a23ae531e110123456789": "1a23ae531e1",
-        "1a23ae531e220123456789": "1a23ae531e2",
+        "1a23ae531e00abcdefabc": "1a23ae531e00a",
+        "1a23ae531e00012345678": "1a23ae531e000",
+        "1a23ae531e11012345678": "1a23ae531e1",
+        "1a23ae531e22012345678": "1a23ae531e2",
     }
     for id_, prefix in shown.items():  # each names one id, whatever kind a command takes
         assert [other for other in shown if other.startswith(prefix)] == [id_]
@@ -75,10 +75,10 @@ def test_an_ambiguous_prefix_names_its_candidates() -> None:
 
 
 def test_old_ids_resolve_by_any_unique_prefix_and_a_whole_id_always() -> None:
-    assert find_run(OLD_RUNS, "1a23ae531e1").run_id == "1a23ae531e110123456789"
-    assert find_run(OLD_RUNS, "1a23ae531e000").run_id == "1a23ae531e000123456789"
+    assert find_run(OLD_RUNS, "1a23ae531e1").run_id == "1a23ae531e11012345678"
+    assert find_run(OLD_RUNS, "1a23ae531e000").run_id == "1a23ae531e00012345678"
     # The session's id shares 12 digits with its first run's: it is no run, and says so.
-    assert find_session(OLD_RUNS, "1a23ae531e00a") == "1a23ae531e00abcdefabcd"
+    assert find_session(OLD_RUNS, "1a23ae531e00a") == "1a23ae531e00abcdefabc"
     whole = [info("abc", "s1"), info("abcd", "s2")]  # an id that is another's prefix
     assert find_run(whole, "abc").run_id == "abc"
 
@@ -102,7 +102,7 @@ async def test_the_cli_shows_short_ids_and_takes_them_back(tmp_path: Path) -> No
     store, workspace = tmp_path / "store", tmp_path / "ws"
     workspace.mkdir()
     log = SQLiteLog(store)
-    old = iter(["1a23ae531e00abcdefabcd", "1a23ae531e000123456789", "1a23ae531e110123456789"])
+    old = iter(["1a23ae531e00abcdefabc", "1a23ae531e00012345678", "1a23ae531e11012345678"])
     import reins.agent._begin as begin
 
     made = {"new_session_id": begin.new_session_id, "new_run_id": begin.new_run_id}
@@ -144,3 +144,21 @@ async def test_the_cli_shows_short_ids_and_takes_them_back(tmp_path: Path) -> No
     replayed = reins("replay", new.run_id[:7], "--store", str(store), cwd=tmp_path)
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout.startswith(f"run {new.run_id[:7]}  session {new.session_id[:7]} ·")
+
+
+def test_an_error_or_warning_names_the_logs_ids_shortened_but_not_inside_a_path() -> None:
+    from reins.cli._short_ids import ShortIds
+
+    short = ShortIds()
+    session, run = "s0123456789abcdef0123", "r9876543210fedcba9876"
+    old = "1a23ae531e11012345678"  # 21 hex digits, as logs before 0.2 made them
+    short.know([info(run, session), info(old, session)])
+    unknown = "s" + "f" * 20
+    said = (
+        f"session {session} cannot go on; run {run} waits; `reins resume {old}`; "
+        f"/store/sessions/{session}.jsonl, line 3; {unknown} is not in this log"
+    )
+    assert short.within(said) == (
+        f"session s012345 cannot go on; run r987654 waits; `reins resume 1a23ae5`; "
+        f"/store/sessions/{session}.jsonl, line 3; {unknown} is not in this log"
+    )

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from ..core._errors import LogCorrupted, ReinsError, UsageError
 from ._safe import SafeConsole, visible
+from ._short_ids import short
 
 
 class _Console(SafeConsole):
@@ -56,7 +57,7 @@ class Warnings(logging.Handler):
             self.held.append(record)
             return
         try:
-            sys.stderr.write(visible(self.format(record), lines=True) + "\n")
+            sys.stderr.write(visible(short.within(self.format(record)), lines=True) + "\n")
         except Exception:
             self.handleError(record)
 
@@ -82,11 +83,11 @@ def _one_line_errors() -> Iterator[None]:
         yield
     except UsageError as exc:
         WARNINGS.show_held(exc)
-        err.print(f"[red]error:[/] {escape(str(exc))}")
+        err.print(f"[red]error:[/] {escape(short.within(str(exc)))}")
         raise typer.Exit(2) from None
     except ReinsError as exc:
         WARNINGS.show_held(exc)
-        err.print(f"[red]error:[/] {escape(str(exc))}")
+        err.print(f"[red]error:[/] {escape(short.within(str(exc)))}")
         raise typer.Exit(1) from None
     except (KeyboardInterrupt, asyncio.CancelledError):
         err.print("[yellow]interrupted[/]; the log ends at the last recorded event")

@@ -3,6 +3,8 @@ opened, as git shows hashes. Any unique prefix is taken back by every command.""
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -25,6 +27,22 @@ class ShortIds:
 
     def __call__(self, id_: str) -> str:
         return shortest_prefix(id_, self._ordered)
+
+    def within(self, text: str) -> str:
+        """`text` (an error, a warning) with each id of the log it names shortened; an id
+        inside a path (`sessions/<id>.jsonl`) stays whole, as the file is named."""
+
+        def shorten(found: re.Match[str]) -> str:
+            id_ = found.group(0)
+            i = bisect_left(self._ordered, id_)
+            known = i < len(self._ordered) and self._ordered[i] == id_
+            return self(id_) if known else id_
+
+        return _AN_ID.sub(shorten, text)
+
+
+_AN_ID = re.compile(r"(?<![\w/\\.-])(?:[rs][0-9a-f]{20}|[0-9a-f]{21})(?![\w/\\.-])")
+"""A new id (`r`/`s` and 20 hex digits) or an old one (21), not part of a longer word or path."""
 
 
 short = ShortIds()
