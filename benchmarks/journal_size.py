@@ -12,6 +12,8 @@ import asyncio
 import tempfile
 from pathlib import Path
 
+from reins import Budgets
+
 TEXT = "I will look at the next part of the file, then decide what to change in it."
 
 
@@ -41,7 +43,7 @@ async def measure(rounds: int) -> None:
             tools=[part],
             workspace=folder,
             log=log,
-            max_steps=rounds + 2,
+            budgets=Budgets(max_steps=rounds + 2),
         )
         events = [event async for event in agent.iter("go")]
         await log.close()

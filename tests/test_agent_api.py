@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from reins import Agent, AssistantMessage, Cancel, MemoryLog, StopReason, UsageError, UserMessage
+from reins import (
+    Agent,
+    AssistantMessage,
+    Budgets,
+    Cancel,
+    MemoryLog,
+    StopReason,
+    UsageError,
+    UserMessage,
+)
 from reins.events import RunStarted
 from reins.testing import FunctionModel, ScriptedModel
 
@@ -116,7 +125,7 @@ def test_run_sync_is_cancelled_from_another_thread(workspace: Path) -> None:
         return reply("", call("list_files", path="."))  # never an answer: on until cancelled
 
     cancel = Cancel()
-    agent = Agent(model=FunctionModel(slow), workspace=workspace, max_steps=50)
+    agent = Agent(model=FunctionModel(slow), workspace=workspace, budgets=Budgets(max_steps=50))
     threading.Timer(0.5, cancel.cancel).start()
     began = time.monotonic()
     result = agent.run_sync("think forever", cancel=cancel)

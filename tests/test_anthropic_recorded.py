@@ -14,7 +14,7 @@ import pytest
 from anthropic.types.message_create_params import MessageCreateParamsStreaming
 from pydantic import TypeAdapter
 
-from reins import Agent, ModelSettings, StopReason, UsageError, UserMessage
+from reins import Agent, Budgets, ModelSettings, StopReason, UsageError, UserMessage
 from reins.core._catalog import price
 from reins.events import ToolCallFinished
 from reins.models import AnthropicModel
@@ -328,7 +328,10 @@ async def test_the_summary_at_a_cap_defines_the_tools_and_calls_none(
     peer, model = recorded
     peer.answers = [TOOL_USE, DONE]
     agent = Agent(
-        model=model, tools=[write_file], workspace=workspace, max_steps=1, at_cap="summarize"
+        model=model,
+        tools=[write_file],
+        workspace=workspace,
+        budgets=Budgets(max_steps=1, at_cap="summarize"),
     )
     result = await agent.run("Create a.txt containing hi")
     assert (result.stop_reason, result.final_answer) == (StopReason.MAX_STEPS, "a.txt says hi.")

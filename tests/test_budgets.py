@@ -4,13 +4,17 @@ and resume after a cap."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from reins import (
     Agent,
     AssistantMessage,
+    Budgets,
     CapOffer,
     Message,
     ModelResponse,
@@ -19,9 +23,11 @@ from reins import (
     StopReason,
     ToolSpec,
     Usage,
+    UsageError,
     UserMessage,
     tool,
 )
+from reins.agent._agent import ReflectiveAgent  # deprecated as reins.ReflectiveAgent
 from reins.events import (
     EVENT,
     BudgetExtended,
@@ -83,7 +89,7 @@ async def notices_of(agent: Agent, run_id: str) -> list[Notice]:
 
 
 async def test_token_budget_stops_the_run(workspace: Path) -> None:
-    agent = busy_agent(workspace, token_budget=250)
+    agent = busy_agent(workspace, budgets=Budgets(token_budget=250))
     result = await agent.run("loop")
     assert result.stop_reason is StopReason.TOKEN_BUDGET
     assert result.detail == "used 300 of the budget of 250 tokens"
@@ -95,7 +101,9 @@ async def test_token_budget_stops_the_run(workspace: Path) -> None:
 async def test_token_budget_not_reached_does_not_stop(workspace: Path) -> None:
     usage = Usage(input_tokens=50, output_tokens=50, requests=1)
     model = ScriptedModel([reply("", call("noop")), "FINAL_ANSWER: done"], usage=usage)
-    agent = Agent(model=model, tools=[noop], workspace=workspace, token_budget=10_000)
+    agent = Agent(
+        model=model, tools=[noop], workspace=workspace, budgets=Budgets(token_budget=10_000)
+    )
     result = await agent.run("go")
     assert result.stop_reason is StopReason.END_TURN
     assert result.final_answer == "done"
@@ -105,7 +113,7 @@ async def test_cost_budget_stops_the_run(workspace: Path) -> None:
     # gpt-4o: $2.5 in, $10 out per million tokens: $0.35 a call
     usage = Usage(input_tokens=100_000, output_tokens=10_000, requests=1)
     model = FunctionModel(busy, name="gpt-4o", usage=usage)
-    agent = Agent(model=model, tools=[noop], workspace=workspace, cost_budget=1.0)
+    agent = Agent(model=model, tools=[noop], workspace=workspace, budgets=Budgets(cost_budget=1.0))
     result = await agent.run("loop")
     assert result.stop_reason is StopReason.COST_BUDGET
     assert result.steps == 3
@@ -115,7 +123,7 @@ async def test_cost_budget_stops_the_run(workspace: Path) -> None:
 async def test_cost_budget_not_reached_does_not_stop(workspace: Path) -> None:
     usage = Usage(input_tokens=1000, output_tokens=100, requests=1)
     model = ScriptedModel([reply("", call("noop")), "done"], name="gpt-4o", usage=usage)
-    agent = Agent(model=model, tools=[noop], workspace=workspace, cost_budget=1.0)
+    agent = Agent(model=model, tools=[noop], workspace=workspace, budgets=Budgets(cost_budget=1.0))
     result = await agent.run("go")
     assert result.stop_reason is StopReason.END_TURN
     assert 0 < result.cost < 1.0
@@ -126,7 +134,12 @@ async def test_time_budget_stops_the_run(workspace: Path) -> None:
         await asyncio.sleep(0.05)
         return busy(messages, tools)
 
-    agent = Agent(model=FunctionModel(slow), tools=[noop], workspace=workspace, time_budget=0.12)
+    agent = Agent(
+        model=FunctionModel(slow),
+        tools=[noop],
+        workspace=workspace,
+        budgets=Budgets(time_budget=0.12),
+    )
     result = await agent.run("loop")
     assert result.stop_reason is StopReason.TIME_BUDGET
     assert 2 <= result.steps <= 4
@@ -135,13 +148,13 @@ async def test_time_budget_stops_the_run(workspace: Path) -> None:
 
 async def test_time_budget_not_reached_does_not_stop(workspace: Path) -> None:
     model = ScriptedModel([reply("", call("noop")), "done"])
-    agent = Agent(model=model, tools=[noop], workspace=workspace, time_budget=600)
+    agent = Agent(model=model, tools=[noop], workspace=workspace, budgets=Budgets(time_budget=600))
     result = await agent.run("go")
     assert result.stop_reason is StopReason.END_TURN
 
 
 async def test_a_budget_set_tells_the_model_what_is_left_each_round(workspace: Path) -> None:
-    agent = busy_agent(workspace, token_budget=250)
+    agent = busy_agent(workspace, budgets=Budgets(token_budget=250))
     result = await agent.run("loop")
     texts = [(n.source, n.text, n.to_model) for n in await notices_of(agent, result.run_id)]
     assert texts == [
@@ -160,14 +173,14 @@ async def test_a_budget_set_tells_the_model_what_is_left_each_round(workspace: P
 
 
 async def test_no_budget_no_per_round_notice(workspace: Path) -> None:
-    agent = busy_agent(workspace, max_steps=9)
+    agent = busy_agent(workspace, budgets=Budgets(max_steps=9))
     result = await agent.run("loop")
     assert result.stop_reason is StopReason.MAX_STEPS
     assert await notices_of(agent, result.run_id) == []  # under 10 steps: no checkpoint either
 
 
 async def test_step_marks_scope_checkpoint_and_wrap_up(workspace: Path) -> None:
-    agent = busy_agent(workspace, max_steps=20)
+    agent = busy_agent(workspace, budgets=Budgets(max_steps=20))
     result = await agent.run("loop")
     assert result.stop_reason is StopReason.MAX_STEPS
     notices = await notices_of(agent, result.run_id)
@@ -182,7 +195,7 @@ async def test_step_marks_scope_checkpoint_and_wrap_up(workspace: Path) -> None:
 async def test_budget_notices_switched_off_say_nothing_and_a_resume_keeps_that(
     workspace: Path,
 ) -> None:
-    agent = busy_agent(workspace, max_steps=20, token_budget=1500, budget_notices=False)
+    agent = busy_agent(workspace, budgets=Budgets(max_steps=20, token_budget=1500, notices=False))
     result = await agent.run("loop")
     assert result.stop_reason is StopReason.TOKEN_BUDGET  # the caps still stop the run
     assert await notices_of(agent, result.run_id) == []
@@ -193,7 +206,7 @@ async def test_budget_notices_switched_off_say_nothing_and_a_resume_keeps_that(
 
 
 async def test_a_short_cap_has_the_checkpoint_only(workspace: Path) -> None:
-    agent = busy_agent(workspace, max_steps=12)
+    agent = busy_agent(workspace, budgets=Budgets(max_steps=12))
     result = await agent.run("loop")
     assert [n.mark for n in await notices_of(agent, result.run_id)] == ["steps 50% of 12"]
 
@@ -204,7 +217,12 @@ async def test_time_warnings(workspace: Path) -> None:
         return busy(messages, tools)
 
     model = FunctionModel(slow)
-    agent = Agent(model=model, tools=[noop], workspace=workspace, time_budget=1, max_steps=500)
+    agent = Agent(
+        model=model,
+        tools=[noop],
+        workspace=workspace,
+        budgets=Budgets(time_budget=1, max_steps=500),
+    )
     result = await agent.run("loop")
     assert result.stop_reason is StopReason.TIME_BUDGET
     marks = [n.mark for n in await notices_of(agent, result.run_id) if n.mark]
@@ -213,7 +231,7 @@ async def test_time_warnings(workspace: Path) -> None:
 
 
 async def test_summarize_at_a_cap_returns_the_partial_work(workspace: Path) -> None:
-    agent = busy_agent(workspace, max_steps=2, at_cap="summarize")
+    agent = busy_agent(workspace, budgets=Budgets(max_steps=2, at_cap="summarize"))
     result = await agent.run("loop")
     assert result.stop_reason is StopReason.MAX_STEPS
     assert result.partial
@@ -234,14 +252,16 @@ async def test_summarize_at_a_cap_returns_the_partial_work(workspace: Path) -> N
 
 
 async def test_summarize_at_a_token_budget(workspace: Path) -> None:
-    agent = busy_agent(workspace, token_budget=150, at_cap="summarize")
+    agent = busy_agent(workspace, budgets=Budgets(token_budget=150, at_cap="summarize"))
     result = await agent.run("loop")
     assert result.stop_reason is StopReason.TOKEN_BUDGET
     assert (result.partial, result.final_answer) == (True, "Partial: called noop, not done.")
 
 
 async def test_summarize_does_not_apply_to_other_stops(workspace: Path) -> None:
-    agent = Agent(model=ScriptedModel(["done"]), workspace=workspace, at_cap="summarize")
+    agent = Agent(
+        model=ScriptedModel(["done"]), workspace=workspace, budgets=Budgets(at_cap="summarize")
+    )
     result = await agent.run("go")
     assert (result.stop_reason, result.partial) == (StopReason.END_TURN, False)
 
@@ -260,7 +280,7 @@ async def test_resume_after_a_cap_continues_with_a_note_and_more_budget(workspac
         model=FunctionModel(model, usage=usage),
         tools=[noop],
         workspace=workspace,
-        token_budget=250,
+        budgets=Budgets(token_budget=250),
     )
     capped = await agent.run("loop")
     assert capped.stop_reason is StopReason.TOKEN_BUDGET
@@ -281,7 +301,7 @@ async def test_resume_after_a_cap_continues_with_a_note_and_more_budget(workspac
 
 
 async def test_resume_sets_new_caps(workspace: Path) -> None:
-    agent = busy_agent(workspace, token_budget=250, cost_budget=5.0)
+    agent = busy_agent(workspace, budgets=Budgets(token_budget=250, cost_budget=5.0))
     capped = await agent.run("loop")
     again = await agent.resume(capped.run_id, token_budget=450, max_steps=40, time_budget=60)
     assert again.stop_reason is StopReason.TOKEN_BUDGET
@@ -297,7 +317,7 @@ async def test_resume_sets_new_caps(workspace: Path) -> None:
 
 
 async def test_resume_after_a_summary_goes_on(workspace: Path) -> None:
-    agent = busy_agent(workspace, max_steps=2, at_cap="summarize")
+    agent = busy_agent(workspace, budgets=Budgets(max_steps=2, at_cap="summarize"))
     capped = await agent.run("loop")
     assert capped.partial
     resumed = await agent.resume(capped.run_id)  # not ended by the summary's text
@@ -357,7 +377,7 @@ async def test_at_a_cap_the_handler_may_choose_to_go_on(workspace: Path) -> None
         offers.append(offer)
         return "+20 steps" if len(offers) == 1 else None
 
-    agent = busy_agent(workspace, max_steps=10, on_cap=choose)
+    agent = busy_agent(workspace, budgets=Budgets(max_steps=10, on_cap=choose))
     result = await agent.run("loop")
     assert result.stop_reason is StopReason.MAX_STEPS
     assert result.steps == 30
@@ -380,7 +400,7 @@ async def test_an_async_handler_extends_a_token_budget(workspace: Path) -> None:
     async def more(offer: CapOffer) -> str | None:
         return "+20000 tokens" if offer.reason is StopReason.TOKEN_BUDGET else None
 
-    agent = busy_agent(workspace, token_budget=250, max_steps=5, on_cap=more)
+    agent = busy_agent(workspace, budgets=Budgets(token_budget=250, max_steps=5, on_cap=more))
     result = await agent.run("loop")
     assert result.stop_reason is StopReason.MAX_STEPS  # the tokens went on; the steps did not
     state = await agent.state(result.run_id)
@@ -388,12 +408,12 @@ async def test_an_async_handler_extends_a_token_budget(workspace: Path) -> None:
 
 
 async def test_headless_or_no_choice_stops_at_the_cap(workspace: Path) -> None:
-    agent = busy_agent(workspace, max_steps=2, on_cap=lambda offer: "+1000 steps")
+    agent = busy_agent(workspace, budgets=Budgets(max_steps=2, on_cap=lambda offer: "+1000 steps"))
     result = await agent.run("loop")  # not one of the choices: stop
     assert (result.stop_reason, result.steps) == (StopReason.MAX_STEPS, 2)
     events = await agent.log.events(result.run_id)
     assert not any(isinstance(e, BudgetExtended) for e in events)
-    headless = busy_agent(workspace, max_steps=2)
+    headless = busy_agent(workspace, budgets=Budgets(max_steps=2))
     result = await headless.run("loop")
     assert (result.stop_reason, result.steps) == (StopReason.MAX_STEPS, 2)
     assert await notices_of(headless, result.run_id) == []  # nothing offered
@@ -403,7 +423,7 @@ async def test_a_failing_handler_stops_and_says_why(workspace: Path) -> None:
     def broken(offer: CapOffer) -> str | None:
         raise RuntimeError("boom")
 
-    agent = busy_agent(workspace, max_steps=2, on_cap=broken)
+    agent = busy_agent(workspace, budgets=Budgets(max_steps=2, on_cap=broken))
     result = await agent.run("loop")
     assert result.stop_reason is StopReason.MAX_STEPS
     assert result.detail.endswith("the offer to continue failed: RuntimeError: boom")
@@ -417,9 +437,41 @@ async def test_no_offer_at_the_cost_cap(workspace: Path) -> None:
         model=model,
         tools=[noop],
         workspace=workspace,
-        cost_budget=0.5,
-        on_cap=lambda offer: asked.append(offer) or "+20 steps",  # type: ignore[func-returns-value]
+        budgets=Budgets(cost_budget=0.5, on_cap=lambda offer: asked.append(offer) or "+20 steps"),  # type: ignore[func-returns-value]
     )
     result = await agent.run("loop")
     assert result.stop_reason is StopReason.COST_BUDGET
     assert asked == []
+
+
+async def test_the_old_budget_keywords_still_work_with_a_deprecation_warning(
+    workspace: Path,
+) -> None:
+    """`Agent(max_steps=..., budget_notices=...)`, 0.1's spelling: warned, and the same agent as
+    `budgets=Budgets(...)` makes; one given with budgets changes only what it names."""
+    with pytest.warns(DeprecationWarning, match=r"give budgets=Budgets\(max_steps=\.\.\., "):
+        agent = busy_agent(workspace, max_steps=2, budget_notices=False, at_cap="summarize")
+    assert agent.budgets == Budgets(max_steps=2, notices=False, at_cap="summarize")
+    assert (agent.max_steps, agent.at_cap) == (2, "summarize")  # still read where they were
+    result = await agent.run("loop")
+    assert (result.stop_reason, result.partial) == (StopReason.MAX_STEPS, True)  # summarized
+    with pytest.warns(DeprecationWarning, match=r"ReflectiveAgent\(token_budget=\.\.\.\)"):
+        reflective = ReflectiveAgent(
+            model=ScriptedModel(["done"]),
+            workspace=workspace,
+            budgets=Budgets(max_steps=7, cost_budget=1.0),
+            token_budget=900,  # type: ignore[call-arg]
+        )
+    assert reflective.budgets == Budgets(max_steps=7, cost_budget=1.0, token_budget=900)
+    with (
+        pytest.raises(UsageError, match="max_steps=0: it must be 1 or more"),
+        pytest.warns(DeprecationWarning, match="budgets=Budgets"),
+    ):
+        busy_agent(workspace, max_steps=0)
+
+
+def test_a_copy_of_an_agent_keeps_its_budgets(workspace: Path) -> None:
+    agent = busy_agent(workspace, budgets=Budgets(max_steps=4, time_budget=60.0))
+    copy = dataclasses.replace(agent, instructions="more")
+    assert copy.budgets == agent.budgets
+    assert (copy.max_steps, copy.time_budget, copy.token_budget) == (4, 60.0, None)

@@ -11,6 +11,7 @@ import pytest
 from reins import (
     Agent,
     AssistantMessage,
+    Budgets,
     Message,
     ModelSettings,
     StopReason,
@@ -77,7 +78,7 @@ def agent(model: ScriptedModel, workspace: Path, **kw: object) -> Agent:
         model=model,
         workspace=workspace,
         tools=[big, broken],
-        max_steps=kw.pop("max_steps", 60),  # type: ignore[arg-type]
+        budgets=Budgets(max_steps=kw.pop("max_steps", 60)),  # type: ignore[arg-type]
         context=context,  # type: ignore[arg-type]
         **kw,  # type: ignore[arg-type]
     )
@@ -204,7 +205,9 @@ async def test_a_failing_summarizer_falls_back_to_the_digest(
 async def test_what_the_model_saw_is_a_fold_of_the_log_across_a_resume(workspace: Path) -> None:
     log = SQLiteLog(workspace / "log.db")
     halted = Recording(script(24))
-    first = await agent(halted, workspace, log=log, max_steps=15).run("read all the parts")
+    first = await agent(halted, workspace, log=log, budgets=Budgets(max_steps=15)).run(
+        "read all the parts"
+    )
     assert first.stop_reason is StopReason.MAX_STEPS
     resumed = Recording(script(24))
     result = await agent(resumed, workspace, log=log).resume(first.run_id, max_steps=60)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reins import Agent, RunState, StopReason
+from reins import Agent, Budgets, RunState, StopReason
 from reins.context import ContextBuilder, ContextSettings
 from reins.events import ContextCompacted, ModelRequested, Notice
 from reins.models import LocalModel
@@ -39,7 +39,7 @@ async def test_a_40_step_run_in_a_2048_token_window_is_compacted_not_failed(
         tools=[read_file, list_files],
         workspace=workspace,
         log=log,
-        max_steps=STEPS,
+        budgets=Budgets(max_steps=STEPS),
         stop_hooks=[not_yet],
         stop_max_rejections=STEPS,
         guards=Guards(loop=False, repeat_cache=False, goal_anchor=0, done_check=False),

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reins import Agent, AssistantMessage, Message, SQLiteLog, StopReason, ToolSpec
+from reins import Agent, AssistantMessage, Budgets, Message, SQLiteLog, StopReason, ToolSpec
 from reins.events import ToolsChanged
 from reins.mcp import MCPServerConfig
 from reins.testing import FunctionModel
@@ -128,7 +128,7 @@ async def test_a_resume_offers_what_the_run_loaded(workspace: Path, sqlite_log: 
         tools=generated(50),
         workspace=workspace,
         log=sqlite_log,
-        max_steps=1,
+        budgets=Budgets(max_steps=1),
     )
     first = await agent.run("go")
     assert first.stop_reason is StopReason.MAX_STEPS

@@ -13,6 +13,7 @@ import pytest
 from reins import (
     Agent,
     AssistantMessage,
+    Budgets,
     SQLiteLog,
     StopReason,
     StoreError,
@@ -72,7 +73,11 @@ async def test_unencodable_text_from_the_model_and_a_tool_is_stored_escaped(
     log = SQLiteLog(store)
     agent = Agent(model=ScriptedModel(script), tools=[shout], workspace=workspace, log=log)
     capped = await Agent(
-        model=ScriptedModel(script), tools=[shout], workspace=workspace, log=log, max_steps=1
+        model=ScriptedModel(script),
+        tools=[shout],
+        workspace=workspace,
+        log=log,
+        budgets=Budgets(max_steps=1),
     ).run("go")
     assert capped.stop_reason is StopReason.MAX_STEPS
     resumed = await agent.resume(capped.run_id, max_steps=5)  # a resume folds it back

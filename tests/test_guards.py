@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from reins import (
     Agent,
     AssistantMessage,
+    Budgets,
     Guards,
     MemoryLog,
     Message,
@@ -198,7 +199,7 @@ async def test_cache_is_rebuilt_from_the_log_on_resume(workspace: Path) -> None:
         reply("", call("lookup", "b", key="k")),
         "FINAL_ANSWER: k",
     ]
-    agent = agent_for(replies, workspace, tools=[lookup], log=log, max_steps=1)
+    agent = agent_for(replies, workspace, tools=[lookup], log=log, budgets=Budgets(max_steps=1))
     first = await agent.run("what is k")
     assert first.stop_reason is StopReason.MAX_STEPS
     resumed = await agent_for(replies, workspace, tools=[lookup], log=log).resume(
@@ -620,7 +621,7 @@ async def test_strict_json_replies_are_left_to_strict_actions(workspace: Path) -
 async def test_a_loop_warning_survives_a_resume(workspace: Path) -> None:
     log = MemoryLog()
     replies = [reply("", call("poke", f"p{i}")) for i in range(8)]
-    agent = agent_for(replies, workspace, tools=[poke], log=log, max_steps=4)
+    agent = agent_for(replies, workspace, tools=[poke], log=log, budgets=Budgets(max_steps=4))
     first = await agent.run("poke")  # warned before round 4, capped before round 5
     assert first.stop_reason is StopReason.MAX_STEPS
     warned = [m for m in first.messages if isinstance(m, UserMessage) and "circles" in m.content]
@@ -715,7 +716,9 @@ async def test_a_log_older_than_the_guards_folds_and_resumes_with_the_agent_s(
     log = MemoryLog()
     text = " ".join(["I will poke it now."] * 4)
     replies = [reply(text, call("poke", f"p{i}")) for i in range(6)] + ["FINAL_ANSWER: ok"]
-    first = await agent_for(replies, workspace, tools=[poke], log=log, max_steps=3).run("poke")
+    first = await agent_for(
+        replies, workspace, tools=[poke], log=log, budgets=Budgets(max_steps=3)
+    ).run("poke")
     old = MemoryLog()  # the same run as a log written before the guards were recorded
     for event in await log.events(first.run_id):
         data = json.loads(EVENT.dump_json(event))

@@ -15,6 +15,7 @@ import pytest
 from reins import (
     Agent,
     AssistantMessage,
+    Budgets,
     Cancel,
     Message,
     ModelSettings,
@@ -76,7 +77,9 @@ async def test_constrained_decoding_only_samples_valid_actions(local: LocalModel
 
 @pytest.mark.real_model
 async def test_an_agent_runs_on_the_embedded_model(local: LocalModel, workspace: Path) -> None:
-    agent = Agent(model=local, tools=[write_file], workspace=workspace, max_steps=3)
+    agent = Agent(
+        model=local, tools=[write_file], workspace=workspace, budgets=Budgets(max_steps=3)
+    )
     run = agent.iter("Create the file hello.txt containing the text Hello from reins")
     events = [e async for e in run]
     assert not [e for e in events if isinstance(e, ResponseRejected)]  # every action parsed

@@ -12,6 +12,7 @@ import pytest
 from reins import (
     Agent,
     AssistantMessage,
+    Budgets,
     Cancel,
     Continue,
     Inject,
@@ -108,7 +109,9 @@ async def test_invalid_final_answer_call_does_not_end_the_turn(workspace: Path) 
 
 async def test_step_cap_stops_before_the_next_model_call(workspace: Path) -> None:
     replies = [reply("", call("noop", f"c{i}")) for i in range(5)]
-    result = await agent_for(replies, workspace, tools=[noop], max_steps=3).run("loop")
+    result = await agent_for(replies, workspace, tools=[noop], budgets=Budgets(max_steps=3)).run(
+        "loop"
+    )
     assert result.stop_reason is StopReason.MAX_STEPS
     assert result.steps == 3
     assert result.detail == "reached the cap of 3 steps"

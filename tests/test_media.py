@@ -16,6 +16,7 @@ from reins import (
     MESSAGES,
     Agent,
     AssistantMessage,
+    Budgets,
     Document,
     Image,
     Message,
@@ -208,7 +209,7 @@ async def test_a_run_stopped_at_a_cap_resumes_in_another_process_with_its_images
         tools=[read_file],
         log=SQLiteLog(store),
         workspace=workspace,
-        max_steps=1,
+        budgets=Budgets(max_steps=1),
     )
     stopped = await first.run(["Compare", Image.from_bytes(png())])
     await first.log.close()

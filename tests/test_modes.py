@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reins import Agent, StopReason, SystemMessage, ToolResultMessage, UsageError
+from reins import Agent, Budgets, StopReason, SystemMessage, ToolResultMessage, UsageError
 from reins.events import AnswerRejected, ApprovalRequested
 from reins.store import MemoryLog
 from reins.testing import ScriptedModel
@@ -104,7 +104,11 @@ async def test_a_resumed_run_keeps_its_mode(workspace: Path) -> None:
     ]
     log = MemoryLog()
     first = await Agent(
-        model=ScriptedModel(replies), workspace=workspace, log=log, mode="plan", max_steps=1
+        model=ScriptedModel(replies),
+        workspace=workspace,
+        log=log,
+        mode="plan",
+        budgets=Budgets(max_steps=1),
     ).run("x")
     assert first.stop_reason is StopReason.MAX_STEPS
     result = await Agent(model=ScriptedModel(replies), workspace=workspace, log=log).resume(

@@ -12,6 +12,7 @@ import pytest
 from reins import (
     Agent,
     AssistantMessage,
+    Budgets,
     ModelResponse,
     ModelSettings,
     StopReason,
@@ -104,7 +105,7 @@ async def test_an_agent_runs_tools_on_the_real_model(model: OpenAIModel, workspa
         model=model,
         tools=[write_file],
         workspace=workspace,
-        max_steps=2,
+        budgets=Budgets(max_steps=2),
         settings=GREEDY,
     )
     run = agent.iter("Create the file hello.txt containing the word hi")

@@ -14,6 +14,7 @@ from typing_extensions import TypedDict  # pydantic needs it below Python 3.12
 
 from reins import (
     Agent,
+    Budgets,
     Message,
     SQLiteLog,
     StopReason,
@@ -175,7 +176,7 @@ async def test_tools_read_the_runs_deps_and_a_resume_takes_them_again(
         workspace=workspace,
         deps_type=Db,
         log=sqlite_log,
-        max_steps=1,
+        budgets=Budgets(max_steps=1),
     )
     first = await agent.run("who is u1?", deps=Db({"u1": "Ann"}))
     assert first.stop_reason is StopReason.MAX_STEPS
@@ -210,21 +211,17 @@ def _my_final(text: str) -> str:
         ({"tools": [_my_final]}, "a tool of yours is named final_answer, which reins' own"),
         ({"approval": "yes"}, "approval='yes': give a function or one of 'ask', 'allow', 'deny'"),
         ({"ask": "always"}, "ask='always': give a function or one of 'pause', None"),
-        ({"at_cap": "nope"}, "at_cap='nope': say 'stop' or 'summarize'"),
-        ({"max_steps": 0}, "max_steps=0: it must be 1 or more"),
-        ({"time_budget": -5}, "time_budget=-5: a budget is more than 0"),
         ({"checks": ["pytest", " "]}, "a check is an empty command"),
         # Of the wrong kind: a string read letter by letter, a dict failing at the first run.
         ({"checks": "pytest"}, "checks='pytest': give a list, as in checks=[...]"),
         ({"tools": "read_file"}, "tools='read_file': give a list"),
         ({"tools": print}, "tools=<built-in function print>: give a list"),
-        ({"max_steps": "5"}, "max_steps='5': give a whole number"),
-        ({"cost_budget": "1"}, "cost_budget='1': give a number (None: no budget)"),
         ({"settings": {"temperature": 0}}, "settings is a dict: give a ModelSettings(...)"),
         ({"sandbox": "read-only"}, "sandbox is a str: give a SandboxPolicy(...)"),
         ({"policies": [3]}, "policies[0] is a int, not a Policy"),
         ({"log": "runs/"}, "log is a str: give an event log, as SQLiteLog(path)"),
         ({"deps_type": 3}, "deps_type=3: give a type"),
+        ({"budgets": {"max_steps": 5}}, "budgets is a dict: give a Budgets(...)"),
     ],
 )
 def test_a_setting_that_cannot_work_is_said_when_the_agent_is_made(
@@ -232,6 +229,25 @@ def test_a_setting_that_cannot_work_is_said_when_the_agent_is_made(
 ) -> None:
     with pytest.raises(UsageError) as raised:
         Agent(**{"model": ScriptedModel(["done"]), **setting})  # type: ignore[arg-type]
+    assert str(raised.value).startswith(message), raised.value
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"at_cap": "nope"}, "at_cap='nope': say 'stop' or 'summarize'"),
+        ({"max_steps": 0}, "max_steps=0: it must be 1 or more"),
+        ({"time_budget": -5}, "time_budget=-5: a budget is more than 0"),
+        ({"max_steps": "5"}, "max_steps='5': give a whole number"),
+        ({"cost_budget": "1"}, "cost_budget='1': give a number (None: no budget)"),
+        ({"on_cap": "ask"}, "on_cap='ask': give a function (None: the run stops)"),
+    ],
+)
+def test_a_cap_that_cannot_work_is_said_when_the_budgets_are_made(
+    setting: dict[str, object], message: str
+) -> None:
+    with pytest.raises(UsageError) as raised:
+        Budgets(**setting)  # type: ignore[arg-type]
     assert str(raised.value).startswith(message), raised.value
 
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from reins import (
     Agent,
     AssistantMessage,
+    Budgets,
     Cancel,
     Guards,
     Message,
@@ -349,7 +350,7 @@ async def test_a_resume_keeps_reflecting_as_the_run_was_started(
         [reply("", call("poke", "c1")), reply("", call("poke", "c2")), "done"],
         [judged("success"), judged("success")],
     )
-    first = await agent(model, workspace, log=log, max_steps=1).run("poke")
+    first = await agent(model, workspace, log=log, budgets=Budgets(max_steps=1)).run("poke")
     assert first.stop_reason is StopReason.MAX_STEPS
     plain = Agent(model=FunctionModel(model), workspace=workspace, tools=[poke], log=log)
     resumed = await plain.resume(first.run_id, max_steps=5)  # an agent without reflect

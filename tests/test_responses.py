@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 from reins import (
     Agent,
     AssistantMessage,
+    Budgets,
     ModelSettings,
     StopReason,
     TextChunk,
@@ -85,9 +86,9 @@ async def test_an_agent_runs_on_it_by_name(
     model = resolve_model("openai-responses:smollm2")
     assert isinstance(model, OpenAIResponsesModel)
     try:
-        result = await Agent(model=model, workspace=workspace, max_steps=2, settings=GREEDY).run(
-            "Say hello."
-        )
+        result = await Agent(
+            model=model, workspace=workspace, budgets=Budgets(max_steps=2), settings=GREEDY
+        ).run("Say hello.")
     finally:
         await model.aclose()
     assert result.stop_reason is not StopReason.ERROR

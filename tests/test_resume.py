@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reins import Message, RunState, SQLiteLog, StopReason, ToolResultMessage, UsageError
+from reins import Budgets, Message, RunState, SQLiteLog, StopReason, ToolResultMessage, UsageError
 
 from .crash_driver import KILL_IN_TOOL, make_agent
 
@@ -115,7 +115,9 @@ async def test_a_capped_run_resumes_with_as_many_steps_again(tmp_path: Path, sto
 
     replies = [*(reply("", call("list_files", f"l{i}")) for i in range(3)), "done"]
     log = SQLiteLog(tmp_path / ".reins") if store == "sqlite" else MemoryLog()
-    agent = Agent(model=ScriptedModel(replies), workspace=tmp_path, max_steps=2, log=log)
+    agent = Agent(
+        model=ScriptedModel(replies), workspace=tmp_path, budgets=Budgets(max_steps=2), log=log
+    )
     capped = await agent.run("go")
     assert (capped.stop_reason, capped.steps) == (StopReason.MAX_STEPS, 2)
     resumed = await agent.resume(capped.run_id)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reins import Agent, ModelInfo, UsageError, register_model, resolve_model
+from reins import Agent, Budgets, ModelInfo, UsageError, register_model, resolve_model
 from reins.agent._config import load_config
 from reins.core._catalog import CATALOG, _found, lookup
 from reins.events import ModelResponded, Notice
@@ -37,13 +37,15 @@ def test_a_cost_budget_on_a_model_served_elsewhere_is_refused(
 ) -> None:
     mine = OpenAIModel(model="gpt-4o-mini", base_url=server.url, api_key="x")
     with pytest.raises(UsageError) as refused:
-        Agent(model=mine, workspace=workspace, cost_budget=1.0)
+        Agent(model=mine, workspace=workspace, budgets=Budgets(cost_budget=1.0))
     assert str(refused.value).startswith(SERVED.format(url=server.url))
     assert '[models."openai:gpt-4o-mini"] input_price and output_price' in str(refused.value)
     monkeypatch.setenv("OPENAI_BASE_URL", server.url)  # the SDK's variable says it as well
     with pytest.raises(UsageError, match="no price is known for openai:gpt-4o-mini"):
         Agent(
-            model=OpenAIModel(model="gpt-4o-mini", api_key="x"), workspace=workspace, cost_budget=1
+            model=OpenAIModel(model="gpt-4o-mini", api_key="x"),
+            workspace=workspace,
+            budgets=Budgets(cost_budget=1),
         )
     agent = Agent(model=mine, workspace=workspace)  # no budget: it may run, uncounted
     with pytest.raises(UsageError, match="no price is known"):
@@ -51,7 +53,11 @@ def test_a_cost_budget_on_a_model_served_elsewhere_is_refused(
     assert server.requests == []
     # The provider's own API has a price, and the budget stands.
     monkeypatch.delenv("OPENAI_BASE_URL")
-    Agent(model=OpenAIModel(model="gpt-4o-mini", api_key="x"), workspace=workspace, cost_budget=1)
+    Agent(
+        model=OpenAIModel(model="gpt-4o-mini", api_key="x"),
+        workspace=workspace,
+        budgets=Budgets(cost_budget=1),
+    )
 
 
 @pytest.mark.real_model
@@ -73,7 +79,7 @@ async def test_a_run_served_elsewhere_counts_no_cost_until_given_a_price(
         "openai:gpt-4o-mini",
         ModelInfo(context_window=128_000, input_price=1.0, output_price=2.0),
     )
-    priced = Agent(model=mine, workspace=workspace, cost_budget=1.0)
+    priced = Agent(model=mine, workspace=workspace, budgets=Budgets(cost_budget=1.0))
     result = await priced.run("hi")
     assert result.cost == pytest.approx((10 * 1.0 + 5 * 2.0) / 1e6)  # the server's counts
 
@@ -150,7 +156,9 @@ async def test_a_resume_keeping_a_cost_budget_no_longer_priced_is_refused(
             "openai:gpt-4o-mini",
             ModelInfo(context_window=128_000, input_price=1.0, output_price=2.0),
         )
-        agent = Agent(model=mine, workspace=workspace, cost_budget=1.0, max_steps=1)
+        agent = Agent(
+            model=mine, workspace=workspace, budgets=Budgets(cost_budget=1.0, max_steps=1)
+        )
         capped = await agent.run("list the files")
         assert capped.stop_reason.value == "max_steps"
         CATALOG.pop("openai:gpt-4o-mini")  # the price is gone (another config, say)

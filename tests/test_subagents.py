@@ -11,6 +11,7 @@ from pathlib import Path
 from reins import (
     Agent,
     AssistantMessage,
+    Budgets,
     Cancel,
     Message,
     ModelResponse,
@@ -161,7 +162,7 @@ async def test_the_child_gets_what_is_left_of_the_budget_and_its_caps(workspace:
         subagents=True,
         subagent_steps=1,
         subagent_timeout=42.0,
-        token_budget=1000,
+        budgets=Budgets(token_budget=1000),
     )
     events = [e async for e in parent.iter("go")]
     seen = [
@@ -389,7 +390,9 @@ async def test_a_child_that_said_nothing_reports_no_answer_not_its_preface(
 
 
 async def test_a_named_agent_runs_with_its_own_step_cap(workspace: Path) -> None:
-    scribe = Agent(model=ScriptedModel(["noted"]), tools=[], workspace=workspace, max_steps=2)
+    scribe = Agent(
+        model=ScriptedModel(["noted"]), tools=[], workspace=workspace, budgets=Budgets(max_steps=2)
+    )
     parent = Agent(
         model=ScriptedModel(
             [

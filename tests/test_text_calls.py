@@ -17,6 +17,7 @@ import pytest
 from reins import (
     Agent,
     AssistantMessage,
+    Budgets,
     ModelResponse,
     ModelSettings,
     StopReason,
@@ -274,7 +275,9 @@ async def test_the_agent_runs_a_call_written_as_text(peer: Peer, workspace: Path
     peer.script = [streamed(answer(MARKUP)), streamed(answer("Done: hello.txt holds hi."))]
     model = OpenAIModel(model="m", base_url=peer.base_url, api_key="x")
     try:
-        agent = Agent(model=model, tools=[write_file], workspace=workspace, max_steps=4)
+        agent = Agent(
+            model=model, tools=[write_file], workspace=workspace, budgets=Budgets(max_steps=4)
+        )
         events = [e async for e in agent.iter("Create hello.txt containing hi")]
     finally:
         await model.aclose()
@@ -322,7 +325,9 @@ async def test_markup_for_an_unknown_tool_is_nudged_not_run(peer: Peer, workspac
     peer.script = [streamed(answer(unknown)), streamed(answer("I cannot do that."))]
     model = OpenAIModel(model="m", base_url=peer.base_url, api_key="x")
     try:
-        agent = Agent(model=model, tools=[write_file], workspace=workspace, max_steps=4)
+        agent = Agent(
+            model=model, tools=[write_file], workspace=workspace, budgets=Budgets(max_steps=4)
+        )
         events = [e async for e in agent.iter("Say what you can do")]
     finally:
         await model.aclose()
@@ -391,7 +396,11 @@ async def test_an_agent_runs_the_markup_of_a_real_server(
     settings = ModelSettings(temperature=0.0, max_tokens=160)
     try:
         agent = Agent(
-            model=model, tools=[write_file], workspace=workspace, max_steps=2, settings=settings
+            model=model,
+            tools=[write_file],
+            workspace=workspace,
+            budgets=Budgets(max_steps=2),
+            settings=settings,
         )
         run = agent.iter("Create the file hello.txt containing the word hi")
         events = [e async for e in run]

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from reins import Agent, AssistantMessage, ModelSettings, StopReason, ToolCall, UsageError
+from reins import Agent, AssistantMessage, Budgets, ModelSettings, StopReason, ToolCall, UsageError
 from reins.models import OpenAIModel
 from reins.testing import ScriptedModel
 from reins.tools import read_file, write_file
@@ -230,7 +230,7 @@ async def test_a_real_models_calls_carry_its_usage(
         model=model,
         workspace=workspace,
         instrument=provider,
-        max_steps=2,
+        budgets=Budgets(max_steps=2),
         settings=ModelSettings(temperature=0.0, max_tokens=32),
     )
     try:

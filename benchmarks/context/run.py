@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from reins import Budgets
+
 OUTPUT_BYTES = 20_000
 CHECKPOINTS = (1, 10, 50, 100, 200, 300, 400, 500)
 
@@ -73,7 +75,7 @@ def reins_run(rounds: int, window: int, compaction: bool) -> dict[str, Any]:
             tools=[report],
             workspace=folder,
             log=log,
-            max_steps=rounds + 10,
+            budgets=Budgets(max_steps=rounds + 10),
             context=context,
         )
         start = time.perf_counter()

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from reins import Budgets
+
 ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "tests" / "mcp_peers" / "toy_server.py"
 
@@ -94,7 +96,7 @@ async def through_runs(calls: int) -> list[float]:
         # A fixed usage: the double's own token estimate grows with the history.
         model=ScriptedModel([*script, "done, verified"], usage=Usage(input_tokens=1, requests=1)),
         tools=[],
-        max_steps=calls + 5,
+        budgets=Budgets(max_steps=calls + 5),
         mcp_servers=[server],
         permissions=Permissions(user=PermissionRules(tools={"toy__*": "allow"})),
         guards=Guards(loop_threshold=calls + 1, anti_stall_threshold=calls + 1, goal_anchor=0),

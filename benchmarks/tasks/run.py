@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import peers
+from reins import Budgets
 from tasks import TASKS, Task
 
 TASK_TIMEOUT_S = 300.0
@@ -153,7 +154,7 @@ async def reins(model: Any, model_id: str, options: dict[str, Any], task: Task, 
         model_id=model_id,
         workspace=folder,
         log=MemoryLog(),
-        max_steps=max_steps,
+        budgets=Budgets(max_steps=max_steps),
         approval="allow",
         tools=builtin_tools(tools),
         **options,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .agent._agent import Agent
+    from .agent._budgets import Budgets
     from .agent._resolve import resolve_model
     from .agent._run import AgentRun, RunResult
     from .context import ContextSettings
@@ -92,6 +93,7 @@ _LAZY: dict[str, str] = {
     "Approval": ".permissions",
     "ApprovalRequest": ".permissions",
     "AssistantMessage": ".core._messages",
+    "Budgets": ".agent._budgets",
     "CallScope": ".core._scope",
     "Cancel": ".core._cancel",
     "CapHandler": ".policies",
@@ -249,6 +251,7 @@ __all__ = [
     "Approval",
     "ApprovalRequest",
     "AssistantMessage",
+    "Budgets",
     "CallScope",
     "Cancel",
     "CapHandler",

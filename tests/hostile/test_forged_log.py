@@ -14,6 +14,7 @@ import pytest
 from reins import (
     Agent,
     AssistantMessage,
+    Budgets,
     LogCorrupted,
     LogUnverified,
     Message,
@@ -51,7 +52,11 @@ async def capped(store: Path, workspace: Path) -> tuple[str, str, Path]:
     journal."""
     log = SQLiteLog(store)
     agent = Agent(
-        model=ScriptedModel(SCRIPT), tools=[greet], workspace=workspace, log=log, max_steps=1
+        model=ScriptedModel(SCRIPT),
+        tools=[greet],
+        workspace=workspace,
+        log=log,
+        budgets=Budgets(max_steps=1),
     )
     result = await agent.run("go")
     await log.close()

@@ -1,6 +1,7 @@
 """The Python API: `Agent` (and `ReflectiveAgent`, which reflects on each step) starts,
 continues and resumes runs; `AgentRun` is a run in progress, `RunResult` how it ended;
-`resolve_model` makes the model a string names. Users import them from `reins`.
+`Budgets` are its runs' caps; `resolve_model` makes the model a string names. Users import
+them from `reins`.
 
 Inside: `_agent` (the API a user calls), `_fields` (what an agent is made of), `_assembly` (the
 pieces a run is put together from), `_begin` (a run's first events), `_run`, `_output` (typed
@@ -15,18 +16,20 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._agent import Agent, ReflectiveAgent
+    from ._budgets import Budgets
     from ._resolve import resolve_model
     from ._run import AgentRun, RunResult
 
 _EXPORTS = {
     "Agent": "._agent",
     "ReflectiveAgent": "._agent",
+    "Budgets": "._budgets",
     "AgentRun": "._run",
     "RunResult": "._run",
     "resolve_model": "._resolve",
 }
 
-__all__ = ["Agent", "AgentRun", "ReflectiveAgent", "RunResult", "resolve_model"]
+__all__ = ["Agent", "AgentRun", "Budgets", "ReflectiveAgent", "RunResult", "resolve_model"]
 
 
 def __getattr__(name: str) -> Any:

@@ -34,6 +34,7 @@ from ._assembly import RunAssembly
 from ._begin import Caps, resume_run, start_run
 from ._fields import DepsT, OutputT, check_cost_budget
 from ._run import AgentRun, Begin, RunResult
+from ._spellings import old_spellings
 
 if TYPE_CHECKING:
     from ..subagents import Handoff
@@ -45,6 +46,7 @@ History: TypeAlias = "Sequence[Message] | RunResult[Any]"
 RunOutputT = TypeVar("RunOutputT")
 
 
+@old_spellings
 @dataclass(kw_only=True)
 class Agent(RunAssembly[DepsT, OutputT]):
     """A model, tools and policies (its fields: `AgentFields`). Reusable: every run's state
@@ -346,12 +348,15 @@ class Agent(RunAssembly[DepsT, OutputT]):
             tools=[t for t in self.tools if t.name not in set(brief.exclude_tools)],
             instructions="\n\n".join(p for p in (self.instructions, brief.briefing) if p),
             system_prompt=brief.system_prompt or self.system_prompt,
-            max_steps=brief.max_steps,
-            token_budget=None if tokens is None else int(tokens),
-            cost_budget=_least(self.cost_budget, left["cost_budget"]),
-            time_budget=_least(_least(self.time_budget, brief.timeout), left["time_budget"]),
-            at_cap="summarize",  # at a cap the parent still gets what was done
-            on_cap=None,
+            budgets=dataclasses.replace(
+                self.budgets,
+                max_steps=brief.max_steps,
+                token_budget=None if tokens is None else int(tokens),
+                cost_budget=_least(self.cost_budget, left["cost_budget"]),
+                time_budget=_least(_least(self.time_budget, brief.timeout), left["time_budget"]),
+                at_cap="summarize",  # at a cap the parent still gets what was done
+                on_cap=None,
+            ),
             mcp_servers=self.servers,  # the same servers, not new processes
         )
         return child.child_iter(
@@ -467,6 +472,7 @@ class Agent(RunAssembly[DepsT, OutputT]):
             self.log.release(session_id)
 
 
+@old_spellings
 @dataclass(kw_only=True)
 class ReflectiveAgent(Agent[DepsT, OutputT]):
     """An `Agent` that reflects on each step (`reflect=True`): the same loop, one more policy."""

@@ -203,7 +203,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             settings=self.settings,
             cancel=cancel,
             approver=approver(self.approval, ask_on_terminal),
-            on_cap=self.on_cap,
+            on_cap=self.budgets.on_cap,
             on_end=partial(stop_all, owned) if owned else None,
             asker=self.ask,
             ask_timeout=self.ask_timeout,

@@ -153,7 +153,7 @@ def _run_started(
         token_budget=agent.token_budget,
         time_budget=agent.time_budget,
         cost_budget=agent.cost_budget,
-        budget_notices=agent.budget_notices,
+        budget_notices=agent.budgets.notices,
         at_cap=agent.at_cap,
         sandbox=agent.sandbox.mode,
         network=agent.sandbox.network,

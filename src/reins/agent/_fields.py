@@ -27,11 +27,12 @@ from ..permissions import (
     Permissions,
     has_terminal,
 )
-from ..policies import CapHandler, CommandHook, Guards, Hook, Policy, StopHook
+from ..policies import CommandHook, Guards, Hook, Policy, StopHook
 from ..sandbox import SandboxPolicy
 from ..skills import Skill
 from ..store import EventLog, MemoryLog
 from ..tools import ASK_USER_TOOL, BUILTIN_TOOLS, Tool, final_answer
+from ._budgets import Budgets
 
 if TYPE_CHECKING:
     from ..mcp import MCPServer, MCPServerConfig
@@ -81,23 +82,9 @@ class AgentFields(Generic[DepsT, OutputT]):
     workspace: str | Path = "."
     """The project's folder: the tools' root. Not `/`, the home folder or one holding it
     (a `WorkspaceError` at the first run)."""
-    max_steps: int = 30
-    token_budget: int | None = None
-    """Cap on the tokens (input + output) of the run's model calls; it stops `token_budget`."""
-    time_budget: float | None = None
-    """Cap on the run's wall-clock seconds (the time it was running, across resumes)."""
-    cost_budget: float | None = None
-    """Cap on the run's cost in US dollars (of calls whose price the catalog knows)."""
-    budget_notices: bool = True
-    """Tell the model what is left of its budgets (the step checkpoint, the wrap-up warnings,
-    the status each round when a token, time or cost budget is set); False: the caps still
-    stop the run, silently."""
-    at_cap: Literal["stop", "summarize"] = "stop"
-    """At any cap: stop, or make one last call in which no tool may be called, whose reply is
-    the answer, marked partial (`RunResult.partial`)."""
-    on_cap: CapHandler | None = None
-    """Asked at a step, token or time cap whether to go on (`CapOffer.choices`: +20/+60
-    steps, +20000/+60000 tokens, +120/+300 s); None (headless): the run stops."""
+    budgets: Budgets = field(default_factory=Budgets)
+    """The caps of its runs (steps, tokens, seconds, dollars) and what happens at one:
+    `Budgets(max_steps=20, cost_budget=0.5, at_cap="summarize")`."""
     max_parallel_tools: int = 4
     policies: Sequence[Policy] = ()
     """Consulted in order after the built-in step cap."""
@@ -203,6 +190,31 @@ class AgentFields(Generic[DepsT, OutputT]):
     started it is traced. Off, it costs nothing."""
 
     @property
+    def max_steps(self) -> int:
+        """`budgets.max_steps`."""
+        return self.budgets.max_steps
+
+    @property
+    def token_budget(self) -> int | None:
+        """`budgets.token_budget`."""
+        return self.budgets.token_budget
+
+    @property
+    def time_budget(self) -> float | None:
+        """`budgets.time_budget`."""
+        return self.budgets.time_budget
+
+    @property
+    def cost_budget(self) -> float | None:
+        """`budgets.cost_budget`."""
+        return self.budgets.cost_budget
+
+    @property
+    def at_cap(self) -> Literal["stop", "summarize"]:
+        """`budgets.at_cap`."""
+        return self.budgets.at_cap
+
+    @property
     def _model(self) -> Model:
         """`model`, resolved (a string is, when the agent is made)."""
         assert not isinstance(self.model, str)
@@ -238,15 +250,10 @@ class AgentFields(Generic[DepsT, OutputT]):
         _one_of("ask", self.ask, ("pause", None))
         if self.mode is not None and resolve_mode(self.mode)[1] is not None:
             raise UsageError(f"mode={self.mode!r}: no such mode; the modes: {', '.join(MODES)}")
-        if self.at_cap not in ("stop", "summarize"):
-            raise UsageError(f"at_cap={self.at_cap!r}: say 'stop' or 'summarize'")
-        for name in ("max_steps", "max_parallel_tools", "subagent_steps", "reflect_max_retries"):
+        for name in _COUNTS:
             if getattr(self, name) < 1:
                 raise UsageError(f"{name}={getattr(self, name)!r}: it must be 1 or more")
-        for name in ("token_budget", "time_budget", "cost_budget"):
-            if (value := getattr(self, name)) is not None and value <= 0:
-                raise UsageError(f"{name}={value!r}: a budget is more than 0 (None: no budget)")
-        check_cost_budget(self.model, self.cost_budget)
+        check_cost_budget(self.model, self.budgets.cost_budget)
         if any(not check.strip() for check in self.checks):
             raise UsageError(
                 "a check is an empty command: give the command that must pass before an answer "
@@ -280,14 +287,14 @@ def _one_of(name: str, value: object, allowed: tuple[object, ...]) -> None:
 
 
 _LISTS = ("tools", "policies", "checks", "stop_hooks", "hooks", "skills", "mcp_servers")
-_COUNTS = ("max_steps", "max_parallel_tools", "subagent_steps", "reflect_max_retries")
-_BUDGETS = ("token_budget", "time_budget", "cost_budget")
+_COUNTS = ("max_parallel_tools", "subagent_steps", "reflect_max_retries")
 _KINDS: tuple[tuple[str, type], ...] = (
     ("settings", ModelSettings),
     ("sandbox", SandboxPolicy),
     ("guards", Guards),
     ("permissions", Permissions),
     ("context", ContextSettings),
+    ("budgets", Budgets),
 )
 
 
@@ -303,10 +310,6 @@ def _check_kinds(agent: AgentFields[Any, Any]) -> None:
         value = getattr(agent, name)
         if isinstance(value, bool) or not isinstance(value, int):
             raise UsageError(f"{name}={value!r}: give a whole number")
-    for name in _BUDGETS:
-        value = getattr(agent, name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise UsageError(f"{name}={value!r}: give a number (None: no budget)")
     for name, kind in _KINDS:
         value = getattr(agent, name)
         if not isinstance(value, kind):

@@ -66,6 +66,7 @@ class AgentChoices:
 
     def agent(self, config: Config, log: SQLiteLog, lines: LineSource) -> Agent:
         from ..agent._agent import Agent
+        from ..agent._budgets import Budgets
         from ..agent._config import ProfileConfig
         from ..agent._resolve import resolve_model
         from ..core._model import ModelSettings
@@ -84,16 +85,18 @@ class AgentChoices:
             model=resolve_model(spec, config),
             tools=builtin_tools(self.tools or preset.tools),
             workspace=self.workspace,
-            max_steps=self.max_steps or preset.max_steps or config.max_steps or 30,
-            token_budget=self.token_budget or config.token_budget,
-            time_budget=self.time_budget or config.time_budget,
-            cost_budget=self.cost_budget or config.cost_budget,
-            at_cap=_at_cap(self.at_cap or config.at_cap),
-            budget_notices=_either(self.budget_notices, config.budget_notices),
+            budgets=Budgets(
+                max_steps=self.max_steps or preset.max_steps or config.max_steps or 30,
+                token_budget=self.token_budget or config.token_budget,
+                time_budget=self.time_budget or config.time_budget,
+                cost_budget=self.cost_budget or config.cost_budget,
+                at_cap=_at_cap(self.at_cap or config.at_cap),
+                notices=_either(self.budget_notices, config.budget_notices),
+                on_cap=_on_cap(lines),
+            ),
             log=log,
             permissions=_permissions(config),
             approval=_approval(config, self.yes, lines),
-            on_cap=_on_cap(lines),
             sandbox=config.sandbox.policy(mode=self.sandbox, network=self.network),
             guards=config.guards.guards(**self.guard_flags),
             checks=[*config.checks, *self.checks],
@@ -163,7 +166,9 @@ def _profiles(agent: Agent, config: Config) -> dict[str, Agent]:
             agent,
             model=resolve_model(profile.model, config) if profile.model else agent.model,
             model_id=profile.model or agent.model_id,
-            max_steps=profile.max_steps or agent.subagent_steps,
+            budgets=dataclasses.replace(
+                agent.budgets, max_steps=profile.max_steps or agent.subagent_steps
+            ),
             tools=builtin_tools(profile.tools),
             system_prompt=profile.system_prompt,
             instructions=profile.instructions or "",

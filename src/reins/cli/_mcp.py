@@ -132,6 +132,7 @@ def serve(
     run id), `sessions` and `read_run` (the log). Calls that would ask a person are denied,
     unless --yes or the config's approval = "allow" approves them."""
     from ..agent._agent import Agent
+    from ..agent._budgets import Budgets
     from ..agent._resolve import default_model, resolve_model
     from ..store import SQLiteLog
     from ..store._placement import check_placement
@@ -163,10 +164,12 @@ def serve(
                     model=resolve_model(spec, config),
                     tools=builtin_tools(None),
                     workspace=workspace,
-                    max_steps=min(asked, max_steps) if asked and max_steps else asked or cap,
-                    token_budget=token_budget or config.token_budget,
-                    time_budget=time_budget or config.time_budget,
-                    cost_budget=cost_budget or config.cost_budget,
+                    budgets=Budgets(
+                        max_steps=min(asked, max_steps) if asked and max_steps else asked or cap,
+                        token_budget=token_budget or config.token_budget,
+                        time_budget=time_budget or config.time_budget,
+                        cost_budget=cost_budget or config.cost_budget,
+                    ),
                     log=log,
                     permissions=_permissions(config),
                     approval="allow" if yes or config.approval == "allow" else "deny",

@@ -102,6 +102,7 @@ def resume(
     caps are totals for the run; by default the cap that stopped it grows by as much again.
     The guards are the run's, but for those the guard flags change."""
     from ..agent._agent import Agent
+    from ..agent._budgets import Budgets
     from ..agent._resolve import resolve_model
     from ..core._state import RunState
     from ..store import find_run
@@ -129,7 +130,7 @@ def resume(
             log=log,
             permissions=_permissions(config),
             approval=_approval(config, yes, lines, resuming=True),
-            on_cap=_on_cap(lines),
+            budgets=Budgets(on_cap=_on_cap(lines)),
             # As the run was, unless the command line says otherwise.
             sandbox=config.sandbox.policy(
                 mode=sandbox or state.config.sandbox,
