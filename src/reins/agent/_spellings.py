@@ -26,7 +26,7 @@ ClassT = TypeVar("ClassT", bound=type)
 
 def old_spellings(cls: ClassT) -> ClassT:
     """`cls(max_steps=10, ...)` made as `cls(budgets=Budgets(max_steps=10, ...))`, warned."""
-    made = cls.__init__
+    made = cls.__init__  # type: ignore[misc]
 
     @functools.wraps(made)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:

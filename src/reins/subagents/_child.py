@@ -81,7 +81,9 @@ class ChildAgent(Protocol):
 
     instructions: str
     system_prompt: str | None
-    max_steps: int
+
+    @property
+    def max_steps(self) -> int: ...
 
     def child_run(self, task: str, handoff: Handoff) -> ChildRun: ...
 
