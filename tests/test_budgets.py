@@ -475,3 +475,7 @@ def test_a_copy_of_an_agent_keeps_its_budgets(workspace: Path) -> None:
     copy = dataclasses.replace(agent, instructions="more")
     assert copy.budgets == agent.budgets
     assert (copy.max_steps, copy.time_budget, copy.token_budget) == (4, 60.0, None)
+    copy.max_steps = 9  # set where it was before budgets held it: the budgets change
+    assert (copy.budgets.max_steps, agent.max_steps) == (9, 4)
+    with pytest.raises(UsageError, match="token_budget=0: a budget is more than 0"):
+        copy.token_budget = 0

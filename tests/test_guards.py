@@ -676,7 +676,7 @@ async def test_a_resume_keeps_the_guards_the_run_was_started_with(workspace: Pat
     log = MemoryLog()
     replies = [reply("", call("poke", f"p{i}")) for i in range(6)] + ["FINAL_ANSWER: ok"]
     agent = agent_for(replies, workspace, tools=[poke], log=log, guards=Guards(loop=False))
-    agent.max_steps = 3
+    agent.budgets = Budgets(max_steps=3)
     first = await agent.run("poke")
     assert first.stop_reason is StopReason.MAX_STEPS
     started = (await log.events(first.run_id))[0]
@@ -697,7 +697,7 @@ async def test_a_resume_may_change_the_guards_and_its_event_says_so(workspace: P
     log = MemoryLog()
     replies = [reply("", call("poke", f"p{i}")) for i in range(8)] + ["FINAL_ANSWER: ok"]
     agent = agent_for(replies, workspace, tools=[poke], log=log, guards=Guards(loop=False))
-    agent.max_steps = 2
+    agent.budgets = Budgets(max_steps=2)
     first = await agent.run("poke")
     events = [e async for e in agent.resume_iter(first.run_id, max_steps=10, guards=Guards())]
     assert isinstance(events[0], RunResumed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, get_origin
 
@@ -189,30 +189,51 @@ class AgentFields(Generic[DepsT, OutputT]):
     provider is set up), and for a subagent's run (`as_tool`, `spawn_agent`) when the run that
     started it is traced. Off, it costs nothing."""
 
+    # The caps read (and set) where they were before `budgets` held them.
     @property
     def max_steps(self) -> int:
         """`budgets.max_steps`."""
         return self.budgets.max_steps
+
+    @max_steps.setter
+    def max_steps(self, value: int) -> None:
+        self.budgets = replace(self.budgets, max_steps=value)
 
     @property
     def token_budget(self) -> int | None:
         """`budgets.token_budget`."""
         return self.budgets.token_budget
 
+    @token_budget.setter
+    def token_budget(self, value: int | None) -> None:
+        self.budgets = replace(self.budgets, token_budget=value)
+
     @property
     def time_budget(self) -> float | None:
         """`budgets.time_budget`."""
         return self.budgets.time_budget
+
+    @time_budget.setter
+    def time_budget(self, value: float | None) -> None:
+        self.budgets = replace(self.budgets, time_budget=value)
 
     @property
     def cost_budget(self) -> float | None:
         """`budgets.cost_budget`."""
         return self.budgets.cost_budget
 
+    @cost_budget.setter
+    def cost_budget(self, value: float | None) -> None:
+        self.budgets = replace(self.budgets, cost_budget=value)
+
     @property
     def at_cap(self) -> Literal["stop", "summarize"]:
         """`budgets.at_cap`."""
         return self.budgets.at_cap
+
+    @at_cap.setter
+    def at_cap(self, value: Literal["stop", "summarize"]) -> None:
+        self.budgets = replace(self.budgets, at_cap=value)
 
     @property
     def _model(self) -> Model:
