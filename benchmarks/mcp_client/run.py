@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reins import Budgets
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "tests" / "mcp_peers" / "toy_server.py"
@@ -76,6 +75,7 @@ async def through_runs(calls: int) -> list[float]:
     from reins import (
         Agent,
         AssistantMessage,
+        Budgets,
         Guards,
         PermissionRules,
         Permissions,

@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 import peers
-from reins import Budgets
 from tasks import TASKS, Task
 
 TASK_TIMEOUT_S = 300.0
@@ -146,7 +145,7 @@ async def attempt(model: Any, model_id: str, config: str, options: dict[str, Any
 
 async def reins(model: Any, model_id: str, options: dict[str, Any], task: Task, folder: Path,
                 tools: list[str] | None, max_steps: int, run: peers.Run) -> None:  # fmt: skip
-    from reins import Agent, MemoryLog, ToolResultMessage, resolve_model
+    from reins import Agent, Budgets, MemoryLog, ToolResultMessage, resolve_model
     from reins.tools import builtin_tools
 
     agent = Agent(
