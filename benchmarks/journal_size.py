@@ -12,12 +12,11 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-
 TEXT = "I will look at the next part of the file, then decide what to change in it."
 
 
 async def measure(rounds: int) -> None:
-    from reins import Agent, Budgets, AssistantMessage, SQLiteLog, ToolCall, tool
+    from reins import Agent, AssistantMessage, Budgets, SQLiteLog, ToolCall, tool
     from reins.testing import ScriptedModel
 
     @tool(read_only=True)

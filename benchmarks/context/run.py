@@ -23,7 +23,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-
 OUTPUT_BYTES = 20_000
 CHECKPOINTS = (1, 10, 50, 100, 200, 300, 400, 500)
 
@@ -34,7 +33,7 @@ def report_text(part: int) -> str:
 
 
 def reins_run(rounds: int, window: int, compaction: bool) -> dict[str, Any]:
-    from reins import Agent, Budgets, AssistantMessage, SQLiteLog, StopReason, ToolCall, Usage, tool
+    from reins import Agent, AssistantMessage, Budgets, SQLiteLog, StopReason, ToolCall, Usage, tool
     from reins.context import ContextSettings
     from reins.context._tokens import estimate
     from reins.core._events import ContextCompacted

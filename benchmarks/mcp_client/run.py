@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "tests" / "mcp_peers" / "toy_server.py"
 
