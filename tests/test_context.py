@@ -78,7 +78,7 @@ def agent(model: ScriptedModel, workspace: Path, **kw: object) -> Agent:
         model=model,
         workspace=workspace,
         tools=[big, broken],
-        budgets=Budgets(max_steps=kw.pop("max_steps", 60)),  # type: ignore[arg-type]
+        budgets=kw.pop("budgets", Budgets(max_steps=60)),  # type: ignore[arg-type]
         context=context,  # type: ignore[arg-type]
         **kw,  # type: ignore[arg-type]
     )
