@@ -13,6 +13,7 @@ from reins import (
     Agent,
     AgentRun,
     AssistantMessage,
+    Budgets,
     Cancel,
     Message,
     RunState,
@@ -183,7 +184,11 @@ async def test_a_run_stopped_right_after_a_reconsidering_steer_resumes_into_it(
     workspace: Path, sqlite_log: SQLiteLog
 ) -> None:
     steered = SteeredWhileAnswering(
-        workspace, reply("", call("edit", "e3", path="b")), "ok", log=sqlite_log, max_steps=1
+        workspace,
+        reply("", call("edit", "e3", path="b")),
+        "ok",
+        log=sqlite_log,
+        budgets=Budgets(max_steps=1),
     )
     capped = await steered.run.result()
     assert capped.stop_reason is StopReason.MAX_STEPS
