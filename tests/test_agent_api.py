@@ -72,6 +72,42 @@ async def test_a_run_may_use_another_model_and_output_type(workspace: Path) -> N
 CITY = {"name": "Lyon", "country": "France"}
 
 
+async def test_what_is_only_recorded_is_not_a_constructor_keyword(workspace: Path) -> None:
+    """`profile`, `profile_inferred` and `model_id` are for the record: 0.1's keywords still
+    set them, warned; the CLI records them through `_record`, and an agent's copies (a run's
+    other model aside) keep them."""
+    log = MemoryLog()
+    with pytest.warns(DeprecationWarning, match=r"Agent\(model_id, profile=\.\.\.\) is deprecated"):
+        agent = Agent(
+            model=ScriptedModel(["done"] * 3),
+            tools=[],
+            log=log,
+            profile="coding",  # type: ignore[call-arg]
+            model_id="openai:mine",  # type: ignore[call-arg]
+        )
+    assert (agent.profile, agent.profile_inferred, agent.model_id) == (
+        "coding",
+        False,
+        "openai:mine",
+    )
+    made = Agent(model=ScriptedModel(["done"] * 3), tools=[], log=log)._record(
+        profile="writing", profile_inferred=True, model_id="local"
+    )
+    copy = made._copy(instructions="more")
+    assert (copy.profile, copy.profile_inferred, copy.model_id) == ("writing", True, "local")
+    for each, recorded in (
+        (agent, ("coding", False, "openai:mine")),
+        (copy, ("writing", True, "local")),
+    ):
+        result = await each.run("go")
+        started = next(e for e in await log.events(result.run_id) if isinstance(e, RunStarted))
+        config = started.config
+        assert (config.profile, config.profile_inferred, config.model) == recorded
+    other = await copy.run("go", model=ScriptedModel(["done"], name="other"))
+    started = next(e for e in await log.events(other.run_id) if isinstance(e, RunStarted))
+    assert (started.config.model, started.config.profile) == ("other", "writing")
+
+
 async def test_a_run_starts_from_a_message_history_recorded_in_its_log() -> None:
     seen: list[list[object]] = []
 

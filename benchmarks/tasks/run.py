@@ -150,14 +150,13 @@ async def reins(model: Any, model_id: str, options: dict[str, Any], task: Task, 
 
     agent = Agent(
         model=resolve_model(model) if isinstance(model, str) else model,
-        model_id=model_id,
         workspace=folder,
         log=MemoryLog(),
         budgets=Budgets(max_steps=max_steps),
         approval="allow",
         tools=builtin_tools(tools),
         **options,
-    )
+    )._record(model_id=model_id)  # recorded as the command line named it
     try:
         result = await agent.run(task.goal)
     finally:

@@ -298,10 +298,10 @@ class Agent(RunAssembly[DepsT, OutputT]):
             return self
         changes: dict[str, Any] = {"mcp_servers": self.servers}
         if model is not None:
-            changes |= {"model": model, "model_id": None}  # recorded as this model's name
+            changes["model"] = model  # recorded as this model's string or name
         if output_type is not None:
             changes["output_type"] = output_type
-        copy = dataclasses.replace(self, **changes)
+        copy = self._copy(**changes)
         copy._running = self._running  # agent.steer(session_id, ...) finds its runs
         return copy
 
@@ -341,8 +341,7 @@ class Agent(RunAssembly[DepsT, OutputT]):
         budgets no larger than what the parent's have left; at a cap it sums up what it did."""
         brief, left = handoff.brief, handoff.left
         tokens = _least(self.token_budget, left["token_budget"])
-        child = dataclasses.replace(
-            self,
+        child = self._copy(
             log=handoff.log,
             workspace=handoff.workspace,
             tools=[t for t in self.tools if t.name not in set(brief.exclude_tools)],

@@ -336,7 +336,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             brief = Brief(max_steps=self.subagent_steps, timeout=self.subagent_timeout)
 
             def copy() -> ChildAgent:  # one level deep: the copy offers no spawn_agent
-                return dataclasses.replace(self, subagents=False)
+                return self._copy(subagents=False)
 
             self._spawn = spawn_agent_tool(copy, profiles, brief)
         return self._spawn

@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Literal, get_origin
+from typing import TYPE_CHECKING, Any, Generic, Literal, Self, get_origin
 
 from typing_extensions import TypeVar
 
@@ -68,11 +68,6 @@ class AgentFields(Generic[DepsT, OutputT]):
     instruction_files: Sequence[str] = INSTRUCTION_FILES
     """The project instruction files read, from the repository root down to the workspace
     (`AGENTS.override.md` first in each folder); () reads none."""
-    profile: str | None = None
-    """The name of the config profile this agent was made from, for the record (`run_started`
-    keeps it); reins does not read profiles itself: `reins run --profile` does."""
-    profile_inferred: bool = False
-    """`profile` was inferred from the goal (`reins.context.infer_profile`), not chosen."""
     mode: str | None = None
     """One of `explore` and `plan` (read-only: tools that change files or run commands are
     refused, but writes under docs/explore/ or docs/plan/), `write-test` (an answer after a
@@ -90,8 +85,6 @@ class AgentFields(Generic[DepsT, OutputT]):
     """Consulted in order after the built-in step cap."""
     settings: ModelSettings = field(default_factory=ModelSettings)
     log: EventLog = field(default_factory=MemoryLog)
-    model_id: str | None = None
-    """The model string recorded in the log, for resuming from the command line."""
     permissions: Permissions = field(default_factory=Permissions)
     """Which tool calls are allowed, asked about or denied (default: tools that only read and
     tools that write inside the workspace are allowed; `run_command` and tools marked
@@ -188,6 +181,42 @@ class AgentFields(Generic[DepsT, OutputT]):
     when OTEL_EXPORTER_OTLP_ENDPOINT is set (reins then exports over OTLP/HTTP itself if no
     provider is set up), and for a subagent's run (`as_tool`, `spawn_agent`) when the run that
     started it is traced. Off, it costs nothing."""
+
+    # For the record only (`run_started` keeps them), not given to the constructor: what made
+    # the agent sets them (`_record`), and its copies (`_copy`) keep them.
+    model_id: str | None = field(default=None, init=False)
+    """The model string recorded in the log, for resuming from the command line: the string
+    `model` was given as (or the name `reins run` resolved)."""
+    profile: str | None = field(default=None, init=False)
+    """The name of the config profile this agent was made from (`reins run --profile`);
+    reins does not read profiles itself."""
+    profile_inferred: bool = field(default=False, init=False)
+    """`profile` was inferred from the goal (`reins.context.infer_profile`), not chosen."""
+
+    def _record(
+        self,
+        *,
+        profile: str | None = None,
+        profile_inferred: bool = False,
+        model_id: str | None = None,
+    ) -> Self:
+        """This agent, recording the profile it was made from and its model's string (the
+        CLI's, which resolved them itself)."""
+        self.profile, self.profile_inferred = profile, profile_inferred
+        self.model_id = model_id or self.model_id
+        return self
+
+    def _copy(self, **changes: Any) -> Self:
+        """A copy of this agent with `changes`, recorded as it was (a new `model` is recorded
+        as its own string, unless `model_id` is among the changes)."""
+        recorded = {name: changes.pop(name) for name in _RECORDED if name in changes}
+        copy = replace(self, **changes)
+        kept = {name: getattr(self, name) for name in _RECORDED}
+        if "model" in changes:
+            kept.pop("model_id")
+        for name, value in (kept | recorded).items():
+            setattr(copy, name, value)
+        return copy
 
     # The caps read (and set) where they were before `budgets` held them.
     @property
@@ -306,6 +335,8 @@ def _one_of(name: str, value: object, allowed: tuple[object, ...]) -> None:
         names = ", ".join(repr(a) for a in allowed)
         raise UsageError(f"{name}={value!r}: give a function or one of {names}")
 
+
+_RECORDED = ("model_id", "profile", "profile_inferred")
 
 _LISTS = ("tools", "policies", "checks", "stop_hooks", "hooks", "skills", "mcp_servers")
 _COUNTS = ("max_parallel_tools", "subagent_steps", "reflect_max_retries")

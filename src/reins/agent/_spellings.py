@@ -21,11 +21,15 @@ _BUDGETS = {
 }
 """An old keyword of `Agent`, and its name in `Budgets`."""
 
+_RECORDED = ("model_id", "profile", "profile_inferred")
+"""Keywords that only set what the log records: set after the agent is made, warned."""
+
 ClassT = TypeVar("ClassT", bound=type)
 
 
 def old_spellings(cls: ClassT) -> ClassT:
-    """`cls(max_steps=10, ...)` made as `cls(budgets=Budgets(max_steps=10, ...))`, warned."""
+    """`cls(max_steps=10, ...)` made as `cls(budgets=Budgets(max_steps=10, ...))`, and
+    `cls(profile=...)` as `cls()` recording it, warned."""
     made = cls.__init__  # type: ignore[misc]
 
     @functools.wraps(made)
@@ -42,7 +46,18 @@ def old_spellings(cls: ClassT) -> ClassT:
             base = kwargs.get("budgets") or Budgets()
             changes = {_BUDGETS[name]: value for name, value in old.items()}
             kwargs["budgets"] = dataclasses.replace(base, **changes)
+        recorded = {name: kwargs.pop(name) for name in _RECORDED if name in kwargs}
+        if recorded:
+            warnings.warn(
+                f"{type(self).__name__}({', '.join(recorded)}=...) is deprecated: these are "
+                "only recorded, by reins (a model given as a string is recorded as that "
+                "string); the keywords go in 0.3",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         made(self, *args, **kwargs)
+        for name, value in recorded.items():
+            setattr(self, name, value)
 
     cls.__init__ = __init__  # type: ignore[misc]
     return cls

@@ -111,13 +111,11 @@ class AgentChoices:
             system_prompt=preset.system_prompt,
             instructions=preset.instructions or "",
             settings=ModelSettings(thinking_budget=preset.thinking_budget),
-            profile=self.profile,
-            profile_inferred=self.profile_inferred,
             mcp_servers=self.mcp_servers,
             skills=config.skill_folders,
             ask=_asker(config, lines),
             planning=_either(self.planning, config.planning),
-        )
+        )._record(profile=self.profile, profile_inferred=self.profile_inferred)
         if _either(self.subagents, config.subagents):
             # With no profiles, spawn_agent still offers a copy of this agent.
             agent.subagents = _profiles(agent, config) or True
@@ -162,8 +160,7 @@ def _profiles(agent: Agent, config: Config) -> dict[str, Agent]:
     from ..tools import builtin_tools
 
     return {
-        name: dataclasses.replace(
-            agent,
+        name: agent._copy(
             model=resolve_model(profile.model, config) if profile.model else agent.model,
             model_id=profile.model or agent.model_id,
             budgets=dataclasses.replace(

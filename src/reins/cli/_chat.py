@@ -5,7 +5,6 @@ answers the prompt that waits for an answer). Lines starting with / manage the s
 
 from __future__ import annotations
 
-import dataclasses
 import signal
 import sys
 import time
@@ -415,7 +414,7 @@ class Chat:
         except ReinsError as exc:
             err.print(f"[red]error:[/] {escape(str(exc))}")
             return
-        self.agent = dataclasses.replace(self.agent, model=model)
+        self.agent = self.agent._copy(model=model)
         self.spec = spec
         out.print(f"model {escape(spec)} from the next turn on")
 
