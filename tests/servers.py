@@ -120,7 +120,9 @@ class SlowOpenAI:
         for word in re.findall(r"\S+\s*", text):
             yield _chunk({"content": word})
         for index, call in enumerate(calls):
-            function = {"name": call["name"], "arguments": json.dumps(call["arguments"])}
+            arguments = call["arguments"]  # a text: sent as it is (the model's raw JSON)
+            raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            function = {"name": call["name"], "arguments": raw}
             tool = {"index": index, "id": f"call_{index}", "type": "function"}
             yield _chunk({"tool_calls": [{**tool, "function": function}]})
         yield _chunk({}, "tool_calls" if calls else "stop")

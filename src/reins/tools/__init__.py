@@ -13,6 +13,7 @@ from ._builtin import (
     run_command,
     write_file,
 )
+from ._escapes import ArgKind
 from ._executor import ToolExecutor
 from ._tool import Tool, ToolContext, tool
 from ._workspace import Workspace
@@ -20,6 +21,7 @@ from ._workspace import Workspace
 __all__ = [
     "ASK_USER_TOOL",
     "BUILTIN_TOOLS",
+    "ArgKind",
     "Tool",
     "ToolContext",
     "ToolExecutor",

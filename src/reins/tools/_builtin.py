@@ -10,10 +10,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import lru_cache
+from typing import Annotated
 
 from ..core._errors import ToolError, UsageError
 from ..core._media import Document, Image, media_from_bytes, sniff
 from ..sandbox import SandboxPolicy
+from ._escapes import ArgKind
 from ._fs import READ, Opened, Target, kind, replace_file
 from ._lines import Lines, is_binary
 from ._names import as_listed
@@ -285,7 +287,7 @@ def list_files(ctx: ToolContext, path: str = ".") -> str:
 
 @_stoppable
 @tool(read_only=True, path_args=("path",))
-def find_files(ctx: ToolContext, pattern: str, path: str = ".") -> str:
+def find_files(ctx: ToolContext, pattern: Annotated[str, ArgKind.GLOB], path: str = ".") -> str:
     """Find files by glob pattern (gitignore style: `*.py` matches at any depth,
     `src/**/test_*.py` below src). Ignored files are skipped. Names are shown as list_files
     shows them.
@@ -314,9 +316,9 @@ def find_files(ctx: ToolContext, pattern: str, path: str = ".") -> str:
 @tool(read_only=True, path_args=("path",))
 def grep(
     ctx: ToolContext,
-    pattern: str,
+    pattern: Annotated[str, ArgKind.REGEX],
     path: str = ".",
-    glob: str | None = None,
+    glob: Annotated[str, ArgKind.GLOB] | None = None,
     ignore_case: bool = False,
 ) -> str:
     """Search file contents with a regular expression; prints `file:line: text` (the file's

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 from collections.abc import Callable, Iterable, Sequence, Set
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -18,6 +19,7 @@ from ..core._messages import ToolCall, ToolResultMessage, ToolSpec
 from ..core._ports import ToolChange
 from ._builtin import BUILTIN_TOOLS
 from ._disclosure import LOAD, SEARCH, Disclosure
+from ._escapes import read_back
 from ._places import CodeWrite, any_approved, approved_writes
 from ._scope import ReadOnlyScope
 from ._source import ToolSource
@@ -183,6 +185,7 @@ class ToolExecutor:
         tool = self.tools.get(call.name)
         if tool is None or call.raw_arguments is not None:
             return None
+        call = self._read_back(tool, call)[0]  # judged as it will run
         code = self._code_writes(tool, call)
         if call.name not in self._judged and not code:
             return None
@@ -265,6 +268,37 @@ class ToolExecutor:
                 f"the arguments of {call.name} are not a JSON object: {raw!r}; "
                 "send them as one JSON object"
             )
+        call, note = self._read_back(tool, call)
+        if not note:
+            return await self._validated(tool, call, scope)
+        try:
+            result = await self._validated(tool, call, scope)
+        except ToolError as exc:
+            raise ToolError(f"{exc}\n{note}") from None
+        if isinstance(result, WithMedia):
+            return result._replace(text=f"{result.text}\n{note}")
+        return f"{result}\n{note}"
+
+    def _read_back(self, tool: Tool, call: ToolCall) -> tuple[ToolCall, str]:
+        """The call with the JSON escapes the model meant in its patterns and paths read back
+        (a backspace as `\\b`), and the note saying so ("": none were)."""
+        if not (tool.pattern_args or tool.path_args):
+            return call, ""
+        arguments, note = read_back(
+            call.arguments,
+            patterns=tool.pattern_args,
+            paths=tool.path_args,
+            exists=self._exists,
+        )
+        return (call.model_copy(update={"arguments": arguments}), note) if note else (call, "")
+
+    def _exists(self, path: str) -> bool:
+        try:
+            return os.path.lexists(self.context.workspace.resolve(path))
+        except ToolError:
+            return False
+
+    async def _validated(self, tool: Tool, call: ToolCall, scope: object = None) -> str | WithMedia:
         args = tool.validate(call.arguments)
         if self.scope is not None:
             self.scope.check(tool, args, self.context.workspace)

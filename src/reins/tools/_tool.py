@@ -8,7 +8,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, get_origin, get_type_hints, overload
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Generic,
+    NamedTuple,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
 import docstring_parser
 from pydantic import (
@@ -27,6 +37,7 @@ from ..core._media import Document, Image
 from ..core._messages import ToolSpec
 from ..core._threads import in_thread
 from ..sandbox import SandboxPolicy
+from ._escapes import ArgKind, kinds_of, regex_properties
 from ._patterns import linear_schemas
 from ._stop import run_stoppable
 from ._workspace import Workspace
@@ -77,6 +88,9 @@ class Tool:
     MCP server's: a clock, a query of the world outside)."""
     path_args: tuple[str, ...] = ()
     """Arguments that name files; writes to one canonical path are serialized."""
+    pattern_args: tuple[str, ...] = ()
+    """Arguments that are a regex or a glob (`ArgKind`): a control character in one (or in
+    a path that names no file) is read back as the JSON escape the model meant (`\\b`)."""
     needs_approval: bool = False
     """Asks a person before each call, unless a permission rule says otherwise."""
     command_arg: str | None = None
@@ -99,6 +113,8 @@ class Tool:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.fn))
+        if self.schema is not None and not self.pattern_args:  # an MCP server's regexes
+            object.__setattr__(self, "pattern_args", regex_properties(self.schema))
 
     @property
     def stops(self) -> bool:
@@ -230,10 +246,15 @@ def tool(
             raise UsageError(
                 f"tool {chosen}: timeout={timeout!r}: seconds, more than 0 (None: none)"
             )
-        args_model, takes_context, description = _signature_model(f)
+        args_model, takes_context, description, kinds = _signature_model(f)
         unknown = set(path_args) - set(args_model.model_fields)
         if unknown:
             raise UsageError(f"tool {f.__name__}: path_args {sorted(unknown)} are not parameters")
+        paths = (
+            *path_args,
+            *(n for n, k in kinds.items() if ArgKind.PATH in k and n not in path_args),
+        )
+        patterns = tuple(n for n, k in kinds.items() if k & {ArgKind.REGEX, ArgKind.GLOB})
         if command_arg is not None and command_arg not in args_model.model_fields:
             raise UsageError(f"tool {f.__name__}: command_arg {command_arg!r} is not a parameter")
         return Tool(
@@ -243,7 +264,8 @@ def tool(
             args_model=args_model,
             takes_context=takes_context,
             read_only=read_only,
-            path_args=path_args,
+            path_args=paths,
+            pattern_args=patterns,
             needs_approval=needs_approval,
             command_arg=command_arg,
             timeout=timeout,
@@ -253,14 +275,18 @@ def tool(
 
 
 def _is_context(hint: object) -> bool:
+    if get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
     return hint is ToolContext or get_origin(hint) is ToolContext
 
 
-def _signature_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], bool, str]:
+def _signature_model(
+    fn: Callable[..., Any],
+) -> tuple[type[BaseModel], bool, str, dict[str, set[ArgKind]]]:
     doc = docstring_parser.parse(inspect.getdoc(fn) or "")
     arg_docs = {p.arg_name: _unwrapped(p.description or "") for p in doc.params}
     try:
-        hints = get_type_hints(fn)
+        hints = get_type_hints(fn, include_extras=True)  # `Annotated` markers kept
     except NameError as exc:  # a hint names a type the function's module does not define
         raise UsageError(
             f"tool {fn.__name__}: a type hint cannot be resolved ({exc}); define the type at "
@@ -269,6 +295,7 @@ def _signature_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], bool, str
     params = list(inspect.signature(fn).parameters.values())
     takes_context = bool(params) and _is_context(hints.get(params[0].name))
     fields: dict[str, Any] = {}
+    kinds: dict[str, set[ArgKind]] = {}
     for param in params[1:] if takes_context else params:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise UsageError(f"tool {fn.__name__}: *args and **kwargs cannot be described")
@@ -284,9 +311,12 @@ def _signature_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], bool, str
         if param.name not in hints:
             raise UsageError(f"tool {fn.__name__}: parameter {param.name!r} needs a type hint")
         default = ... if param.default is param.empty else param.default
+        if found := kinds_of(hints[param.name]):
+            kinds[param.name] = found
+        described = arg_docs.get(param.name)  # else an `Annotated` Field's description stands
         fields[param.name] = (
             hints[param.name],
-            Field(default, description=arg_docs.get(param.name) or None),
+            Field(default, description=described) if described else Field(default),
         )
     try:
         model = create_model(f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields)
@@ -295,7 +325,7 @@ def _signature_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], bool, str
             f"tool {fn.__name__}: its parameters cannot be described to the model "
             f"({str(exc).split('. ')[0]}); use JSON types, pydantic models or dataclasses"
         ) from None
-    return model, takes_context, _unwrapped(doc.description or "") or fn.__name__
+    return model, takes_context, _unwrapped(doc.description or "") or fn.__name__, kinds
 
 
 def _unwrapped(text: str) -> str:
