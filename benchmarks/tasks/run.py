@@ -8,7 +8,11 @@ interleaved per task (rotated), so a busy spell of the machine slows them alike:
 
 - `on`:  reins as shipped, every default-on policy (the guards, the budget notices);
 - `off`: every guard off (`GUARD_NAMES`: file-action, repeat-cache, loop, markup, goal-anchor,
-         one-call, repetition, schema-echo, done-check) and no budget notices;
+         one-call, repetition, schema-echo, done-check, escapes, syntax-check) and no budget
+         notices;
+- `no-escapes`: as `on`, but JSON escapes in patterns and paths are not read back;
+- `syntax-refuse`, `syntax-off`: as `on`, but a write that breaks a JSON/TOML/YAML/Python/XML
+  file is refused (the file kept), or not looked at (the default reports it);
 - peers (`peers.py`), on the same GGUF served by llama.cpp's `llama-server` (started once for the
   run, only when one is chosen; `--model` must be `local` or `local:NAME`):
   `reins-served` (reins' OpenAI-compatible provider, policies on), `pydantic-ai`,
@@ -16,7 +20,8 @@ interleaved per task (rotated), so a busy spell of the machine slows them alike:
   system prompt, temperature 0 and the same step cap).
 
 python benchmarks/tasks/run.py [--model local] [--limit N] [--only ID,...] [--max-steps 10]
-    [--configs on,off,reins-served,pydantic-ai,openai-agents,smolagents] [--tools a,b]
+    [--configs on,off,no-escapes,syntax-refuse,syntax-off,reins-served,pydantic-ai,
+    openai-agents,smolagents] [--tools a,b]
     [--details FILE.json]
 """
 
@@ -67,10 +72,14 @@ def configs(names: list[str]) -> dict[str, dict[str, Any]]:
     from reins.core._guard_settings import GUARD_NAMES
 
     off = Guards().without(*GUARD_NAMES)  # every guard, this one and any added later
+    on_refuse = Guards(syntax_check="refuse")
     served = ModelSettings(temperature=peers.TEMPERATURE, max_tokens=peers.DEFAULT_MAX_TOKENS)
     known = {
         "on": ("reins, policies on", {}),  # the defaults
         "off": ("reins, policies off", {"guards": off, "budget_notices": False}),
+        "no-escapes": ("reins, escapes not read back", {"guards": Guards(escapes=False)}),
+        "syntax-refuse": ("reins, breaking writes refused", {"guards": on_refuse}),
+        "syntax-off": ("reins, no syntax check", {"guards": Guards(syntax_check="off")}),
         "reins-served": ("reins served, policies on", {"served": True, "settings": served}),
         **{peer: (peer, {"peer": peer}) for peer in peers.PEERS},
     }

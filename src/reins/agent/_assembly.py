@@ -149,6 +149,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
                 protected=self._protected(),
                 readable=[*self._readable(), *self._skill_folders()],
             )
+        guards = state.config.guards or self.guards
         context = ToolContext(
             workspace=workspace,
             session_id=state.session_id,
@@ -156,6 +157,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             sandbox=self._tool_sandbox(),
             deps=deps,
             spill=self._spill_folder(state.run_id),
+            syntax_check=guards.syntax_check,
         )
         mode, _ = resolve_mode(state.config.mode)
         hints = FolderHints(workspace=workspace.root, names=self.instruction_files)
@@ -170,6 +172,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             sources=self.servers,
             defer_above=state.config.defer_tools_above,
             loaded=state.loaded_tools,
+            read_back_escapes=guards.escapes,
         )
         cancel = cancel or Cancel()
         config = state.config
@@ -195,7 +198,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
                 *self._protocol_policies(executor),
                 EmptyReply(),
                 *self._hook_policies(workspace, executor),
-                *self._guard_policies(executor, state.config.guards or self.guards),
+                *self._guard_policies(executor, guards),
                 *self.policies,
                 *self._final_policies(workspace, state.config.checks),
                 *self._mode_policies(mode, tools),

@@ -154,6 +154,9 @@ class GuardsConfig(BaseModel):
     repetition: bool | None = None
     schema_echo: bool | None = None
     done_check: bool | None = None
+    escapes: bool | None = None
+    syntax_check: Literal["report", "refuse", "off"] | bool | None = None
+    """true: "report", false: "off", as the other guards are switched."""
 
     def guards(
         self,
@@ -165,7 +168,10 @@ class GuardsConfig(BaseModel):
         goal_anchor: int | None = None,
     ) -> Guards:
         """The guards, with the command line's `--no-guard`, `--guard` and settings winning."""
-        chosen = Guards(**{k: v for k, v in self.model_dump().items() if v is not None})
+        given = {k: v for k, v in self.model_dump().items() if v is not None}
+        if isinstance(given.get("syntax_check"), bool):
+            given["syntax_check"] = "report" if given["syntax_check"] else "off"
+        chosen = Guards(**given)
         return chosen.switched(
             off=off,
             on=on,

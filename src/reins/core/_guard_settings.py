@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ._errors import UsageError
 
@@ -22,11 +22,20 @@ GUARD_NAMES = (
     "repetition",
     "schema-echo",
     "done-check",
+    "escapes",
+    "syntax-check",
 )
 """The guards' names, as `--no-guard NAME` and the config's `[guards]` table spell them."""
 
 GOAL_ANCHOR = 5
 """How often the goal is restated when the guard is switched on by name (`--guard goal-anchor`)."""
+
+SyntaxCheck = Literal["report", "refuse", "off"]
+"""What a write that breaks a file a parser reads gets: a note in its result, a refusal (the
+file left as it was), or nothing."""
+_OFF: dict[str, Any] = {"goal_anchor": 0, "syntax_check": "off"}
+"""The settings that are not booleans, as switched off (the others: False)."""
+_ON: dict[str, Any] = {"goal_anchor": GOAL_ANCHOR, "syntax_check": "report"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +71,13 @@ class Guards:
     """After a step whose change succeeded (a file tool's write or edit, a writing command
     that exited 0), ask whether the goal is reached and, if so, to answer: small models otherwise
     go on "confirming" and inventing more work."""
+    escapes: bool = True
+    """In an argument that is a regex, a glob or a path, read a control character back as the
+    JSON escape the model meant (a backspace as `\\b`), saying so in the result."""
+    syntax_check: SyntaxCheck = "report"
+    """A write_file or edit_file that leaves a JSON, TOML, YAML, Python or XML file that parsed
+    unparsable: "report" it in the result (the parser's message, line and column), "refuse" it
+    (the file left as it was), or "off"."""
 
     def __post_init__(self) -> None:
         if self.loop_threshold < 2 or self.anti_stall_threshold < 1 or self.goal_anchor < 0:
@@ -69,13 +85,18 @@ class Guards:
                 "guards: loop_threshold must be at least 2, anti_stall_threshold at least 1, "
                 "goal_anchor at least 0"
             )
+        if self.syntax_check not in get_args(SyntaxCheck):
+            raise UsageError(
+                f"guards: syntax_check={self.syntax_check!r}: one of "
+                f"{', '.join(map(repr, get_args(SyntaxCheck)))}"
+            )
 
     def without(self, *names: str) -> Guards:
         """These guards switched off (names as in `GUARD_NAMES`)."""
         off: dict[str, Any] = {}
         for name in names:
             field = _field(name)
-            off[field] = 0 if field == "goal_anchor" else False
+            off[field] = _OFF.get(field, False)
         return replace(self, **off)
 
     def switched(
@@ -88,14 +109,14 @@ class Guards:
         goal_anchor: int | None = None,
     ) -> Guards:
         """These guards with the command line's say: `off` switched off, then `on` switched on
-        (a goal anchor that was off: every 5 rounds), then the settings given (None: as they
-        are)."""
+        (a goal anchor that was off: every 5 rounds; a syntax check: "report"), then the
+        settings given (None: as they are)."""
         chosen = self.without(*off)
         turned: dict[str, Any] = {}
         for name in on:
             field = _field(name)
-            if not getattr(chosen, field):
-                turned[field] = GOAL_ANCHOR if field == "goal_anchor" else True
+            if getattr(chosen, field) in (False, _OFF.get(field)):
+                turned[field] = _ON.get(field, True)
         settings = {
             "loop_threshold": loop_threshold,
             "anti_stall_threshold": anti_stall_threshold,

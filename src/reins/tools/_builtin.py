@@ -22,6 +22,7 @@ from ._names import as_listed
 from ._patterns import Regex, glob_spec
 from ._stop import Stop
 from ._stop import current as current_stop
+from ._syntax import MAX_CHECK_CHARS, judge, judged
 from ._tool import Tool, ToolContext, tool
 from ._workspace import ALWAYS_IGNORED
 
@@ -162,17 +163,62 @@ def write_file(ctx: ToolContext, path: str, content: str, append: bool = False) 
     target = ctx.workspace.locate_for_write(path, stop)
     try:
         data = content.encode()
+        before = None
         if append and target.mode is not None:
             before = _whole_text(target, path)
             # a line appended to a file that ends mid-line starts a line of its own
             gap = "\n" if before and not before.endswith("\n") and content else ""
             data = (before + gap + content).encode()
+        note = _parse_note(ctx, target, data, before)
         replace_file(target, data, stop)
     finally:
         os.close(target.dir_fd)
     if append:
-        return f"Appended {len(content.encode())} bytes to {as_listed(target.rel)}"
-    return f"Wrote {len(data)} bytes to {as_listed(target.rel)}"
+        return f"Appended {len(content.encode())} bytes to {as_listed(target.rel)}{note}"
+    return f"Wrote {len(data)} bytes to {as_listed(target.rel)}{note}"
+
+
+def _parse_note(ctx: ToolContext, target: Target, data: bytes, before: str | None) -> str:
+    """What to say of a write that leaves a file a parser reads unparsable when it parsed
+    before (a new one: at all): a note for its result, or, when the run refuses such a write,
+    a ToolError before anything is written; "" when it parses, or is not judged."""
+    if ctx.syntax_check == "off" or not judged(target.rel):
+        return ""
+    new = target.mode is None
+    if before is None and not new:
+        before = _text_to_judge(target)
+        if before is None:  # too big to judge, or not text
+            return ""
+    broken = judge(target.rel, before, data.decode("utf-8", errors="replace"))
+    if broken is None:
+        return ""
+    name = as_listed(target.rel)
+    if ctx.syntax_check == "refuse":
+        raise ToolError(
+            f"not written: {name} would not parse as {broken.kind} ({broken}); "
+            + ("no file was made" if new else "the file is left as it was")
+        )
+    if new:
+        return f"\n[{name} does not parse as {broken.kind}: {broken}]"
+    return f"\n[{name} no longer parses as {broken.kind}: {broken}; it did before this change]"
+
+
+def _text_to_judge(target: Target) -> str | None:
+    """The text of the file a write replaces, if it is small enough to parse (else None)."""
+    try:
+        fd = os.open(target.name, READ, dir_fd=target.dir_fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CHECK_CHARS:
+            return None
+        data = _read_at_most(fd, MAX_CHECK_CHARS + 1)
+    finally:
+        os.close(fd)
+    if b"\0" in data or len(data) > MAX_CHECK_CHARS:
+        return None
+    return data.decode("utf-8", errors="replace")
 
 
 @_stoppable
@@ -215,10 +261,12 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
                 f"old text occurs {count} times in {path}; include more surrounding lines to "
                 "make it unique, or set replace_all to true"
             )
-        replace_file(target, _replaced(text, old, new).encode(), stop)
+        data = _replaced(text, old, new).encode()
+        note = _parse_note(ctx, target, data, text)
+        replace_file(target, data, stop)
     finally:
         os.close(target.dir_fd)
-    return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {path}"
+    return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {path}{note}"
 
 
 def _replaced(text: str, old: str, new: str) -> str:

@@ -60,8 +60,12 @@ class ToolExecutor:
         sources: Sequence[ToolSource] = (),
         defer_above: int | None = None,
         loaded: Iterable[str] = (),
+        read_back_escapes: bool = True,
     ) -> None:
         self.context = context
+        self.read_back_escapes = read_back_escapes
+        """A control character in a regex, glob or path argument is read back as the JSON
+        escape the model meant (`reins.tools._escapes`)."""
         self.permissions = permissions
         self._own = list(tools)
         self.sources = tuple(sources)
@@ -282,7 +286,7 @@ class ToolExecutor:
     def _read_back(self, tool: Tool, call: ToolCall) -> tuple[ToolCall, str]:
         """The call with the JSON escapes the model meant in its patterns and paths read back
         (a backspace as `\\b`), and the note saying so ("": none were)."""
-        if not (tool.pattern_args or tool.path_args):
+        if not (tool.pattern_args or tool.path_args) or not self.read_back_escapes:
             return call, ""
         arguments, note = read_back(
             call.arguments,

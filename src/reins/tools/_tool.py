@@ -33,6 +33,7 @@ from pydantic_core import to_json
 from typing_extensions import TypeVar
 
 from ..core._errors import ToolError, UsageError
+from ..core._guard_settings import SyntaxCheck
 from ..core._media import Document, Image
 from ..core._messages import ToolSpec
 from ..core._threads import in_thread
@@ -66,6 +67,10 @@ class ToolContext(Generic[Deps]):
     scope: Any = None
     """For a tool that works with the run itself (`Tool.needs_scope`: a subagent, the
     planner, the todo list), the call's ties to it (`reins.CallScope`); None for others."""
+    syntax_check: SyntaxCheck = "report"
+    """What write_file and edit_file do with a change that leaves a file a parser reads (JSON,
+    TOML, YAML, Python, XML) unparsable when it parsed before: report it, refuse it, or not
+    look (the run's `Guards.syntax_check`)."""
     deps: Deps = None  # type: ignore[assignment]
     """What the run was given (`agent.run(goal, deps=...)`): a database handle, the current
     user. Not in the log: a resume is given them again."""
