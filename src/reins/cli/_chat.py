@@ -9,7 +9,6 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, cast
 
 import typer
@@ -19,39 +18,9 @@ from ..core._errors import ReinsError, UsageError
 from ..core._stop import StopReason
 from . import _complete
 from ._agent_choices import AgentChoices, _check_mode, _profile
-from ._agent_parts import _config, _mcp_servers
 from ._console import WARNINGS, _one_line_errors, err, out
 from ._execute import _execute
-from ._options import (
-    AtCapOpt,
-    BudgetNoticesOpt,
-    CheckOpt,
-    ContextWindowOpt,
-    CostBudgetOpt,
-    GoalAnchorOpt,
-    GuardOffOpt,
-    GuardOnOpt,
-    LoopThresholdOpt,
-    MaxStepsOpt,
-    McpConfigOpt,
-    ModelOpt,
-    ModeOpt,
-    NetworkOpt,
-    PlanningOpt,
-    ReflectMaxRetriesOpt,
-    ReflectOpt,
-    SandboxOpt,
-    StallThresholdOpt,
-    StoreOpt,
-    SubagentsOpt,
-    TimeBudgetOpt,
-    TokenBudgetOpt,
-    ToolsOpt,
-    TrustProjectOpt,
-    WorkspaceOpt,
-    YesOpt,
-    _guard_flags,
-)
+from ._run_options import RunOptions, takes_run_options
 from ._safe import visible
 from ._short_ids import short
 
@@ -81,9 +50,8 @@ URGENT = frozenset({"/stop", "/exit", "/quit", "/help"})
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
+@takes_run_options
 def chat(
-    model: ModelOpt = None,
-    workspace: WorkspaceOpt = Path("."),
     session: Annotated[
         str | None,
         typer.Option(
@@ -99,31 +67,8 @@ def chat(
             "--profile", "-p", metavar="NAME", help="A [profiles.NAME] table of the config."
         ),
     ] = None,
-    max_steps: MaxStepsOpt = None,
-    token_budget: TokenBudgetOpt = None,
-    time_budget: TimeBudgetOpt = None,
-    cost_budget: CostBudgetOpt = None,
-    at_cap: AtCapOpt = None,
-    budget_notices: BudgetNoticesOpt = None,
-    tools: ToolsOpt = None,
-    yes: YesOpt = False,
-    sandbox: SandboxOpt = None,
-    network: NetworkOpt = None,
-    no_guard: GuardOffOpt = None,
-    guard: GuardOnOpt = None,
-    loop_threshold: LoopThresholdOpt = None,
-    stall_threshold: StallThresholdOpt = None,
-    goal_anchor: GoalAnchorOpt = None,
-    store: StoreOpt = None,
-    check: CheckOpt = None,
-    reflect: ReflectOpt = None,
-    reflect_max_retries: ReflectMaxRetriesOpt = None,
-    mode: ModeOpt = None,
-    context_window: ContextWindowOpt = None,
-    trust_project: TrustProjectOpt = False,
-    mcp_config: McpConfigOpt = None,
-    planning: PlanningOpt = None,
-    subagents: SubagentsOpt = None,
+    *,
+    options: RunOptions,
 ) -> None:
     """Talk with an agent, turn after turn, in one session: type a goal, and while the run
     works, type to steer it. /help lists the commands."""
@@ -135,36 +80,12 @@ def chat(
             )
     from ..tools._workspace import Workspace
 
-    config = _config(trust_project)
-    flags = _guard_flags(no_guard, guard, loop_threshold, stall_threshold, goal_anchor)
+    config = options.config()
+    choices = options.choices(config)  # each turn is a run, with the run's options
     with _one_line_errors():
-        chosen, _ = _profile(config, "", profile)
-        Workspace(workspace)  # a folder that is not there is said now, not after a goal
-        _check_mode(mode)
-    choices = AgentChoices(  # each turn is a run, with the run's options
-        model=model,
-        workspace=workspace,
-        profile=chosen,
-        yes=yes,
-        sandbox=sandbox,
-        network=network,
-        mcp_servers=_mcp_servers(config, mcp_config),
-        tools=tools.split(",") if tools is not None else None,
-        max_steps=max_steps,
-        token_budget=token_budget,
-        time_budget=time_budget,
-        cost_budget=cost_budget,
-        at_cap=at_cap,
-        budget_notices=budget_notices,
-        guard_flags=flags,
-        checks=check or [],
-        reflect=reflect,
-        reflect_max_retries=reflect_max_retries,
-        mode=mode,
-        context_window=context_window,
-        planning=planning,
-        subagents=subagents,
-    )
+        choices.profile, _ = _profile(config, "", profile)
+        Workspace(options.workspace)  # a folder that is not there is said now, not after a goal
+        _check_mode(options.mode)
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         import asyncio  # here, as the core: `reins --help` never needs it
@@ -188,13 +109,14 @@ def chat(
         WARNINGS.show_held()  # from here on a warning shows as it comes
         with patch_stdout(raw=True):
             out.print(
-                f"[bold]reins chat[/] [dim]· model {escape(talk.spec)} · {escape(str(workspace))} "
-                "· Enter a goal; while it runs, a line steers it · /help[/]"
+                f"[bold]reins chat[/] [dim]· model {escape(talk.spec)} · "
+                f"{escape(str(options.workspace))} · Enter a goal; while it runs, a line steers "
+                "it · /help[/]"
             )
             await talk.converse()
         return StopReason.END_TURN
 
-    _execute(store, go, workspace=workspace)
+    _execute(options.store, go, workspace=options.workspace)
 
 
 class WholeLines:

@@ -11,43 +11,12 @@ import typer
 from ..core._errors import UsageError
 from ..core._stop import StopReason
 from . import _complete
-from ._agent_choices import AgentChoices, _profile
-from ._agent_parts import _config, _mcp_servers
+from ._agent_choices import _profile
 from ._console import _one_line_errors
 from ._event_output import _drive
 from ._execute import _execute
-from ._options import (
-    AtCapOpt,
-    BudgetNoticesOpt,
-    CheckOpt,
-    ContextWindowOpt,
-    CostBudgetOpt,
-    GoalAnchorOpt,
-    GuardOffOpt,
-    GuardOnOpt,
-    JsonOpt,
-    LoopThresholdOpt,
-    MaxStepsOpt,
-    McpConfigOpt,
-    ModelOpt,
-    ModeOpt,
-    NetworkOpt,
-    PlanningOpt,
-    ReflectMaxRetriesOpt,
-    ReflectOpt,
-    SandboxOpt,
-    StallThresholdOpt,
-    SteerStdinOpt,
-    StoreOpt,
-    SubagentsOpt,
-    TimeBudgetOpt,
-    TokenBudgetOpt,
-    ToolsOpt,
-    TrustProjectOpt,
-    WorkspaceOpt,
-    YesOpt,
-    _guard_flags,
-)
+from ._options import JsonOpt, SteerStdinOpt
+from ._run_options import RunOptions, takes_run_options
 from ._stdin import TerminalLines
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
@@ -56,6 +25,7 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
     from ..store import SQLiteLog
 
 
+@takes_run_options
 def run(
     goal: Annotated[
         str, typer.Argument(help="What the agent should do; -: read it from stdin, to its end.")
@@ -68,14 +38,6 @@ def run(
             help="An image (PNG, JPEG, GIF, WebP) or a PDF given with the goal; repeatable.",
         ),
     ] = None,
-    model: ModelOpt = None,
-    max_steps: MaxStepsOpt = None,
-    token_budget: TokenBudgetOpt = None,
-    time_budget: TimeBudgetOpt = None,
-    cost_budget: CostBudgetOpt = None,
-    at_cap: AtCapOpt = None,
-    budget_notices: BudgetNoticesOpt = None,
-    workspace: WorkspaceOpt = Path("."),
     session: Annotated[
         str | None,
         typer.Option(
@@ -85,20 +47,6 @@ def run(
             help="Continue this session as a new turn.",
         ),
     ] = None,
-    tools: ToolsOpt = None,
-    yes: YesOpt = False,
-    sandbox: SandboxOpt = None,
-    network: NetworkOpt = None,
-    no_guard: GuardOffOpt = None,
-    guard: GuardOnOpt = None,
-    loop_threshold: LoopThresholdOpt = None,
-    stall_threshold: StallThresholdOpt = None,
-    goal_anchor: GoalAnchorOpt = None,
-    json_lines: JsonOpt = False,
-    store: StoreOpt = None,
-    check: CheckOpt = None,
-    reflect: ReflectOpt = None,
-    reflect_max_retries: ReflectMaxRetriesOpt = None,
     profile: Annotated[
         str | None,
         typer.Option(
@@ -109,12 +57,9 @@ def run(
             "of work the goal asks for, coding, research, writing or ops, if the config has it).",
         ),
     ] = None,
-    mode: ModeOpt = None,
-    context_window: ContextWindowOpt = None,
-    trust_project: TrustProjectOpt = False,
-    mcp_config: McpConfigOpt = None,
-    planning: PlanningOpt = None,
-    subagents: SubagentsOpt = None,
+    *,
+    options: RunOptions,
+    json_lines: JsonOpt = False,
     steer_stdin: SteerStdinOpt = False,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
@@ -123,37 +68,12 @@ def run(
     with _one_line_errors():
         goal = _goal(goal, steer_stdin)
 
-    config = _config(trust_project)  # asked and settled before the log is opened
-    flags = _guard_flags(no_guard, guard, loop_threshold, stall_threshold, goal_anchor)
+    config = options.config()  # asked and settled before the log is opened
+    choices = options.choices(config)
     with _one_line_errors():
-        chosen, inferred = _profile(config, goal, profile)
-        Workspace(workspace)  # one refused (missing, /, the home folder) is said first
+        choices.profile, choices.profile_inferred = _profile(config, goal, profile)
+        Workspace(options.workspace)  # one refused (missing, /, the home folder) is said first
         asked = _with_media(goal, image or [])  # a missing or unsupported file: said first
-    choices = AgentChoices(
-        model=model,
-        workspace=workspace,
-        profile=chosen,
-        profile_inferred=inferred,
-        yes=yes,
-        sandbox=sandbox,
-        network=network,
-        mcp_servers=_mcp_servers(config, mcp_config),  # a bad file: said before the log opens
-        tools=tools.split(",") if tools is not None else None,  # "": no name, not all
-        max_steps=max_steps,
-        token_budget=token_budget,
-        time_budget=time_budget,
-        cost_budget=cost_budget,
-        at_cap=at_cap,
-        budget_notices=budget_notices,
-        guard_flags=flags,
-        checks=check or [],
-        reflect=reflect,
-        reflect_max_retries=reflect_max_retries,
-        mode=mode,
-        context_window=context_window,
-        planning=planning,
-        subagents=subagents,
-    )
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
         lines = TerminalLines(piped_steers=steer_stdin)  # a line answers a prompt, or steers
@@ -168,7 +88,7 @@ def run(
         lines.start(stream.steer)
         return await _drive(stream, json_lines, cancel, lines)
 
-    _execute(store, go, workspace=workspace)
+    _execute(options.store, go, workspace=options.workspace)
 
 
 def _goal(given: str, steer_stdin: bool) -> str:
