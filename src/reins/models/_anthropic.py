@@ -3,21 +3,19 @@ through the official `anthropic` SDK; retries and stream guards are ours, as for
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from ..core._errors import ModelConnectionError, UsageError
+from ..core._errors import UsageError
 from ..core._events import FinishReason
 from ..core._messages import (
     AssistantMessage,
     Message,
     SystemMessage,
     ThinkingBlock,
-    ToolCall,
     ToolResultMessage,
     ToolSpec,
     Usage,
@@ -33,6 +31,15 @@ from ..core._model import (
     ThinkingChunk,
 )
 from ._media_wire import anthropic_block
+from ._provider import (
+    SDKModel,
+    Turns,
+    assistant_message,
+    cached_apart,
+    system_prompt,
+    tool_call,
+    unfinished,
+)
 from ._resilience import Retried
 from ._sdk_errors import sdk_errors
 
@@ -50,11 +57,10 @@ DEFAULT_MAX_TOKENS = 8192
 
 
 @dataclass(kw_only=True)
-class AnthropicModel(Retried):
+class AnthropicModel(Retried, SDKModel):
     """A Claude model through Anthropic's Messages API (the official SDK): streaming, tool
     use, extended thinking, and prompt caching of the system prompt, tools and history."""
 
-    model: str
     base_url: str | None = None
     """Defaults to ANTHROPIC_BASE_URL, then Anthropic's own."""
     api_key: str | None = None
@@ -64,11 +70,6 @@ class AnthropicModel(Retried):
     prompt_cache: bool = True
     """Mark the tools, the system prompt and the latest turns as cacheable (`cache_control`),
     so that each step of a run reads the prefix the step before wrote at a tenth of the price."""
-    _client: Any = field(default=None, init=False, repr=False)
-
-    @property
-    def name(self) -> str:
-        return f"{self.provider}:{self.model}"
 
     @property
     def served_at(self) -> str | None:
@@ -76,20 +77,13 @@ class AnthropicModel(Retried):
         it)."""
         return self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
 
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = _anthropic().AsyncAnthropic(
-                base_url=self.base_url or os.environ.get("ANTHROPIC_BASE_URL"),
-                api_key=self.api_key or os.environ.get("ANTHROPIC_API_KEY") or "none",
-                max_retries=0,
-                timeout=None,  # the stream guards time the call
-            )
-        return self._client
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
+    def _connect(self) -> Any:
+        return _anthropic().AsyncAnthropic(
+            base_url=self.base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+            api_key=self.api_key or os.environ.get("ANTHROPIC_API_KEY") or "none",
+            max_retries=0,
+            timeout=None,  # the stream guards time the call
+        )
 
     async def _attempt(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
@@ -127,7 +121,7 @@ class AnthropicModel(Retried):
                             output = event.usage.output_tokens or usage.output_tokens
                             usage = usage.model_copy(update={"output_tokens": output})
         if stop is None:
-            raise ModelConnectionError("the stream ended before the model finished")
+            raise unfinished()
         message = _message(blocks)
         yield ModelResponse(
             message=message,
@@ -140,13 +134,11 @@ class AnthropicModel(Retried):
 def _usage(usage: Any) -> Usage:
     """The API counts the prompt's tokens read from or written to its cache apart from
     `input_tokens`; reins counts all the prompt's tokens as input, the cached ones among them."""
-    read = getattr(usage, "cache_read_input_tokens", None) or 0
-    written = getattr(usage, "cache_creation_input_tokens", None) or 0
-    return Usage(
-        input_tokens=(getattr(usage, "input_tokens", None) or 0) + read + written,
-        requests=1,
-        cache_read_tokens=read,
-        cache_write_tokens=written,
+    return cached_apart(
+        getattr(usage, "input_tokens", None) or 0,
+        0,  # counted as the reply streams (`message_delta`)
+        getattr(usage, "cache_read_input_tokens", None) or 0,
+        getattr(usage, "cache_creation_input_tokens", None) or 0,
     )
 
 
@@ -177,24 +169,8 @@ def _message(blocks: dict[int, dict[str, Any]]) -> AssistantMessage:
             case "redacted_thinking":
                 thinking.append(ThinkingBlock(redacted=block["data"]))
             case "tool_use":
-                calls.append(_call(block))
-    return AssistantMessage(
-        text="".join(text),
-        thinking="".join(b.text for b in thinking),
-        tool_calls=tuple(calls),
-        thinking_blocks=tuple(thinking),
-    )
-
-
-def _call(block: dict[str, Any]) -> ToolCall:
-    raw = block["text"] or "{}"
-    try:
-        arguments = json.loads(raw)
-    except json.JSONDecodeError:
-        arguments = None
-    if not isinstance(arguments, dict):
-        return ToolCall(id=block["id"], name=block["name"], raw_arguments=raw)
-    return ToolCall(id=block["id"], name=block["name"], arguments=arguments)
+                calls.append(tool_call(block["id"], block["name"], block["text"]))
+    return assistant_message(text, calls, thinking)
 
 
 def _params(
@@ -205,7 +181,7 @@ def _params(
     *,
     cache: bool = False,
 ) -> dict[str, Any]:
-    system = "\n\n".join(m.content for m in messages if isinstance(m, SystemMessage))
+    system = system_prompt(messages)
     params: dict[str, Any] = {
         "model": model,
         "max_tokens": settings.max_tokens or DEFAULT_MAX_TOKENS,
@@ -258,14 +234,7 @@ def _mark_cacheable(params: dict[str, Any]) -> None:
 def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Turns alternate user and assistant, each a list of content blocks; a call's results go
     back together in the next user turn, as the API requires."""
-    turns: list[dict[str, Any]] = []
-
-    def add(role: str, blocks: list[dict[str, Any]]) -> None:
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
-
+    turns = Turns()
     for message in messages:
         match message:
             case SystemMessage():
@@ -274,7 +243,7 @@ def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 given = [anthropic_block(m) for m in message.media]  # after the text
                 if message.content or not given:
                     given.insert(0, {"type": "text", "text": message.content})
-                add("user", given)
+                turns.add("user", given)
             case AssistantMessage():
                 # Signed thinking goes back first and unchanged; unsigned (another provider's)
                 # cannot go back at all.
@@ -296,7 +265,7 @@ def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     }
                     for c in message.tool_calls
                 )
-                add("assistant", blocks or [{"type": "text", "text": "(no reply)"}])
+                turns.add("assistant", blocks or [{"type": "text", "text": "(no reply)"}])
             case ToolResultMessage():
                 result = {
                     "type": "tool_result",
@@ -309,7 +278,7 @@ def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     if message.content:
                         returned.insert(0, {"type": "text", "text": message.content})
                     result["content"] = returned
-                add("user", [result])
+                turns.add("user", [result])
     return turns
 
 

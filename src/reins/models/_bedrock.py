@@ -10,13 +10,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import importlib
-import json
 import os
 import re
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -33,7 +32,6 @@ from ..core._messages import (
     Message,
     SystemMessage,
     ThinkingBlock,
-    ToolCall,
     ToolResultMessage,
     ToolSpec,
     Usage,
@@ -49,6 +47,15 @@ from ..core._model import (
     ThinkingChunk,
 )
 from ._media_wire import bedrock_block
+from ._provider import (
+    SDKModel,
+    Turns,
+    assistant_message,
+    cached_apart,
+    system_prompt,
+    tool_call,
+    unfinished,
+)
 from ._resilience import Retried
 
 FINISH: dict[str, FinishReason] = {
@@ -80,7 +87,7 @@ _WORKERS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="reins-bedrock"
 
 
 @dataclass(kw_only=True)
-class BedrockModel(Retried):
+class BedrockModel(Retried, SDKModel):
     """A model on Amazon Bedrock through the Converse API (`boto3`, `pip install
     'reins[bedrock]'`). Credentials and region are boto3's: AWS_ACCESS_KEY_ID and
     AWS_SECRET_ACCESS_KEY, AWS_PROFILE, AWS_BEARER_TOKEN_BEDROCK, a role; AWS_REGION."""
@@ -99,7 +106,6 @@ class BedrockModel(Retried):
     """Mark the tools, the system prompt and the latest turns as cacheable (`cachePoint`
     blocks), as for Anthropic; None: for the models Bedrock caches for (those genai-prices
     prices cache reads of: Claude 3.5 Haiku and later, Nova), as others refuse the blocks."""
-    _client: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.vision is None and VISION.search(self.model):
@@ -108,37 +114,29 @@ class BedrockModel(Retried):
             self.prompt_cache = _caches(self.model)
 
     @property
-    def name(self) -> str:
-        return f"{self.provider}:{self.model}"
-
-    @property
     def served_at(self) -> str | None:
         """The endpoint the requests go to; None: Bedrock's own (the catalog prices by it)."""
         return self.endpoint_url or os.environ.get("AWS_ENDPOINT_URL_BEDROCK_RUNTIME") or None
 
-    def client(self) -> Any:
-        if self._client is None:
-            boto3, config = _sdk("boto3"), _sdk("botocore.config")
-            # No retries of boto3's own and no read timeout short of ours: the resilience layer
-            # retries, and its stream guards time the call.
-            settings = config.Config(
-                retries={"total_max_attempts": 1}, read_timeout=3600, connect_timeout=30
+    def _connect(self) -> Any:
+        boto3, config = _sdk("boto3"), _sdk("botocore.config")
+        # No retries of boto3's own and no read timeout short of ours: the resilience layer
+        # retries, and its stream guards time the call.
+        settings = config.Config(
+            retries={"total_max_attempts": 1}, read_timeout=3600, connect_timeout=30
+        )
+        with _errors(self):
+            # A session of its own: boto3's default one keeps the credentials it found first.
+            return boto3.session.Session().client(
+                "bedrock-runtime",
+                # boto3 reads AWS_DEFAULT_REGION; AWS_REGION is what the other SDKs read
+                region_name=self.region or os.environ.get("AWS_REGION") or None,
+                endpoint_url=self.endpoint_url,
+                config=settings,
             )
-            with _errors(self):
-                # A session of its own: boto3's default one keeps the credentials it found first.
-                self._client = boto3.session.Session().client(
-                    "bedrock-runtime",
-                    # boto3 reads AWS_DEFAULT_REGION; AWS_REGION is what the other SDKs read
-                    region_name=self.region or os.environ.get("AWS_REGION") or None,
-                    endpoint_url=self.endpoint_url,
-                    config=settings,
-                )
-        return self._client
 
-    async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            client.close()
+    async def _disconnect(self, client: Any) -> None:
+        client.close()  # boto3's client is not async
 
     async def _attempt(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
@@ -162,7 +160,7 @@ class BedrockModel(Retried):
             finally:
                 stream.close()
         if reply.stop is None:
-            raise ModelConnectionError("the stream ended before the model finished")
+            raise unfinished()
         yield reply.response(self.name)
 
 
@@ -208,16 +206,13 @@ class _Reply:
                         )
                     )
                 case "tool":
-                    calls.append(_call(block))
-        message = AssistantMessage(
-            text="".join(text),
-            thinking="".join(b.text for b in thinking),
-            tool_calls=tuple(calls),
-            thinking_blocks=tuple(thinking),
-        )
+                    calls.append(tool_call(block["id"], block["name"], block["text"]))
         finish = FINISH.get(self.stop or "", "end_turn")
         return ModelResponse(
-            message=message, usage=self.usage, finish=finish, model_name=model_name
+            message=assistant_message(text, calls, thinking),
+            usage=self.usage,
+            finish=finish,
+            model_name=model_name,
         )
 
 
@@ -241,26 +236,12 @@ def _delta(block: dict[str, Any], delta: dict[str, Any]) -> StreamItem | None:
 def _usage(usage: dict[str, Any]) -> Usage:
     """Like Anthropic's, Converse counts the prompt's cached tokens apart from `inputTokens`;
     reins counts them all as input, the cached ones among them."""
-    read = usage.get("cacheReadInputTokens", 0)
-    written = usage.get("cacheWriteInputTokens", 0)
-    return Usage(
-        input_tokens=usage.get("inputTokens", 0) + read + written,
-        output_tokens=usage.get("outputTokens", 0),
-        requests=1,
-        cache_read_tokens=read,
-        cache_write_tokens=written,
+    return cached_apart(
+        usage.get("inputTokens", 0),
+        usage.get("outputTokens", 0),
+        usage.get("cacheReadInputTokens", 0),
+        usage.get("cacheWriteInputTokens", 0),
     )
-
-
-def _call(block: dict[str, Any]) -> ToolCall:
-    raw = block["text"] or "{}"
-    try:
-        arguments = json.loads(raw)
-    except json.JSONDecodeError:
-        arguments = None
-    if not isinstance(arguments, dict):
-        return ToolCall(id=block["id"], name=block["name"], raw_arguments=raw)
-    return ToolCall(id=block["id"], name=block["name"], arguments=arguments)
 
 
 def _params(
@@ -271,7 +252,7 @@ def _params(
     *,
     cache: bool = False,
 ) -> dict[str, Any]:
-    system = "\n\n".join(m.content for m in messages if isinstance(m, SystemMessage))
+    system = system_prompt(messages)
     params: dict[str, Any] = {"modelId": model, "messages": _wire(messages)}
     if system:
         params["system"] = [{"text": system}]
@@ -343,14 +324,7 @@ def _caches(model: str) -> bool:
 def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Turns alternate user and assistant; a call's results go back together in the next user
     turn, as Converse requires."""
-    turns: list[dict[str, Any]] = []
-
-    def add(role: str, blocks: list[dict[str, Any]]) -> None:
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
-
+    turns = Turns()
     for message in messages:
         match message:
             case SystemMessage():
@@ -359,7 +333,7 @@ def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 given = [bedrock_block(m) for m in message.media]  # after the text
                 if message.content or not given:
                     given.insert(0, {"text": message.content})
-                add("user", given)
+                turns.add("user", given)
             case AssistantMessage():
                 blocks = [_reasoning(b) for b in message.thinking_blocks if _signed(b)]
                 if message.text:
@@ -374,7 +348,7 @@ def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     }
                     for c in message.tool_calls
                 )
-                add("assistant", blocks or [{"text": "(no reply)"}])
+                turns.add("assistant", blocks or [{"text": "(no reply)"}])
             case ToolResultMessage():
                 result = {
                     "toolUseId": message.call_id,
@@ -382,7 +356,7 @@ def _wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     "content": [{"text": message.content}, *map(bedrock_block, message.media)],
                     "status": "error" if message.is_error else "success",
                 }
-                add("user", [{"toolResult": result}])
+                turns.add("user", [{"toolResult": result}])
     return turns
 
 

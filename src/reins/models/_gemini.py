@@ -11,7 +11,7 @@ import os
 import uuid
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, ClassVar
 
@@ -39,6 +39,7 @@ from ..core._model import (
     ThinkingChunk,
 )
 from ._media_wire import returned_by
+from ._provider import SDKModel, system_prompt, unfinished
 from ._resilience import Retried
 from ._sdk_errors import _retry_after, _transport_errors, _why
 
@@ -61,11 +62,10 @@ came on, `gemini:text` for a reply's text. Gemini wants each back on the same pa
 
 
 @dataclass(kw_only=True)
-class GeminiModel(Retried):
+class GeminiModel(Retried, SDKModel):
     """A Gemini model through the Gemini API or Vertex AI (the `google-genai` SDK, `pip install
     'reins[gemini]'`): streaming, function calling, thinking (`thinking_budget`)."""
 
-    model: str
     base_url: str | None = None
     """Defaults to GOOGLE_GEMINI_BASE_URL, then Google's own."""
     api_key: str | None = None
@@ -81,11 +81,6 @@ class GeminiModel(Retried):
     """Vertex AI's region; defaults to GOOGLE_CLOUD_LOCATION, then `global`."""
     vision: ClassVar[bool] = True
     """Every Gemini model takes images and PDFs."""
-    _client: Any = field(default=None, init=False, repr=False)
-
-    @property
-    def name(self) -> str:
-        return f"{self.provider}:{self.model}"
 
     @property
     def served_at(self) -> str | None:
@@ -94,25 +89,20 @@ class GeminiModel(Retried):
             return self.base_url
         return self.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or None
 
-    def client(self) -> Any:
-        if self._client is None:
-            genai = _genai()
-            base_url = self.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL")
-            key = (
-                self.api_key or os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
-            )
-            # No retries and no timeout of the SDK's own: the resilience layer does both.
-            options = genai.types.HttpOptions(base_url=base_url) if base_url else None
-            if self.vertex:
-                self._client = genai.Client(
-                    vertexai=True,
-                    project=self._project(),
-                    location=self.location or os.environ.get("GOOGLE_CLOUD_LOCATION") or "global",
-                    http_options=options,
-                ).aio
-            else:
-                self._client = genai.Client(api_key=key or "none", http_options=options).aio
-        return self._client
+    def _connect(self) -> Any:
+        genai = _genai()
+        base_url = self.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL")
+        key = self.api_key or os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
+        # No retries and no timeout of the SDK's own: the resilience layer does both.
+        options = genai.types.HttpOptions(base_url=base_url) if base_url else None
+        if self.vertex:
+            return genai.Client(
+                vertexai=True,
+                project=self._project(),
+                location=self.location or os.environ.get("GOOGLE_CLOUD_LOCATION") or "global",
+                http_options=options,
+            ).aio
+        return genai.Client(api_key=key or "none", http_options=options).aio
 
     def _project(self) -> str:
         project = self.project or os.environ.get("GOOGLE_CLOUD_PROJECT")
@@ -123,10 +113,8 @@ class GeminiModel(Retried):
             )
         return project
 
-    async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+    async def _disconnect(self, client: Any) -> None:
+        await client.aclose()
 
     async def _attempt(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
@@ -147,7 +135,7 @@ class GeminiModel(Retried):
                 await stream.aclose()  # (after an error of its own, the SDK's stream is closed)
                 raise
         if reply.finish is None:
-            raise ModelConnectionError("the stream ended before the model finished")
+            raise unfinished()
         yield reply.response(self.name)
 
 
@@ -243,7 +231,7 @@ def _b64(signature: bytes | None) -> str:
 
 def _config(messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings) -> Any:
     types = _genai().types
-    system = "\n\n".join(m.content for m in messages if isinstance(m, SystemMessage))
+    system = system_prompt(messages)
     config: dict[str, Any] = {
         "automatic_function_calling": types.AutomaticFunctionCallingConfig(disable=True),
     }

@@ -35,6 +35,7 @@ from ..core._model import (
     final_response,
 )
 from ._media_wire import chat_part, returned_by
+from ._provider import SDKModel, tool_call, unfinished
 from ._resilience import resilient
 from ._sdk_errors import sdk_errors
 from ._text_calls import recover
@@ -49,42 +50,27 @@ FINISH: dict[str, FinishReason] = {
 
 
 @dataclass(kw_only=True)
-class OpenAIEndpoint:
-    """A model behind an OpenAI API and its SDK client (made on first use; its own retries off,
-    ours are `resilient`'s). `provider` only names it in logs (`ollama:llama3.2`)."""
+class OpenAIEndpoint(SDKModel):
+    """A model behind an OpenAI API and its SDK client."""
 
-    model: str
     base_url: str | None = None
     """Defaults to OPENAI_BASE_URL, then OpenAI's own."""
     api_key: str | None = None
     """Defaults to OPENAI_API_KEY; local servers take any value."""
     provider: str = "openai"
-    _client: Any = field(default=None, init=False, repr=False)
-
-    @property
-    def name(self) -> str:
-        return f"{self.provider}:{self.model}"
 
     @property
     def served_at(self) -> str | None:
         """The base URL the requests go to; None: OpenAI's own API (the catalog prices by it)."""
         return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
 
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = _openai().AsyncOpenAI(
-                base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
-                api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "none",
-                max_retries=0,
-                timeout=None,  # the stream guards time the call
-            )
-        return self._client
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections; the model opens new ones if used again."""
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
+    def _connect(self) -> Any:
+        return _openai().AsyncOpenAI(
+            base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
+            api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "none",
+            max_retries=0,
+            timeout=None,  # the stream guards time the call
+        )
 
 
 @dataclass(kw_only=True)
@@ -147,7 +133,7 @@ class OpenAIModel(OpenAIEndpoint):
         message = choice.message
         reasoning = getattr(message, "reasoning_content", None) or ""
         calls = tuple(
-            _call(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or ()
+            tool_call(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or ()
         )
         yield self._response(
             text=message.content or "",
@@ -213,9 +199,9 @@ class OpenAIModel(OpenAIEndpoint):
                 yield item
             return
         if finish is None:
-            raise ModelConnectionError("the stream ended before the model finished")
+            raise unfinished()
         tool_calls = tuple(
-            _call(c["id"], c["name"], c["arguments"]) for _, c in sorted(calls.items())
+            tool_call(c["id"], c["name"], c["arguments"]) for _, c in sorted(calls.items())
         )
         yield self._response(
             text="".join(text),
@@ -345,16 +331,6 @@ def _wire(message: Message) -> dict[str, Any]:
 
 def _arguments(call: ToolCall) -> str:
     return call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
-
-
-def _call(call_id: str | None, name: str, arguments: str) -> ToolCall:
-    try:
-        parsed = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
-        parsed = None
-    if not isinstance(parsed, dict):
-        return ToolCall(id=call_id or "", name=name, raw_arguments=arguments)
-    return ToolCall(id=call_id or "", name=name, arguments=parsed)
 
 
 def _usage(usage: Any) -> Usage:

@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core._errors import ModelConnectionError, ModelError
+from ..core._errors import ModelError
 from ..core._events import FinishReason
 from ..core._messages import (
     AssistantMessage,
@@ -32,7 +32,8 @@ from ..core._model import (
     ThinkingChunk,
 )
 from ._media_wire import responses_part
-from ._openai import OpenAIEndpoint, _arguments, _call, _openai, _reasons
+from ._openai import OpenAIEndpoint, _arguments, _openai, _reasons
+from ._provider import tool_call, unfinished
 from ._resilience import Retried
 from ._sdk_errors import sdk_errors
 
@@ -71,7 +72,7 @@ class OpenAIResponsesModel(Retried, OpenAIEndpoint):
                         case "error":
                             raise ModelError(f"the server reported an error: {event.message}")
         if final is None:
-            raise ModelConnectionError("the stream ended before the model finished")
+            raise unfinished()
         message, refused = _message(final.output)
         yield ModelResponse(
             message=message,
@@ -179,7 +180,7 @@ def _message(output: Sequence[Any]) -> tuple[AssistantMessage, bool]:
                         text.append(part.refusal)
                         refused = True
             case "function_call":
-                calls.append(_call(item.call_id, item.name, item.arguments))
+                calls.append(tool_call(item.call_id, item.name, item.arguments))
             case "reasoning":
                 summary = [s.text for s in item.summary or ()]
                 summary += [c.text for c in getattr(item, "content", None) or ()]
