@@ -13,7 +13,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 from binascii import crc32
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,18 +38,26 @@ from reins import (
     resolve_model,
 )
 from reins.core._catalog import lookup
-from reins.core._errors import ModelConnectionError, ModelHTTPError, ModelTimeout
+from reins.core._errors import ModelConnectionError, ModelHTTPError
 from reins.core._media import Document, Image
 from reins.core._model import Retrying, ThinkingChunk, takes_media
 from reins.models import BedrockModel
 from reins.tools import read_file, write_file
 
 from .test_media import PDF, png
-from .wire_server import Answer, Received, WireServer, wire_server
+from .wire_server import (
+    FAST,
+    Answer,
+    Received,
+    WireServer,
+    assert_a_stall_closes_the_connection,
+    closed_url,
+    stalling,
+    wire_server,
+)
 
 pytestmark = pytest.mark.real_model
 MODEL_ID = "anthropic.claude-3-5-haiku-20241022-v1:0"
-FAST = ModelSettings(first_chunk_timeout=5, chunk_timeout=5, retry_base_delay=0.01)
 CACHE_POINT = {"cachePoint": {"type": "default"}}
 SERVICE = botocore.session.get_session().get_service_model("bedrock-runtime")
 STREAM = SERVICE.operation_model("ConverseStream")
@@ -157,7 +164,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[WireServer]:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-    with wire_server(lambda _: Answer(status=500)) as running:
+    with wire_server() as running:
         yield running
 
 
@@ -366,8 +373,7 @@ async def test_an_exception_in_the_stream_is_retried_like_its_status(server: Wir
 
 
 async def test_no_server_is_a_connection_error(server: WireServer) -> None:
-    with wire_server(lambda _: Answer()) as gone:
-        url = gone.url
+    url = closed_url()
     lost = BedrockModel(model=MODEL_ID, endpoint_url=url)
     with pytest.raises(ModelConnectionError, match=f"no connection to {url}"):
         await lost.request([UserMessage(content="?")], [], ModelSettings(max_retries=0))
@@ -456,20 +462,11 @@ async def test_images_and_documents_go_as_converse_blocks(server: WireServer) ->
 async def test_a_stalled_stream_times_out_and_its_connection_is_closed(
     server: WireServer,
 ) -> None:
-    def stalls() -> Iterator[bytes]:
-        yield event("messageStart", {"role": "assistant"})
-        for _ in range(30):  # silent for a while, then writes, which fail once it is closed
-            time.sleep(0.2)
-            yield event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "x"}})
-
-    server.handler = lambda _: Answer(
-        headers={"Content-Type": "application/vnd.amazon.eventstream"}, chunks=stalls()
-    )
-    settings = ModelSettings(first_chunk_timeout=5, chunk_timeout=0.1, max_retries=0)
-    with pytest.raises(ModelTimeout, match="the stream stalled"):
-        await model(server).request([UserMessage(content="?")], [], settings)
+    first = event("messageStart", {"role": "assistant"})
+    again = event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "x"}})
+    server.handler = lambda _: stalling("application/vnd.amazon.eventstream", first, again)
     # the worker thread's read is not left to run on: closing the stream closed the connection
-    assert server.broken.wait(5)
+    await assert_a_stall_closes_the_connection(model(server), server)
 
 
 def test_the_catalog_knows_bedrock_models_by_their_maker_s_names() -> None:

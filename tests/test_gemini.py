@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,17 +31,25 @@ from reins import (
 )
 from reins.agent._config import Config, Endpoint
 from reins.agent._resolve import default_model
-from reins.core._errors import ModelConnectionError, ModelHTTPError, ModelTimeout
+from reins.core._errors import ModelConnectionError, ModelHTTPError
 from reins.core._media import Document, Image
 from reins.core._model import Retrying, ThinkingChunk, takes_media
 from reins.models import GeminiModel
 from reins.tools import write_file
 
 from .test_media import PDF, png
-from .wire_server import Answer, Received, WireServer, wire_server
+from .wire_server import (
+    FAST,
+    Answer,
+    Received,
+    WireServer,
+    assert_a_stall_closes_the_connection,
+    closed_url,
+    stalling,
+    wire_server,
+)
 
 pytestmark = pytest.mark.real_model
-FAST = ModelSettings(first_chunk_timeout=5, chunk_timeout=5, retry_base_delay=0.01)
 SIGNATURE = b"\x01signed-thought\xff"
 
 
@@ -99,7 +106,7 @@ def request_of(received: Received) -> Sent:
 
 @pytest.fixture
 def server() -> Iterator[WireServer]:
-    with wire_server(lambda _: Answer(status=500)) as running:
+    with wire_server() as running:
         yield running
 
 
@@ -270,9 +277,7 @@ async def test_a_bad_request_fails_at_once_with_the_server_s_message(server: Wir
 
 
 async def test_no_server_is_a_connection_error_naming_it() -> None:
-    with wire_server(lambda _: Answer()) as gone:
-        url = gone.url
-    lost = GeminiModel(model="m", base_url=url, api_key="k")
+    lost = GeminiModel(model="m", base_url=closed_url(), api_key="k")
     with pytest.raises(ModelConnectionError, match=r"no connection to .*Connection refused"):
         await lost.request([UserMessage(content="?")], [], ModelSettings(max_retries=0))
 
@@ -393,19 +398,9 @@ async def test_images_and_documents_go_inline(server: WireServer) -> None:
 
 
 async def test_a_stalled_stream_times_out_and_its_connection_is_closed(server: WireServer) -> None:
-    def stalls() -> Iterator[bytes]:
-        yield from sse(chunk(types.Part(text="Hel"))).chunks
-        for _ in range(30):  # silent for a while, then writes, which fail once it is closed
-            time.sleep(0.2)
-            yield from sse(chunk(types.Part(text="lo"))).chunks
-
-    server.handler = lambda _: Answer(
-        headers={"Content-Type": "text/event-stream"}, chunks=stalls()
-    )
-    settings = ModelSettings(first_chunk_timeout=5, chunk_timeout=0.1, max_retries=0)
-    with pytest.raises(ModelTimeout, match="the stream stalled"):
-        await model(server).request([UserMessage(content="?")], [], settings)
-    assert server.broken.wait(5)  # the client closed the connection: the server stops
+    first, again = (b"".join(sse(chunk(types.Part(text=t))).chunks) for t in ("Hel", "lo"))
+    server.handler = lambda _: stalling("text/event-stream", first, again)
+    await assert_a_stall_closes_the_connection(model(server), server)
 
 
 async def test_vertex_ai_runs_on_application_default_credentials(

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import pytest
+
+from reins import Model, ModelSettings, UserMessage
+from reins.core._errors import ModelTimeout
+
+FAST = ModelSettings(first_chunk_timeout=5, chunk_timeout=5, retry_base_delay=0.01)
+"""Settings for a model of the tests' server: a stall fails in seconds, a retry comes at once."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,11 @@ class Answer:
 Handler = Callable[[Received], Answer]
 
 
+def unset(_: Received) -> Answer:
+    """The handler of a server whose test has not set its own yet."""
+    return Answer(status=500)
+
+
 @dataclass
 class WireServer:
     url: str
@@ -44,7 +58,7 @@ class WireServer:
 
 
 @contextmanager
-def wire_server(handler: Handler) -> Iterator[WireServer]:
+def wire_server(handler: Handler = unset) -> Iterator[WireServer]:
     """Serve until the block ends; `server.handler` may be swapped between requests."""
     received: list[Received] = []
 
@@ -96,3 +110,31 @@ def wire_server(handler: Handler) -> Iterator[WireServer]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def closed_url() -> str:
+    """The URL of a server that stopped: nothing listens there."""
+    with wire_server() as gone:
+        return gone.url
+
+
+def stalling(content_type: str, first: bytes, again: bytes) -> Answer:
+    """A stream that sends `first`, then is silent for a while, then sends `again` now and
+    then (writes that fail once the client has closed the connection)."""
+
+    def chunks() -> Iterator[bytes]:
+        yield first
+        for _ in range(30):
+            time.sleep(0.2)
+            yield again
+
+    return Answer(headers={"Content-Type": content_type}, chunks=chunks())
+
+
+async def assert_a_stall_closes_the_connection(model: Model, server: WireServer) -> None:
+    """A stream that stalls times out, and the client closes its connection: the server stops
+    writing (set `server.handler` to a `stalling` answer first)."""
+    settings = ModelSettings(first_chunk_timeout=5, chunk_timeout=0.1, max_retries=0)
+    with pytest.raises(ModelTimeout, match="the stream stalled"):
+        await model.request([UserMessage(content="?")], [], settings)
+    assert server.broken.wait(5)
