@@ -286,3 +286,35 @@ def test_mcp_serve_says_a_bad_sandbox_before_it_serves(project: Path) -> None:
     assert done.returncode == 2
     assert len(done.stderr.splitlines()) == 1, done.stderr
     assert "open" in done.stderr
+
+
+async def test_mcp_serve_runs_the_configs_tool_hooks_and_stop_hooks_as_run_does(
+    project: Path,
+) -> None:
+    """The config's hooks reach the agents `mcp serve` makes: a before_tool hook blocks the
+    write, a stop hook rejects the answer, and `stop_max_rejections` ends the run there."""
+    (project / "user.toml").write_text(
+        "stop_max_rejections = 0\n"
+        "[[hooks.before_tool]]\n"
+        'matcher = "write_file"\n'
+        "command = \"echo 'not here' >&2; exit 2\"\n"
+        "[[stop_hooks]]\n"
+        "command = \"echo 'say which file you wrote' >&2; exit 2\"\n"
+    )
+    write = {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "A"}}]}
+    model = script(project / "s.json", [write, "FINAL_ANSWER: wrote it", "FINAL_ANSWER: a.txt"])
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "reins", "mcp", "serve", "-w", "ws", "--store", "store"],
+        env=env_for(project, REINS_MODEL=model),
+        cwd=str(project),
+    )
+    async with Client(params) as client:
+        ran = await client.call_tool("run", {"goal": "go"})  # a goal the file guard ignores
+    outcome = ran.structured_content
+    assert outcome is not None, ran
+    assert not (project / "ws" / "a.txt").exists()  # the hook blocked the write
+    [blocked] = [e for e in replayed(project) if e["kind"] == "tool_call_finished"]
+    assert "This call was blocked by a hook" in blocked["result"]["content"]
+    assert outcome["stop_reason"] == "missing_evidence", outcome  # the first rejection ends it
+    assert outcome["steps"] == 2

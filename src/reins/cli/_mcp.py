@@ -178,6 +178,7 @@ def serve(
                     checks=config.checks,
                     stop_hooks=_stop_hooks(config),
                     hooks=config.hooks.in_order(),
+                    stop_max_rejections=config.stop_max_rejections,
                     context=config.context.settings(),
                     instruction_files=config.instruction_files,
                     mcp_servers=_mcp_servers(config, None),
