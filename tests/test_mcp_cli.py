@@ -225,15 +225,19 @@ def test_mcp_serve_says_a_bad_model_or_workspace_before_it_serves(project: Path)
         assert len(done.stderr.splitlines()) == 1
 
 
-async def test_mcp_serve_tells_the_client_why_a_run_cannot_start(project: Path) -> None:
-    model = script(project / "s.json", ["FINAL_ANSWER: done"])
-    params = StdioServerParameters(
+def serving(project: Path, model: str, *flags: str) -> StdioServerParameters:
+    """`reins mcp serve` in `project`, on its ws folder and store, with `model`."""
+    return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "reins", "mcp", "serve", "-w", "ws", "--store", "store"],
+        args=["-m", "reins", "mcp", "serve", "-w", "ws", "--store", "store", *flags],
         env=env_for(project, REINS_MODEL=model),
         cwd=str(project),
     )
-    async with Client(params) as client:
+
+
+async def test_mcp_serve_tells_the_client_why_a_run_cannot_start(project: Path) -> None:
+    model = script(project / "s.json", ["FINAL_ANSWER: done"])
+    async with Client(serving(project, model)) as client:
         (project / "s.json").unlink()  # the model each run reads is gone
         ran = await client.call_tool("run", {"goal": "go"})
         assert ran.is_error
@@ -244,16 +248,8 @@ async def test_mcp_serve_takes_yes_sandbox_and_max_steps(project: Path) -> None:
     echo = {"tool_calls": [{"name": "run_command", "arguments": {"command": "echo hi"}}]}
     model = script(project / "s.json", [echo, "FINAL_ANSWER: ran", echo, echo])
 
-    def serving(*flags: str) -> StdioServerParameters:
-        return StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "reins", "mcp", "serve", "-w", "ws", "--store", "store", *flags],
-            env=env_for(project, REINS_MODEL=model),
-            cwd=str(project),
-        )
-
     flags = ("--yes", "--sandbox", "read-only", "--max-steps", "1")
-    async with Client(serving(*flags)) as client:
+    async with Client(serving(project, model, *flags)) as client:
         ran = await client.call_tool("run", {"goal": "say hi", "max_steps": 5})  # 1 holds
         outcome = ran.structured_content
         assert outcome is not None
@@ -264,7 +260,7 @@ async def test_mcp_serve_takes_yes_sandbox_and_max_steps(project: Path) -> None:
     assert events[0]["config"]["max_steps"] == 1
     [decided] = [e for e in events if e["kind"] == "permission_decided"]
     assert decided["allowed"] is True  # --yes: approved, where a headless server denies
-    async with Client(serving()) as client:  # without them: denied, the config's cap
+    async with Client(serving(project, model)) as client:  # without them: denied, the config's cap
         ran = await client.call_tool("run", {"goal": "say hi"})
         assert ran.structured_content is not None
         assert ran.structured_content["stop_reason"] == "end_turn"
@@ -303,13 +299,7 @@ async def test_mcp_serve_runs_the_configs_tool_hooks_and_stop_hooks_as_run_does(
     )
     write = {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "A"}}]}
     model = script(project / "s.json", [write, "FINAL_ANSWER: wrote it", "FINAL_ANSWER: a.txt"])
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "reins", "mcp", "serve", "-w", "ws", "--store", "store"],
-        env=env_for(project, REINS_MODEL=model),
-        cwd=str(project),
-    )
-    async with Client(params) as client:
+    async with Client(serving(project, model)) as client:
         ran = await client.call_tool("run", {"goal": "go"})  # a goal the file guard ignores
     outcome = ran.structured_content
     assert outcome is not None, ran
