@@ -1,20 +1,29 @@
-"""The checks themselves checked: each task's setup, a known-good solution, then its check
-(must pass), and the untouched setup with no answer (must fail). No model involved.
+"""The checks themselves checked, no model involved: each task's check must fail on the untouched
+workspace with no answer and pass on a known-good solution; the harmless variations of a
+solution (`VARIANTS`: other formatting, "1,731.74" for 1731.74) must pass too, and the near
+misses (`NEAR_MISSES`: a caller left unrenamed, a key lost, a file a question changed) must fail.
+
+A solution is shell commands run in the workspace, and the final answer; an answer that starts
+with `$ ` is a command's output (so a count is computed apart from the check's own number).
 
 python benchmarks/tasks/oracle.py
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from run import check, prepare
-from tasks import TASKS
+from tasks import TASKS, Task
+
+Solution = tuple[str, str]
+"""Shell commands that change the workspace, and the final answer."""
 
 # id -> (shell commands that do the job, the final answer)
-SOLUTIONS: dict[str, tuple[str, str]] = {
+SOLUTIONS: dict[str, Solution] = {
     "hello_reins": ("printf 'Hello from reins' > hello.txt", "done"),
     "hello_world": ("printf 'hello world\\n' > hello.txt", "done"),
     "create_notes": ("echo '# Notes' > notes.md", "done"),
@@ -39,24 +48,222 @@ SOLUTIONS: dict[str, tuple[str, str]] = {
     "command_output": ("true", "It prints 51."),
     "fix_test": ("sed -i 's/a - b/a + b/' calc.py", "fixed"),
     "fix_syntax": ("sed -i 's/def greet()$/def greet():/' greet.py", "fixed"),
+    # config
+    "json_version": (
+        'python3 -c \'import json; p = "package.json"; d = json.load(open(p)); '
+        'd["version"] = "1.3.0"; open(p, "w").write(json.dumps(d, indent=2) + "\\n")\'',
+        "done",
+    ),
+    "json_add_key": (
+        'python3 -c \'import json; p = "config.json"; d = json.load(open(p)); '
+        'd["http"]["retries"] = 3; open(p, "w").write(json.dumps(d, indent=2))\'',
+        "done",
+    ),
+    "toml_requires": ("sed -i 's/>=3.9/>=3.11/' pyproject.toml", "done"),
+    "toml_add_dependency": (
+        'sed -i \'s/^    "rich>=13",$/&\\n    "httpx>=0.27",/\' pyproject.toml',
+        "done",
+    ),
+    "yaml_port": ('sed -i \'s/"8000:8000"/"8080:8000"/\' docker-compose.yml', "done"),
+    "yaml_hook_rev": ("sed -i 's/rev: v0.4.4/rev: v0.6.9/' .pre-commit-config.yaml", "done"),
+    # rename
+    "rename_function": ("sed -i 's/\\bget_user\\b/fetch_user/g' app/*.py main.py", "done"),
+    "rename_constant": ("sed -i 's/\\bMAX_RETRIES\\b/RETRY_LIMIT/g' *.py", "done"),
+    "rename_class": ("sed -i 's/\\bDataLoader\\b/DatasetLoader/g' *.py", "done"),
+    # fix
+    "fix_median": (
+        "sed -i 's/    return ordered\\[middle\\]/    if len(ordered) % 2:\\n        "
+        "return ordered[middle]\\n    return (ordered[middle - 1] + ordered[middle]) \\/ 2/' "
+        "stats.py",
+        "fixed",
+    ),
+    "fix_leap_year": (
+        "sed -i 's/return year % 4 == 0$/return year % 4 == 0 and "
+        "(year % 100 != 0 or year % 400 == 0)/' dates.py",
+        "fixed",
+    ),
+    "fix_slugify": ('sed -i \'s/"-".join(words)/"-".join(words).lower()/\' textutil.py', "fixed"),
+    # count and sum
+    "count_errors": ("true", "$ grep -c ' ERROR ' app.log"),
+    "count_python_files": ("true", "$ find . -name '*.py' | wc -l"),
+    "count_ips": ("true", "$ cut -d' ' -f1 access.log | sort -u | wc -l"),
+    "sum_column": ("true", "$ awk -F, 'NR > 1 { s += $3 } END { print s }' sales.csv"),
+    "mean_score": ("true", "$ awk -F, 'NR > 1 { s += $2; n++ } END { print s / n }' scores.csv"),
+    # search
+    "find_class": ("true", "shop/db/orders.py"),
+    "find_env_var": ("true", "app/config.py"),
+    "find_line": ("true", "$ grep -n '^def handle_request' server.py | cut -d: -f1"),
+    # multi
+    "multi_version": (
+        "sed -i 's/0\\.3\\.1/0.4.0/' pyproject.toml src/mypkg/__init__.py",
+        "done",
+    ),
+    "multi_header": (
+        "find src -name '*.py' -exec sed -i '1i # SPDX-License-Identifier: MIT' {} +",
+        "done",
+    ),
+    "multi_replace_url": (
+        "find docs -type f -exec sed -i "
+        "'s|http://docs.old-site.org|https://docs.example.com|g' {} +",
+        "done",
+    ),
+    # question
+    "ask_python_version": ("true", "Python 3.10 (requires-python >=3.10)."),
+    "ask_pinned_version": ("true", "requests==2.31.0"),
+    "ask_test_count": ("true", "$ grep -c '^def test_' tests/test_api.py"),
+}
+
+VARIANTS: dict[str, list[Solution]] = {
+    "json_version": [  # one line, keys in another order
+        (
+            'python3 -c \'import json; p = "package.json"; d = json.load(open(p)); '
+            'd["version"] = "1.3.0"; open(p, "w").write(json.dumps(d, sort_keys=True))\'',
+            "done",
+        )
+    ],
+    "toml_add_dependency": [  # first in the list
+        ("sed -i 's/^dependencies = \\[$/&\\n    \"httpx>=0.27\",/' pyproject.toml", "done")
+    ],
+    "yaml_port": [("sed -i 's/\"8000:8000\"/8080:8000/' docker-compose.yml", "done")],
+    "fix_median": [
+        (
+            "sed -i 's/    return ordered\\[middle\\]/    if len(ordered) % 2 == 0:\\n        "
+            "return sum(ordered[middle - 1 : middle + 1]) \\/ 2\\n    return ordered[middle]/' "
+            "stats.py",
+            "The even case now averages the two middle values.",
+        )
+    ],
+    "count_errors": [("true", "There are 9 ERROR lines in app.log.")],
+    "count_python_files": [("true", "6 Python files")],
+    "sum_column": [("true", "The total is 1,731.74."), ("true", "1731.740")],
+    "mean_score": [("true", "The average score is 81.50")],
+    "find_class": [("true", "It is defined in ./shop/db/orders.py.")],
+    "find_line": [("true", "Line 23.")],
+    "multi_header": [  # a blank line after the header
+        (
+            "find src -name '*.py' -exec sed -i '1i # SPDX-License-Identifier: MIT\\n' {} +",
+            "done",
+        )
+    ],
+    "multi_version": [
+        (
+            'sed -i "s/0\\.3\\.1/0.4.0/" pyproject.toml && '
+            'sed -i "s/\\"0\\.3\\.1\\"/\'0.4.0\'/" src/mypkg/__init__.py',
+            "done",
+        )
+    ],
+    "ask_pinned_version": [("true", "It pins requests 2.31.0.")],
+}
+
+NEAR_MISSES: dict[str, list[Solution]] = {
+    "json_version": [
+        ("echo 'name: web-app, version: 1.3.0' > package.json", "done"),  # no longer JSON
+        (
+            'python3 -c \'import json; p = "package.json"; d = json.load(open(p)); '
+            'd["version"] = "1.3.0"; del d["private"]; open(p, "w").write(json.dumps(d))\'',
+            "done",
+        ),
+    ],
+    "json_add_key": [  # a string, not a number
+        ('sed -i \'s/"timeout": 10/"timeout": 10, "retries": "3"/\' config.json', "")
+    ],
+    "toml_requires": [('sed -i \'s/">=3.9"/"3.11"/\' pyproject.toml', "done")],
+    "toml_add_dependency": [
+        ("sed -i 's/^dev = \\[/&\"httpx>=0.27\", /' pyproject.toml", "done")  # the dev extra
+    ],
+    "yaml_port": [('sed -i \'s/"8000:8000"/"8080:8080"/\' docker-compose.yml', "done")],
+    "yaml_hook_rev": [  # both hooks' revs
+        ("sed -i 's/rev: v.*/rev: v0.6.9/' .pre-commit-config.yaml", "done")
+    ],
+    "rename_function": [
+        ("sed -i 's/get_user/fetch_user/g' app/*.py main.py", "done"),  # get_user_name too
+        ("sed -i 's/def get_user(/def fetch_user(/' app/users.py", "done"),  # callers left
+    ],
+    "rename_constant": [("sed -i 's/\\bMAX_RETRIES\\b/RETRY_LIMIT/g' settings.py client.py", "")],
+    "rename_class": [("sed -i 's/\\bDataLoader\\b/DatasetLoader/g' loader.py train.py", "")],
+    "fix_median": [("sed -i 's/== 2.5$/== 3/' tests/test_stats.py", "fixed")],  # the test
+    "fix_leap_year": [
+        ("sed -i '/1900/d; /2100/d' test_dates.py", "fixed"),  # the failing asserts deleted
+    ],
+    "count_errors": [
+        ("true", "$ grep -ci error app.log"),  # the INFO line that says "error" too
+        ("echo >> app.log", "9"),  # the right number, but the log changed
+    ],
+    "count_python_files": [("true", "5")],
+    "count_ips": [("true", "$ wc -l < access.log")],
+    "sum_column": [("true", "1731.7")],
+    "mean_score": [("true", "82")],
+    "find_class": [("true", "tests/test_orders.py")],
+    "find_env_var": [("true", "app/db.py")],
+    "find_line": [("true", "31")],
+    "multi_version": [
+        ("sed -i 's/0\\.3\\.1/0.4.0/' pyproject.toml src/mypkg/__init__.py CHANGELOG.md", ""),
+        ("sed -i 's/0\\.3\\.1/0.4.0/' pyproject.toml", "done"),
+    ],
+    "multi_header": [
+        ("sed -i '1i # SPDX-License-Identifier: MIT' src/*.py", "done"),  # not src/utils/
+    ],
+    "multi_replace_url": [
+        (
+            "sed -i 's|http://docs.old-site.org|https://docs.example.com|g' "
+            "docs/*.md docs/api/*.md README.md",
+            "done",
+        ),
+    ],
+    "ask_python_version": [("echo notes > notes.txt", "3.10")],  # a file added
+    "ask_pinned_version": [("true", "1.0.0")],
+    "ask_test_count": [("true", "6")],
 }
 
 
-def main() -> None:
-    import subprocess
-
-    bad = []
-    for task in TASKS:
-        commands, answer = SOLUTIONS[task.id]
-        with tempfile.TemporaryDirectory() as name:
-            folder = Path(name)
-            prepare(task, folder)
-            unsolved, _ = check(task, folder, None)
+def attempt(task: Task, solution: Solution | None) -> tuple[bool, str]:
+    """The check's verdict on a fresh workspace after `solution` (None: untouched)."""
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        prepare(task, folder)
+        answer = None
+        if solution is not None:
+            commands, answer = solution
             subprocess.run(["sh", "-c", commands], cwd=folder, check=True)
-            solved, output = check(task, folder, answer)
-        if unsolved or not solved:
-            bad.append(f"{task.id}: unsolved passes {unsolved}, solved passes {solved} {output}")
-    print("\n".join(bad) or f"all {len(TASKS)} checks fail unsolved and pass solved")
+            if answer.startswith("$ "):
+                answer = subprocess.run(
+                    ["sh", "-c", answer[2:]],
+                    cwd=folder,
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout.strip()
+        return check(task, folder, answer)
+
+
+def main() -> None:
+    bad = [f"{name}: no solution" for name in {t.id for t in TASKS} - set(SOLUTIONS)]
+    runs = 0
+    for task in TASKS:
+        if task.id not in SOLUTIONS:
+            continue
+        verdicts = [("untouched", attempt(task, None), False)]
+        verdicts.append(("solved", attempt(task, SOLUTIONS[task.id]), True))
+        verdicts += [
+            (f"variant {i}", attempt(task, s), True)
+            for i, s in enumerate(VARIANTS.get(task.id, []))
+        ]
+        verdicts += [
+            (f"near miss {i}", attempt(task, s), False)
+            for i, s in enumerate(NEAR_MISSES.get(task.id, []))
+        ]
+        runs += len(verdicts)
+        for what, (passed, output), should in verdicts:
+            if passed != should:
+                said = "passes" if passed else f"fails: {output.strip()}"
+                bad.append(f"{task.id}, {what}: the check {said}")
+    misnamed = (set(VARIANTS) | set(NEAR_MISSES)) - set(SOLUTIONS)
+    bad += [f"{name}: a variant or near miss of no task" for name in sorted(misnamed)]
+    print(
+        "\n".join(bad)
+        or f"all {len(TASKS)} checks fail unsolved and pass solved; "
+        f"{runs - 2 * len(TASKS)} variants and near misses judged right"
+    )
     sys.exit(1 if bad else 0)
 
 

@@ -1,31 +1,16 @@
-"""The task suite: small jobs on files and commands, each checked by a shell command.
+"""The task suite: jobs on files and commands, each checked by a shell command (`checks.py`).
 
-A task is a goal as a user would type it, the files its fresh workspace starts with, and a check:
-a `sh -c` command run in the workspace after the agent, exit 0 = success. The agent's final
-answer is in `$ANSWER` (empty when it gave none), for the tasks whose result is an answer.
+The first 24 are small ones (create, edit, count, search, files, sum, command, fix); the rest
+(`work_tasks.py`) are real work: config edits, renames, failing tests, counts and sums, finding,
+multi-file changes and questions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from checks import Task, answer_has
+from work_tasks import WORK_TASKS
 
-
-@dataclass(frozen=True, kw_only=True)
-class Task:
-    id: str
-    category: str
-    goal: str
-    check: str
-    setup: dict[str, str] = field(default_factory=dict[str, str])
-    """Relative path -> content; a path ending in `/` is an empty folder."""
-
-
-def answer_has(word: str) -> str:
-    """The final answer names `word` (as a whole word)."""
-    return f'printf "%s" "$ANSWER" | grep -qw -- "{word}"'
-
-
-TASKS: list[Task] = [
+FIRST_TASKS: list[Task] = [
     # create: a file with exact content
     Task(
         id="hello_reins",
@@ -208,3 +193,5 @@ TASKS: list[Task] = [
         check='test "$(python3 greet.py)" = hi',
     ),
 ]
+
+TASKS: list[Task] = [*FIRST_TASKS, *WORK_TASKS]
