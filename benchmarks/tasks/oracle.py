@@ -6,14 +6,17 @@ misses (`NEAR_MISSES`: a caller left unrenamed, a key lost, a file a question ch
 A solution is shell commands run in the workspace, and the final answer; an answer that starts
 with `$ ` is a command's output (so a count is computed apart from the check's own number).
 
-python benchmarks/tasks/oracle.py
+python benchmarks/tasks/oracle.py [--only ID,...]
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from run import check, prepare
@@ -216,6 +219,10 @@ NEAR_MISSES: dict[str, list[Solution]] = {
 }
 
 
+class BrokenSolution(Exception):
+    """A solution's command failed: the oracle's own mistake, not the check's."""
+
+
 def attempt(task: Task, solution: Solution | None) -> tuple[bool, str]:
     """The check's verdict on a fresh workspace after `solution` (None: untouched)."""
     with tempfile.TemporaryDirectory() as name:
@@ -224,45 +231,57 @@ def attempt(task: Task, solution: Solution | None) -> tuple[bool, str]:
         answer = None
         if solution is not None:
             commands, answer = solution
-            subprocess.run(["sh", "-c", commands], cwd=folder, check=True)
+            shell(commands, folder)
             if answer.startswith("$ "):
-                answer = subprocess.run(
-                    ["sh", "-c", answer[2:]],
-                    cwd=folder,
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                ).stdout.strip()
+                answer = shell(answer[2:], folder).stdout.strip()
         return check(task, folder, answer)
 
 
-def main() -> None:
-    bad = [f"{name}: no solution" for name in {t.id for t in TASKS} - set(SOLUTIONS)]
-    runs = 0
-    for task in TASKS:
-        if task.id not in SOLUTIONS:
+def shell(command: str, folder: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(["sh", "-c", command], cwd=folder, capture_output=True, text=True)
+    if done.returncode:
+        raise BrokenSolution(f"{command!r} exits {done.returncode}: {done.stderr.strip()[-300:]}")
+    return done
+
+
+def judged(task: Task) -> tuple[list[str], int]:
+    """What is wrong with a task's check (nothing: []), and how many workspaces it judged."""
+    if task.id not in SOLUTIONS:
+        return [f"{task.id}: no solution"], 0
+    cases: list[tuple[str, Solution | None, bool]] = [
+        ("untouched", None, False),
+        ("solved", SOLUTIONS[task.id], True),
+        *((f"variant {i}", s, True) for i, s in enumerate(VARIANTS.get(task.id, []))),
+        *((f"near miss {i}", s, False) for i, s in enumerate(NEAR_MISSES.get(task.id, []))),
+    ]
+    bad = []
+    for what, solution, should in cases:
+        try:
+            passed, output = attempt(task, solution)
+        except BrokenSolution as exc:
+            bad.append(f"{task.id}, {what}: {exc}")
             continue
-        verdicts = [("untouched", attempt(task, None), False)]
-        verdicts.append(("solved", attempt(task, SOLUTIONS[task.id]), True))
-        verdicts += [
-            (f"variant {i}", attempt(task, s), True)
-            for i, s in enumerate(VARIANTS.get(task.id, []))
-        ]
-        verdicts += [
-            (f"near miss {i}", attempt(task, s), False)
-            for i, s in enumerate(NEAR_MISSES.get(task.id, []))
-        ]
-        runs += len(verdicts)
-        for what, (passed, output), should in verdicts:
-            if passed != should:
-                said = "passes" if passed else f"fails: {output.strip()}"
-                bad.append(f"{task.id}, {what}: the check {said}")
+        if passed != should:
+            said = "passes" if passed else f"fails: {output.strip()}"
+            bad.append(f"{task.id}, {what}: the check {said}")
+    return bad, len(cases)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated task ids")
+    args = parser.parse_args()
+    tasks = [t for t in TASKS if not args.only or t.id in args.only.split(",")]
+    with ThreadPoolExecutor(os.cpu_count()) as pool:  # the checks wait on their subprocesses
+        results = list(pool.map(judged, tasks))
+    bad = [line for lines, _ in results for line in lines]
+    runs = sum(n for _, n in results)
     misnamed = (set(VARIANTS) | set(NEAR_MISSES)) - set(SOLUTIONS)
     bad += [f"{name}: a variant or near miss of no task" for name in sorted(misnamed)]
     print(
         "\n".join(bad)
-        or f"all {len(TASKS)} checks fail unsolved and pass solved; "
-        f"{runs - 2 * len(TASKS)} variants and near misses judged right"
+        or f"all {len(tasks)} checks fail unsolved and pass solved; "
+        f"{runs - 2 * len(tasks)} variants and near misses judged right"
     )
     sys.exit(1 if bad else 0)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -43,6 +44,13 @@ class Run:
     tool_errors: int = 0
     error: str | None = None
     transcript: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    first_action_at: float | None = None
+    """`time.perf_counter()` at the first tool call seen (`acted`)."""
+
+    def acted(self) -> None:
+        """A tool call was made: the first one's time is kept."""
+        if self.first_action_at is None:
+            self.first_action_at = time.perf_counter()
 
     def failed(self, exc: BaseException) -> None:
         self.stop_reason = type(exc).__name__
@@ -107,6 +115,7 @@ class ReinsTools:
             arguments=arguments if isinstance(arguments, dict) else {},
             raw_arguments=raw,
         )
+        self.run.acted()
         result = await self.executor.execute(call)
         self.run.tool_calls += 1
         self.run.tool_errors += result.is_error
@@ -204,6 +213,7 @@ async def openai_agents(
 
     def invoke(name: str) -> Callable[[Any, str], Awaitable[str]]:
         async def on_invoke(context: Any, arguments: str) -> str:
+            tools.run.acted()
             if name != "final_answer":
                 return await tools.call(name, arguments)
             try:

@@ -17,12 +17,17 @@ interleaved per task (rotated), so a busy spell of the machine slows them alike:
   run, only when one is chosen; `--model` must be `local` or `local:NAME`):
   `reins-served` (reins' OpenAI-compatible provider, policies on), `pydantic-ai`,
   `openai-agents`, `smolagents` (each its normal way, with reins' own tools wrapped, reins'
-  system prompt, temperature 0 and the same step cap).
+  system prompt, temperature 0 and the same step cap);
+- any of these with changes that differ by one thing: `on+guard.done-check=off`,
+  `on+env.REINS_PREFIX_CACHE=0` (`configs.py` has the keys); `--set KEY=VALUE` makes a change
+  in every reins config.
+
+Each run's first action is timed too: the seconds from its start to the model's first reply
+that calls a tool (`final_answer` included); for a peer, to its first call of a tool.
 
 python benchmarks/tasks/run.py [--model local] [--limit N] [--only ID,...] [--max-steps 10]
-    [--configs on,off,no-escapes,syntax-refuse,syntax-off,reins-served,pydantic-ai,
-    openai-agents,smolagents] [--tools a,b]
-    [--details FILE.json]
+    [--configs on,off,no-escapes,syntax-refuse,syntax-off,on+guard.NAME=off,reins-served,
+    pydantic-ai,openai-agents,smolagents] [--set KEY=VALUE ...] [--tools a,b] [--details FILE.json]
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import configs
+from configs import Config
 
 import peers
 from tasks import TASKS, Task
@@ -59,34 +67,15 @@ class Outcome:
     seconds: float
     stop_reason: str
     answer: str | None
+    first_action_s: float | None = None
+    """Seconds from the start to the first tool call (None: it made none)."""
+    changes: list[str] = field(default_factory=list[str])
+    """The config's changes to its base (`KEY=VALUE`, `--set`'s included)."""
     tool_calls: int = 0
     tool_errors: int = 0
     check_output: str = ""
     error: str | None = None
     transcript: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
-
-
-def configs(names: list[str]) -> dict[str, dict[str, Any]]:
-    """Label -> how to run it: reins' Agent options, or `served`/`peer` (on llama-server)."""
-    from reins import Guards, ModelSettings
-    from reins.core._guard_settings import GUARD_NAMES
-
-    off = Guards().without(*GUARD_NAMES)  # every guard, this one and any added later
-    on_refuse = Guards(syntax_check="refuse")
-    served = ModelSettings(temperature=peers.TEMPERATURE, max_tokens=peers.DEFAULT_MAX_TOKENS)
-    known = {
-        "on": ("reins, policies on", {}),  # the defaults
-        "off": ("reins, policies off", {"guards": off, "budget_notices": False}),
-        "no-escapes": ("reins, escapes not read back", {"guards": Guards(escapes=False)}),
-        "syntax-refuse": ("reins, breaking writes refused", {"guards": on_refuse}),
-        "syntax-off": ("reins, no syntax check", {"guards": Guards(syntax_check="off")}),
-        "reins-served": ("reins served, policies on", {"served": True, "settings": served}),
-        **{peer: (peer, {"peer": peer}) for peer in peers.PEERS},
-    }
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        raise SystemExit(f"unknown config(s) {unknown}; known: {', '.join(known)}")
-    return dict(known[name] for name in names)
 
 
 def prepare(task: Task, folder: Path) -> None:
@@ -115,23 +104,22 @@ def check(task: Task, folder: Path, answer: str | None) -> tuple[bool, str]:
     return done.returncode == 0, (done.stdout + done.stderr)[-500:]
 
 
-async def attempt(model: Any, model_id: str, config: str, options: dict[str, Any], task: Task,
+async def attempt(model: Any, model_id: str, config: Config, task: Task,
                   args: argparse.Namespace, base_url: str | None) -> Outcome:  # fmt: skip
     tools = args.tools.split(",") if args.tools else None
     run = peers.Run()
-    with tempfile.TemporaryDirectory(prefix=f"task-{task.id}-") as name:
+    with tempfile.TemporaryDirectory(prefix=f"task-{task.id}-") as name, config.environment():
         folder = Path(name)
         prepare(task, folder)
-        if "peer" in options:
+        if config.peer:
             assert base_url is not None
             driver = peers.drive(
-                options["peer"], base_url, task.goal, folder, tools, args.max_steps, run
+                config.peer, base_url, task.goal, folder, tools, args.max_steps, run
             )
         else:
-            if options.get("served"):
+            if config.served:
                 model = model_id = base_url  # reins' OpenAI-compatible provider on the server
-            options = {k: v for k, v in options.items() if k != "served"}
-            driver = reins(model, model_id, options, task, folder, tools, args.max_steps, run)
+            driver = reins(model, model_id, config, task, folder, tools, args.max_steps, run)
         start = time.perf_counter()
         try:
             await asyncio.wait_for(driver, args.task_timeout)
@@ -141,33 +129,46 @@ async def attempt(model: Any, model_id: str, config: str, options: dict[str, Any
             run.failed(exc)
         seconds = time.perf_counter() - start
         success, output = check(task, folder, run.answer)
+    done = asdict(run)
+    acted = done.pop("first_action_at")
     return Outcome(
-        config=config,
+        config=config.label,
         task=task.id,
         category=task.category,
         success=success,
         seconds=seconds,
+        first_action_s=None if acted is None else acted - start,
+        changes=config.changes,
         check_output=output,
-        **asdict(run),
+        **done,
     )
 
 
-async def reins(model: Any, model_id: str, options: dict[str, Any], task: Task, folder: Path,
+async def reins(model: Any, model_id: str, config: Config, task: Task, folder: Path,
                 tools: list[str] | None, max_steps: int, run: peers.Run) -> None:  # fmt: skip
     from reins import Agent, Budgets, MemoryLog, ToolResultMessage, resolve_model
     from reins.tools import builtin_tools
 
+    options = dict(config.agent)
+    if config.guards is not None:
+        options["guards"] = config.guards
+    if config.settings is not None:
+        options["settings"] = config.settings
     agent = Agent(
         model=resolve_model(model) if isinstance(model, str) else model,
         workspace=folder,
         log=MemoryLog(),
-        budgets=Budgets(max_steps=max_steps),
+        budgets=Budgets(max_steps=max_steps, **config.budgets),
         approval="allow",
         tools=builtin_tools(tools),
         **options,
     )._record(model_id=model_id)  # recorded as the command line named it
+    stream = agent.iter(task.goal)
     try:
-        result = await agent.run(task.goal)
+        async for event in stream:
+            if event.kind == "model_response" and event.message.tool_calls:
+                run.acted()
+        result = await stream.result()
     finally:
         if close := getattr(agent.model, "aclose", None):  # the served model's connections
             await close()
@@ -183,28 +184,47 @@ async def reins(model: Any, model_id: str, options: dict[str, Any], task: Task, 
 
 
 async def run_all(args: argparse.Namespace, tasks: list[Task]) -> list[Outcome]:
-    from reins import resolve_model
-
-    model = resolve_model(args.model)
-    chosen = list(configs(args.configs.split(",")).items())
+    chosen = configs.parse(args.configs.split(","), args.set)
+    models = Models()
     outcomes: list[Outcome] = []
-    on_server = any("peer" in o or "served" in o for _, o in chosen)
+    on_server = any(c.peer or c.served for c in chosen)
     with peers.llama_server(args.model) if on_server else nullcontext() as base_url:
         for index, task in enumerate(tasks):
             shift = index % len(chosen)
-            for config, options in chosen[shift:] + chosen[:shift]:
-                outcome = await attempt(model, args.model, config, options, task, args, base_url)
+            for config in chosen[shift:] + chosen[:shift]:
+                model_id = config.model or args.model
+                model = None if config.peer or config.served else models.get(model_id, config)
+                outcome = await attempt(model, model_id, config, task, args, base_url)
                 outcomes.append(outcome)
                 # written as it goes, so an interrupted run still leaves its results
                 save(args.details, outcomes)
                 mark = "ok  " if outcome.success else "FAIL"
+                first = "" if outcome.first_action_s is None else f"{outcome.first_action_s:5.1f}"
                 print(
-                    f"  {mark} {task.id:<15} {config:<25} {outcome.steps:>2} steps "
-                    f"{outcome.seconds:6.1f} s  {outcome.stop_reason}",
+                    f"  {mark} {task.id:<20} {config.label[:40]:<40} {outcome.steps:>2} steps "
+                    f"{outcome.seconds:6.1f} s  first {first or '  —  '} s  "
+                    f"{outcome.stop_reason}",
                     file=sys.stderr,
                     flush=True,
                 )
     return outcomes
+
+
+class Models:
+    """The models the configs run, each resolved once (with its config's environment set, so
+    a variable read when a model loads takes effect): one per model string and environment."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
+
+    def get(self, name: str, config: Config) -> Any:
+        from reins import resolve_model
+
+        key = (name, tuple(sorted(config.env.items())))
+        if key not in self._made:
+            with config.environment():
+                self._made[key] = resolve_model(name)
+        return self._made[key]
 
 
 def save(path: str, outcomes: list[Outcome]) -> None:
@@ -217,6 +237,7 @@ HEADER = [
     "success %",
     "steps (median)",
     "s/task (median)",
+    "first action s (median)",
     "s/step (median)",
     "tool errors %",
     "stop reasons",
@@ -226,6 +247,7 @@ HEADER = [
 def row(config: str, group: list[Outcome]) -> list[str]:
     n = len(group)
     per_step = [o.seconds / o.steps for o in group if o.steps]
+    firsts = [o.first_action_s for o in group if o.first_action_s is not None]
     calls = sum(o.tool_calls for o in group)
     reasons: dict[str, int] = {}
     for o in group:
@@ -236,6 +258,7 @@ def row(config: str, group: list[Outcome]) -> list[str]:
         f"{100 * sum(o.success for o in group) / n:.0f} ({sum(o.success for o in group)}/{n})",
         f"{statistics.median(o.steps for o in group):.0f}",
         f"{statistics.median(o.seconds for o in group):.1f}",
+        f"{statistics.median(firsts):.1f}" if firsts else "—",
         f"{statistics.median(per_step):.2f}" if per_step else "—",
         f"{100 * sum(o.tool_errors for o in group) / calls:.0f}" if calls else "—",
         ", ".join(f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])),
@@ -269,7 +292,15 @@ def main() -> None:
     parser.add_argument(
         "--configs",
         default="on,off",
-        help="comma-separated: on, off, reins-served, pydantic-ai, openai-agents, smolagents",
+        help="comma-separated: on, off, reins-served, pydantic-ai, openai-agents, smolagents, "
+        "each may add +KEY=VALUE changes (on+guard.done-check=off; configs.py has the keys)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a change in every reins config (env.REINS_PREFIX_CACHE=0); may be repeated",
     )
     parser.add_argument("--limit", type=int, default=0, help="the first N tasks; 0 = all")
     parser.add_argument("--only", help="comma-separated task ids")
