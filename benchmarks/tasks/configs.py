@@ -5,7 +5,7 @@ of their own (`syntax-refuse` is `on+guard.syntax-check=refuse`); a name may add
 `+`, each `KEY=VALUE`, so two configs of one invocation can differ by exactly one setting:
 
     on,on+guard.done-check=off          the done-check guard's A/B
-    on,on+env.REINS_PREFIX_CACHE=0       an environment variable's
+    on,on+env.REINS_LOCAL_THREADS=1      an environment variable's
     on,on+model=local:smollm2            another model, the same everything else
 
 `--set KEY=VALUE` makes a change in every reins config of the run. The keys:

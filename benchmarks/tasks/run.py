@@ -19,7 +19,7 @@ interleaved per task (rotated), so a busy spell of the machine slows them alike:
   `openai-agents`, `smolagents` (each its normal way, with reins' own tools wrapped, reins'
   system prompt, temperature 0 and the same step cap);
 - any of these with changes that differ by one thing: `on+guard.done-check=off`,
-  `on+env.REINS_PREFIX_CACHE=0` (`configs.py` has the keys); `--set KEY=VALUE` makes a change
+  `on+env.REINS_LOCAL_THREADS=1` (`configs.py` has the keys); `--set KEY=VALUE` makes a change
   in every reins config.
 
 Each run's first action is timed too: the seconds from its start to the model's first reply
@@ -300,7 +300,7 @@ def main() -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a change in every reins config (env.REINS_PREFIX_CACHE=0); may be repeated",
+        help="a change in every reins config (budget.notices=off); may be repeated",
     )
     parser.add_argument("--limit", type=int, default=0, help="the first N tasks; 0 = all")
     parser.add_argument("--only", help="comma-separated task ids")
@@ -318,7 +318,11 @@ def main() -> None:
     if args.limit:
         tasks = tasks[: args.limit]
     started = time.perf_counter()
-    print(f"Tasks: {len(tasks)} on {args.model}, max {args.max_steps} steps:", file=sys.stderr)
+    changed = f", in every reins config {', '.join(args.set)}" if args.set else ""
+    print(
+        f"Tasks: {len(tasks)} on {args.model}, max {args.max_steps} steps{changed}:",
+        file=sys.stderr,
+    )
     outcomes = asyncio.run(run_all(args, tasks))
     save(args.details, outcomes)
     print(table(outcomes))
@@ -326,7 +330,7 @@ def main() -> None:
     print(per_task(outcomes))
     print(
         f"\nTotal {time.perf_counter() - started:.0f} s; {len(tasks)} tasks on {args.model}, "
-        f"max {args.max_steps} steps; per-task results in {args.details}."
+        f"max {args.max_steps} steps{changed}; per-task results in {args.details}."
     )
 
 
