@@ -158,3 +158,21 @@ def test_a_configs_environment_is_set_while_it_runs_and_restored(tmp_path: Path)
     done = python(str(probe))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["1 2", "None before"]
+
+
+def test_a_named_config_is_on_with_its_change(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(TASKS)!r})\n"
+        "import configs\n"
+        "from reins import Guards\n"
+        "named, spelled = configs.parse(['syntax-refuse', 'on+guard.syntax-check=refuse'], [])\n"
+        "assert named.guards == spelled.guards == Guards(syntax_check='refuse')\n"
+        "[off] = configs.parse(['on+guard.syntax-check=off'], [])\n"  # a word, not False
+        "assert off.guards == Guards(syntax_check='off')\n"
+        "print(named.label, named.changes)\n"
+    )
+    done = python(str(probe))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "reins, breaking writes refused ['guard.syntax-check=refuse']"
