@@ -48,7 +48,7 @@ def reads(n: int) -> list[object]:
 
 def test_a_run_past_its_window_is_compacted_and_show_tells_both_views(project: Path) -> None:
     model = script(project / "s.json", reads(8))
-    args = ["-m", model, "-w", "ws", "--tools", "read_file", "--context-window", "3000"]
+    args = ["-m", model, "-w", "ws", "--tools", "read_file", "--context-window", "3400"]
     done = reins("run", "read the report", *args, cwd=project)
     assert done.returncode == 0, done.stderr
     assert "context compacted" in done.stdout

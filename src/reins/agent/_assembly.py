@@ -51,7 +51,15 @@ from ..policies._modes import TestsAfterChanges
 from ..sandbox import SandboxPolicy
 from ..skills import LOAD_SKILL, Skill, SkillsSection, discover, load_skill_tool
 from ..store._placement import check_placement
-from ..tools import ASK_USER_TOOL, Tool, ToolContext, ToolExecutor, Workspace, final_answer
+from ..tools import (
+    ASK_USER_TOOL,
+    Tool,
+    ToolContext,
+    ToolExecutor,
+    Workspace,
+    calculate,
+    final_answer,
+)
 from ..tools._builtin import sandboxed
 from ..tracing import RunSpans
 from ._fields import AgentFields, DepsT, OutputT
@@ -61,9 +69,9 @@ if TYPE_CHECKING:
     from ..mcp import MCPServer
     from ..subagents import ChildAgent, ChildRun, Handoff
 
-AGENT_MADE = frozenset({"load_skill", "ask_user", "spawn_agent", "plan", "todo"})
-"""Tools an agent adds as it is set up (skills, a way to ask, subagents): one resuming a run
-without them is fine; a call of one is then an unknown tool to the model."""
+AGENT_MADE = frozenset({"load_skill", "ask_user", "spawn_agent", "plan", "todo", "calculate"})
+"""Tools an agent adds as it is set up (skills, a way to ask, subagents, arithmetic): one
+resuming a run without them is fine; a call of one is then an unknown tool to the model."""
 
 
 @dataclass(kw_only=True)
@@ -314,6 +322,9 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             tools.append(ASK_USER_TOOL)
         if self.planning and not any(t.name == "plan" for t in tools):
             tools += self._planning_tools()
+        names = {t.name for t in tools}
+        if "read_file" in names and not names & {"run_command", calculate.name}:
+            tools.append(calculate)  # nothing else to compute with: small models add wrong
         return sandboxed(tools, self.sandbox)
 
     def _output_spec(self) -> Output | None:
@@ -393,15 +404,16 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
         return [TestsAfterChanges(changing)]
 
     def _sections(self, mode: Mode | None, workspace: Workspace) -> list[SectionSource]:
-        readers = {"read_file"} & {t.name for t in self._tools()}
-        spill = self._readable()[0] if self._readable() and readers else None
+        names = frozenset(t.name for t in self._tools())
+        spill = self._readable()[0] if self._readable() and "read_file" in names else None
+        commands = mode is None or mode.folder is None  # a read-only mode refuses commands
         return [
             BaseSection(self.system_prompt),
             ModeSection(mode),
             TextSection(self.instructions),
             ProjectInstructions(tuple(self.instruction_files)),
             SkillsSection(self._skills()[0]),
-            ToolNotes(spill, workspace.root),
+            ToolNotes(spill, workspace.root, tools=names, commands=commands),
             *self.prompt_sections,
         ]
 

@@ -35,10 +35,10 @@ def _config(trust_project: bool, *, checks: bool = True) -> Config:
 def _builtin_of(tools: tuple[str, ...]) -> list[Tool]:
     """The built-in tools a run was given (the agent adds the others itself: final_answer,
     and load_skill, ask_user, spawn_agent as the config says)."""
-    from ..tools import BUILTIN_TOOLS
+    from ..tools import BUILTIN_TOOLS, calculate
 
-    names = {t.name for t in BUILTIN_TOOLS} - {"final_answer"}
-    return [t for t in BUILTIN_TOOLS if t.name in names and t.name in tools]
+    names = {t.name for t in BUILTIN_TOOLS} - {"final_answer"} | {calculate.name}
+    return [t for t in (*BUILTIN_TOOLS, calculate) if t.name in names and t.name in tools]
 
 
 def _mcp_servers(config: Config, files: list[Path] | None) -> list[MCPServerConfig]:

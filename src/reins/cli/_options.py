@@ -207,7 +207,8 @@ ToolsOpt = Annotated[
     typer.Option(
         "--tools",
         help="Built-in tools to offer, comma-separated (default: all): read_file, "
-        "write_file, edit_file, list_files, find_files, grep, run_command.",
+        "write_file, edit_file, list_files, find_files, grep, run_command; calculate "
+        "(offered by itself when run_command is not).",
     ),
 ]
 CheckOpt = Annotated[

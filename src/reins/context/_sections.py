@@ -111,14 +111,29 @@ class ProjectInstructions:
 @dataclass(frozen=True)
 class ToolNotes:
     """What the tools' descriptions cannot say, as it depends on the run: where an over-long
-    result is saved (`spill`, the store's folder; None: results are cut, nothing to say)."""
+    result is saved (`spill`, the store's folder; None: results are cut, nothing to say), and
+    how to count and add up with the tools the run has (`tools`; `commands`: run_command may
+    run, not refused by a read-only mode)."""
 
     spill: Path | None
     workspace: Path
+    tools: frozenset[str] = frozenset()
+    commands: bool = True
     name: str = "tools"
     budget: int | None = None
 
     def render(self, context: PromptContext) -> str:
+        return "\n".join(note for note in (self._computing(), self._spilled()) if note)
+
+    def _computing(self) -> str:
+        """Small models miscount lines and words and add wrong when they do it by eye."""
+        if "run_command" in self.tools and self.commands:
+            return COMPUTE_WITH_COMMANDS
+        if "calculate" in self.tools:
+            return COMPUTE_WITH_CALCULATE
+        return ""
+
+    def _spilled(self) -> str:
         if self.spill is None:
             return ""
         if self.spill.is_relative_to(self.workspace):
@@ -129,6 +144,17 @@ class ToolNotes:
             f"A tool result too long to show whole is saved to a file {where}: the result "
             "shows its head and tail and the file's path; read_file pages through it."
         )
+
+
+COMPUTE_WITH_COMMANDS = (
+    "Count lines, words or matches and add up numbers with run_command (`wc -l FILE`, "
+    "`wc -w FILE`, `grep -c WORD FILE`, `awk '{s += $2} END {print s}' FILE`, "
+    "`python3 -c 'print(2 + 3)'`), not by eye."
+)
+COMPUTE_WITH_CALCULATE = (
+    "Add up or average numbers with calculate (`sum([12, 7.5, 30]) / 3`), not in your head; "
+    "a whole read_file ends with the file's line count."
+)
 
 
 def build_prompt(sections: Sequence[SectionSource], context: PromptContext) -> str:

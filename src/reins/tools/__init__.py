@@ -13,6 +13,7 @@ from ._builtin import (
     run_command,
     write_file,
 )
+from ._calculate import calculate
 from ._escapes import ArgKind
 from ._executor import ToolExecutor
 from ._tool import Tool, ToolContext, tool
@@ -27,6 +28,7 @@ __all__ = [
     "ToolExecutor",
     "Workspace",
     "builtin_tools",
+    "calculate",
     "edit_file",
     "final_answer",
     "find_files",

@@ -15,6 +15,7 @@ from typing import Annotated
 from ..core._errors import ToolError, UsageError
 from ..core._media import Document, Image, media_from_bytes, sniff
 from ..sandbox import SandboxPolicy
+from ._calculate import calculate
 from ._escapes import ArgKind
 from ._fs import READ, Opened, Target, kind, replace_file
 from ._lines import Lines, is_binary
@@ -597,10 +598,11 @@ def _read_at_most(fd: int, limit: int) -> bytes:
 
 
 def builtin_tools(names: Sequence[str] | None = None) -> list[Tool]:
-    """The built-in tools, or those named (in the order given)."""
+    """The built-in tools, or those named (in the order given; `calculate` too, which an
+    agent offers by itself when it has read_file and no run_command)."""
     if names is None:
         return list(BUILTIN_TOOLS)
-    by_name = {t.name: t for t in BUILTIN_TOOLS}
+    by_name = {t.name: t for t in (*BUILTIN_TOOLS, calculate)}
     unknown = [n for n in names if n.strip() not in by_name]
     if unknown:
         raise UsageError(
