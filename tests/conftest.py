@@ -38,6 +38,13 @@ def _no_user_data(
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("user-data")))
 
 
+@pytest.fixture(autouse=True)
+def _no_prefix_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedded model's prefix cache (~/.cache/reins/prefix) stays out of the tests: each
+    request evaluates what it would without it. Its own tests turn it on, in a folder of theirs."""
+    monkeypatch.setenv("REINS_PREFIX_CACHE", "0")
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     path = tmp_path / "ws"

@@ -21,7 +21,7 @@ from ..core._events import FinishReason
 from ..core._messages import Message, ToolSpec, Usage
 from ..core._model import ModelResponse, ModelSettings, StreamItem, TextChunk
 from . import _json_actions
-from ._embedded import DEFAULT_EMBEDDED, embedded_gguf
+from ._embedded import DEFAULT_EMBEDDED, embedded_gguf, embedded_model
 from ._resilience import Retried
 
 DEFAULT_MAX_TOKENS = 1024
@@ -51,12 +51,16 @@ class LocalModel(Retried):
     """The sampling seed of every request: above temperature 0 (a repair's bump), the same
     conversation gets the same reply, run after run. None: llama-cpp-python's own (it
     changes from request to request)."""
+    prefix_cache: bool = True
+    """Keep the state of a prompt's evaluated prefix on disk for later processes
+    (`reins.models._prefix_cache`; `REINS_PREFIX_CACHE=0` turns it off for every model)."""
     actions: ClassVar[str] = "json"
     vision: ClassVar[bool] = False
     """It reads text only: the loop tells it of an image or document in place of sending it."""
     """The action protocol: the loop adds the strict-actions policy for it."""
     _llm: Any = field(default=None, init=False, repr=False)
     _busy: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _prefixes: Any = field(default=None, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -96,14 +100,37 @@ class LocalModel(Retried):
             if not path.is_file():
                 raise UsageError(f"no GGUF model file at {path}")
             threads = self.threads or _default_threads()
-            self._llm = Llama(
+            llm = Llama(
                 model_path=str(path),
                 n_ctx=self.n_ctx,
                 n_threads=threads,
                 n_threads_batch=threads,
                 verbose=False,
             )
+            self._prefixes = self._prefix_store(llm, path)
+            self._llm = llm
         return self._llm
+
+    def _prefix_store(self, llm: Any, path: Path) -> Any:
+        """The on-disk prefix cache for this model file and context, unless it is off (or
+        the model is recurrent: its state cannot be cut back to a shared prefix)."""
+        import llama_cpp
+
+        from . import _prefix_cache
+
+        if not (self.prefix_cache and _prefix_cache.enabled()):
+            return None
+        if llama_cpp.llama_model_is_recurrent(llm.model) or llama_cpp.llama_model_is_hybrid(
+            llm.model
+        ):
+            return None
+        if self.path is None:  # the catalog's sha256 (checked when a Qwen was assembled)
+            model_id = f"sha256:{embedded_model(self.embedded or DEFAULT_EMBEDDED).sha256}"
+        else:  # hashing a user's GGUF would cost seconds a process: its identity on disk
+            info = path.stat()
+            model_id = f"file:{path.resolve()}:{info.st_size}:{info.st_mtime_ns}"
+        key = _prefix_cache.cache_key(llm, model_id)
+        return _prefix_cache.PrefixStore(_prefix_cache.cache_folder(), key)
 
     async def _attempt(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], settings: ModelSettings
@@ -125,6 +152,10 @@ class LocalModel(Retried):
             try:
                 with self._busy:  # one generation at a time: llama.cpp state is not shared
                     llm = self.load()
+                    from ._prefix_cache import PromptHook
+
+                    hook = PromptHook(llm, self._prefixes)
+                    llm.cache = hook  # consulted with the prompt's tokens, then gone
                     chunks = llm.create_chat_completion(
                         messages=chat,
                         grammar=grammar,
@@ -144,9 +175,14 @@ class LocalModel(Retried):
                         if text := choice["delta"].get("content"):
                             tokens += 1
                             put("text", text)
-                    put("done", (finish, tokens, llm.n_tokens - tokens))
+                    if hook.worth_saving():
+                        hook.save()
+                    put("done", (finish, tokens, llm.n_tokens - tokens, hook.reused))
             except BaseException as exc:  # reported to the awaiting side, never lost in a thread
                 put("error", exc)
+            finally:
+                if self._llm is not None:
+                    self._llm.cache = None
 
         worker = threading.Thread(target=work, name="reins-local-model", daemon=True)
         worker.start()
@@ -162,7 +198,7 @@ class LocalModel(Retried):
                         raise value
                     raise ModelError(f"the local model failed: {value!r}") from value
                 else:
-                    finish, output_tokens, input_tokens = value
+                    finish, output_tokens, input_tokens, reused = value
                     break
         finally:
             stop.set()
@@ -172,7 +208,12 @@ class LocalModel(Retried):
         )
         yield ModelResponse(
             message=message,
-            usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens, requests=1),
+            usage=Usage(
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                requests=1,
+                cache_read_tokens=min(reused, input_tokens),  # kept in the context, not evaluated
+            ),
             finish=reason,
             model_name=self.name,
         )

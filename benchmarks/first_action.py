@@ -1,0 +1,208 @@
+"""A new run's first action on the default embedded model, with and without the prefix cache,
+and prompt-lookup decoding on a file edit.
+
+    PYTHONPATH=src python benchmarks/first_action.py [--runs 5] [--model local] [--lookup 3]
+
+First action: each run is a fresh `reins run --json` process (its imports, the model's load
+and its first request included), timed from its start to its first tool call; the step time
+is the gap between its first and second model responses. Three kinds of run alternate, so
+they share the machine's noise: cold (`REINS_PREFIX_CACHE=0`), warm (the cache holds this
+very prompt) and warm with a goal never seen (only the system prompt and the tools are
+shared). The cache lives in a folder of the benchmark's own (the models' folder linked in).
+
+Prompt lookup (`--lookup N`, N paired requests, 0: skip): llama-cpp-python's
+`LlamaPromptLookupDecoding` drafts tokens from the prompt; on a request to rewrite a file just
+read, the decode rate with and without it, and whether the reply is the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+GOAL = "Create the file hello.txt containing the text: Hello from reins"
+
+
+def new_run(goal: str, env: dict[str, str], model: str) -> tuple[float, float | None]:
+    """Seconds from a fresh process's start to its first tool call, and between its first
+    two model responses (None: it answered in one)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = Path(tmp) / "ws"
+        workspace.mkdir()
+        command = [sys.executable, "-m", "reins", "run", goal, "--json", "--max-steps", "2"]
+        command += ["--model", model, "--workspace", str(workspace), "--store", f"{tmp}/store"]
+        start = time.perf_counter()
+        child = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+        )
+        assert child.stdout is not None
+        first_action = None
+        responses: list[float] = []
+        for line in child.stdout:
+            now = time.perf_counter() - start
+            kind = json.loads(line).get("kind") if line.startswith("{") else None
+            if kind == "tool_call_started" and first_action is None:
+                first_action = now
+            elif kind == "model_response":
+                responses.append(now)
+        child.wait()
+    if first_action is None:
+        raise SystemExit(f"the run of {goal!r} made no tool call (exit {child.returncode})")
+    step = responses[1] - responses[0] if len(responses) > 1 else None
+    return first_action, step
+
+
+def first_actions(runs: int, model: str) -> None:
+    cache = Path(tempfile.mkdtemp(prefix="reins-bench-cache-"))
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    (cache / "reins").mkdir()
+    if (home / "reins" / "models").is_dir():  # the assembled models, not assembled again
+        (cache / "reins" / "models").symlink_to(home / "reins" / "models")
+    base = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONUNBUFFERED": "1"}
+    cold_env = {**base, "REINS_PREFIX_CACHE": "0"}
+    warm_env = {**base, "REINS_PREFIX_CACHE": "1"}
+    new_run(GOAL, warm_env, model)  # fills the cache
+    kinds: dict[str, list[tuple[float, float | None]]] = {"cold": [], "warm": [], "new goal": []}
+    for n in range(runs):
+        kinds["cold"].append(new_run(GOAL, cold_env, model))
+        kinds["warm"].append(new_run(GOAL, warm_env, model))
+        other = f"Create the file note{n}.txt containing the text: run {n} of the benchmark"
+        kinds["new goal"].append(new_run(other, warm_env, model))
+        print(f"run {n + 1}: " + ", ".join(f"{k} {v[-1][0]:.1f}s" for k, v in kinds.items()))
+    print(f"{model}, median of {runs} fresh processes (first action / step 2):")
+    for kind, values in kinds.items():
+        first = statistics.median(v[0] for v in values)
+        steps = [v[1] for v in values if v[1] is not None]
+        step = f"{statistics.median(steps):.1f}s" if steps else "-"
+        print(f"  {kind:9} first action {first:.1f}s, step 2 {step}")
+    entries = list((cache / "reins" / "prefix").glob("*.prefix"))
+    size = sum(p.stat().st_size for p in entries)
+    print(f"  cache: {len(entries)} entries, {size / 1e6:.0f} MB")
+
+
+FILE = "\n".join(
+    [
+        '"""Settings of the web service."""',
+        "",
+        "import os",
+        "",
+        "HOST = os.environ.get('HOST', '127.0.0.1')",
+        "PORT = 8080",
+        "WORKERS = 4",
+        "TIMEOUT = 30",
+        "",
+        "",
+        "def database_url() -> str:",
+        '    """Where the service keeps its data."""',
+        "    user = os.environ.get('DB_USER', 'service')",
+        "    host = os.environ.get('DB_HOST', 'localhost')",
+        "    return f'postgresql://{user}@{host}:5432/service'",
+        "",
+        "",
+        "def describe() -> str:",
+        "    return f'{HOST}:{PORT} with {WORKERS} workers, timeout {TIMEOUT}s'",
+        "",
+    ]
+)
+
+
+async def lookup(pairs: int, embedded: str | None) -> None:
+    from llama_cpp import Llama
+    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+    from reins import ModelSettings, SystemMessage, ToolCall, UserMessage
+    from reins.core._messages import AssistantMessage, Message, ToolResultMessage
+    from reins.core._model import ModelResponse, TextChunk
+    from reins.models import LocalModel
+    from reins.models._embedded import DEFAULT_EMBEDDED, embedded_gguf
+    from reins.models._local import _default_threads
+    from reins.tools import final_answer, read_file, write_file
+
+    @dataclass(kw_only=True)
+    class Drafted(LocalModel):
+        """The embedded model with llama-cpp-python's prompt-lookup draft."""
+
+        def load(self) -> Any:
+            if self._llm is None:
+                threads = self.threads or _default_threads()
+                self._llm = Llama(
+                    model_path=str(embedded_gguf(self.embedded or DEFAULT_EMBEDDED)),
+                    n_ctx=self.n_ctx,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    draft_model=LlamaPromptLookupDecoding(num_pred_tokens=10),
+                    verbose=False,
+                )
+            return self._llm
+
+    call = ToolCall(id="c1", name="read_file", arguments={"path": "settings.py"})
+    messages: list[Message] = [
+        SystemMessage(content="You are an agent. Change files with write_file."),
+        UserMessage(content="In settings.py, change the port from 8080 to 9090."),
+        AssistantMessage(tool_calls=(call,)),
+        ToolResultMessage(call_id="c1", name="read_file", content=FILE),
+    ]
+    tools = [read_file.spec, write_file.spec, final_answer.spec]
+
+    async def timed(model: LocalModel) -> tuple[float, str]:
+        first = end = None
+        response = None
+        async for item in model.stream(messages, tools, ModelSettings(max_tokens=600)):
+            if isinstance(item, TextChunk) and first is None:
+                first = time.perf_counter()
+            elif isinstance(item, ModelResponse):
+                end, response = time.perf_counter(), item
+        assert first is not None
+        assert end is not None
+        assert response is not None
+        rate = (response.usage.output_tokens - 1) / (end - first)
+        return rate, json.dumps([c.arguments for c in response.message.tool_calls])
+
+    models = {
+        "plain": LocalModel(embedded=embedded, prefix_cache=False),
+        "prompt lookup": Drafted(embedded=embedded, prefix_cache=False),
+    }
+    rates: dict[str, list[float]] = {name: [] for name in models}
+    replies: dict[str, set[str]] = {name: set() for name in models}
+    for n in range(pairs + 1):  # the first pair warms up (its prompt is then reused)
+        for name, model in models.items():
+            rate, reply = await timed(model)
+            replies[name].add(reply)
+            if n:
+                rates[name].append(rate)
+                print(f"pair {n}: {name} {rate:.1f} tok/s")
+    for name in models:
+        print(f"{name:13}: median {statistics.median(rates[name]):.1f} tok/s")
+    same = replies["plain"] == replies["prompt lookup"] and len(replies["plain"]) == 1
+    print(f"same reply: {same}")
+    if not same:
+        for name, texts in replies.items():
+            for text in texts:
+                print(f"  {name}: {text[:300]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5, help="fresh processes of each kind")
+    parser.add_argument("--model", default="local")
+    parser.add_argument("--lookup", type=int, default=3, help="paired requests (0: skip)")
+    args = parser.parse_args()
+    if args.runs:
+        first_actions(args.runs, args.model)
+    if args.lookup:
+        embedded = args.model.removeprefix("local").removeprefix(":") or None
+        asyncio.run(lookup(args.lookup, embedded))
+
+
+if __name__ == "__main__":
+    main()
