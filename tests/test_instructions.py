@@ -10,6 +10,7 @@ import pytest
 
 from reins import Agent, ContextSettings, Message, StopReason, SystemMessage, ToolResultMessage
 from reins.context import PromptContext, PromptSection
+from reins.context._sections import COMPUTE_WITH_COMMANDS
 from reins.events import Notice
 from reins.store import MemoryLog
 from reins.testing import ScriptedModel
@@ -160,9 +161,11 @@ async def test_prompt_sections_fail_open_and_keep_to_their_budget(tmp_path: Path
     result = await agent.run("ship it")
     assert result.stop_reason is StopReason.END_TURN
     prompt = system_text(model)
-    assert prompt.startswith("You are a careful release manager.\n\nAnswer in French.\n\nTeam rule")
+    opening = "You are a careful release manager.\n\nAnswer in French.\n\n"
+    tools = f"{COMPUTE_WITH_COMMANDS}\n\n"  # the tool notes (the run has run_command)
+    assert prompt.startswith(f"{opening}{tools}Team rule")
     assert "autonomous agent" not in prompt  # the base prompt was replaced
-    assert len(prompt) < 400
+    assert len(prompt) < 400 + len(tools)
     notices = [e.text for e in await log.events(result.run_id) if isinstance(e, Notice)]
     assert notices == [
         "prompt section 'memory' failed and was left out: RuntimeError: no memory store",
