@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reins import Agent, Message, SQLiteLog, StopReason, ToolSpec
+from reins import Agent, Ask, Message, SQLiteLog, StopReason, ToolSpec
 from reins.core._events import QuestionAnswered, QuestionAsked
 from reins.core._questions import QuestionRequest
 from reins.testing import FunctionModel, ScriptedModel
@@ -79,7 +79,9 @@ async def test_dismissed_or_timed_out_the_model_goes_on_with_its_default(
         await asyncio.sleep(5)
         return "too late"
 
-    agent = Agent(model=asking("done"), tools=[], workspace=workspace, ask=slow, ask_timeout=0.2)
+    agent = Agent(
+        model=asking("done"), tools=[], workspace=workspace, ask=Ask(answer=slow, timeout=0.2)
+    )
     events = [e async for e in agent.iter("go")]
     assert results(events)["q1"] == (
         "The question timed out: go on with your default (report-2.md).",

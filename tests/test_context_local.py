@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reins import Agent, Budgets, RunState, StopReason
+from reins import Agent, Budgets, Checks, RunState, StopReason
 from reins.context import ContextBuilder, ContextSettings
 from reins.events import ContextCompacted, ModelRequested, Notice
 from reins.models import LocalModel
@@ -40,8 +40,7 @@ async def test_a_40_step_run_in_a_2048_token_window_is_compacted_not_failed(
         workspace=workspace,
         log=log,
         budgets=Budgets(max_steps=STEPS),
-        stop_hooks=[not_yet],
-        stop_max_rejections=STEPS,
+        checks=Checks(stop_hooks=[not_yet], max_rejections=STEPS),
         guards=Guards(loop=False, repeat_cache=False, goal_anchor=0, done_check=False),
     )
     run = agent.iter("Read part01.txt, then part02.txt, and so on up to part40.txt.")

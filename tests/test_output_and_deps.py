@@ -210,7 +210,7 @@ def _my_final(text: str) -> str:
         ({"tools": [_plain]}, "tools[0] (_plain) is not a tool: decorate it with @tool"),
         ({"tools": [_my_final]}, "a tool of yours is named final_answer, which reins' own"),
         ({"approval": "yes"}, "approval='yes': give a function or one of 'ask', 'allow', 'deny'"),
-        ({"ask": "always"}, "ask='always': give a function or one of 'pause', None"),
+        ({"ask": "always"}, "ask='always': give a function or 'pause' (None: no ask_user)"),
         ({"checks": ["pytest", " "]}, "a check is an empty command"),
         # Of the wrong kind: a string read letter by letter, a dict failing at the first run.
         ({"checks": "pytest"}, "checks='pytest': give a list, as in checks=[...]"),

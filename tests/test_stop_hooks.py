@@ -11,6 +11,7 @@ import pytest
 from reins import (
     Agent,
     AssistantMessage,
+    Checks,
     Guards,
     RunState,
     SQLiteLog,
@@ -58,7 +59,9 @@ def wants_tests(state: RunState, answer: str) -> str | None:
 
 
 async def test_a_function_hook_rejects_and_the_model_is_told(workspace: Path) -> None:
-    agent = agent_for(["done", "done, tests pass"], workspace, stop_hooks=[wants_tests])
+    agent = agent_for(
+        ["done", "done, tests pass"], workspace, checks=Checks(stop_hooks=[wants_tests])
+    )
     events, state = await events_of(agent)
     reason = told("stop hook wants_tests: say whether the tests pass")
     assert rejections(events) == [("StopHooks", reason)]
@@ -75,7 +78,9 @@ async def test_an_async_hook_that_accepts_does_not_fire(workspace: Path) -> None
     async def accept(state: RunState, answer: str) -> None:
         seen.append((state.step, answer))
 
-    events, state = await events_of(agent_for(["all good"], workspace, stop_hooks=[accept]))
+    events, state = await events_of(
+        agent_for(["all good"], workspace, checks=Checks(stop_hooks=[accept]))
+    )
     assert seen == [(1, "all good")]
     assert rejections(events) == []
     assert state.finished is not None
@@ -88,7 +93,7 @@ async def test_the_cap_ends_the_run_with_missing_evidence_and_the_last_reason(
     def never(state: RunState, answer: str) -> str:
         return f"no ({answer})"
 
-    agent = agent_for(["a1", "a2", "a3", "a4", "a5"], workspace, stop_hooks=[never])
+    agent = agent_for(["a1", "a2", "a3", "a4", "a5"], workspace, checks=Checks(stop_hooks=[never]))
     events, state = await events_of(agent)
     assert rejections(events) == [
         ("StopHooks", told(f"stop hook never: no (a{i})")) for i in (1, 2, 3)
@@ -104,7 +109,9 @@ async def test_the_cap_ends_the_run_with_missing_evidence_and_the_last_reason(
 
 
 async def test_a_cap_of_zero_ends_at_the_first_rejection(workspace: Path) -> None:
-    agent = agent_for(["done"], workspace, stop_hooks=[wants_tests], stop_max_rejections=0)
+    agent = agent_for(
+        ["done"], workspace, checks=Checks(stop_hooks=[wants_tests], max_rejections=0)
+    )
     result = await agent.run("go")
     assert result.stop_reason is StopReason.MISSING_EVIDENCE
     assert result.detail == (
@@ -117,7 +124,7 @@ async def test_a_hook_that_raises_stops_the_run_with_error(workspace: Path) -> N
     def broken(state: RunState, answer: str) -> str | None:
         raise RuntimeError("bug in the hook")
 
-    result = await agent_for(["done"], workspace, stop_hooks=[broken]).run("go")
+    result = await agent_for(["done"], workspace, checks=Checks(stop_hooks=[broken])).run("go")
     assert result.stop_reason is StopReason.ERROR
     assert result.detail.endswith("failed: RuntimeError: bug in the hook")
 
@@ -127,12 +134,14 @@ async def test_the_count_survives_a_resume(workspace: Path, sqlite_log: SQLiteLo
         return "not yet"
 
     first = agent_for(
-        ["a1", "a2"], workspace, stop_hooks=[never], log=sqlite_log, stop_max_rejections=1
+        ["a1", "a2"], workspace, checks=Checks(stop_hooks=[never], max_rejections=1), log=sqlite_log
     )
     capped = await first.run("go")
     assert capped.stop_reason is StopReason.MISSING_EVIDENCE
     assert (await first.state(capped.run_id)).answer_rejections == 1
-    again = agent_for(["a3"], workspace, stop_hooks=[never], log=sqlite_log, stop_max_rejections=1)
+    again = agent_for(
+        ["a3"], workspace, checks=Checks(stop_hooks=[never], max_rejections=1), log=sqlite_log
+    )
     resumed = await again.resume(capped.run_id)
     assert resumed.stop_reason is StopReason.MISSING_EVIDENCE  # no fresh allowance
     assert resumed.steps == 2  # the standing answer is judged again, without a model call
@@ -152,7 +161,9 @@ REJECT_UNLESS_DONE = (
 
 
 async def test_a_command_hook_reads_the_event_and_rejects_with_exit_2(workspace: Path) -> None:
-    agent = agent_for(["working", "DONE"], workspace, stop_hooks=[REJECT_UNLESS_DONE])
+    agent = agent_for(
+        ["working", "DONE"], workspace, checks=Checks(stop_hooks=[REJECT_UNLESS_DONE])
+    )
     events, state = await events_of(agent)
     assert rejections(events) == [
         ("StopHooks", told(f"stop hook `{REJECT_UNLESS_DONE}`: write DONE"))
@@ -183,7 +194,7 @@ async def test_a_command_hook_that_fails_otherwise_stops_the_run_with_error(
     workspace: Path, command: str, detail: str
 ) -> None:
     hook = CommandHook(command=command, timeout=0.5)
-    result = await agent_for(["done"], workspace, stop_hooks=[hook]).run("go")
+    result = await agent_for(["done"], workspace, checks=Checks(stop_hooks=[hook])).run("go")
     assert result.stop_reason is StopReason.ERROR
     assert result.detail == f"stop hook `{command}` failed: {detail}"
 
@@ -199,7 +210,7 @@ async def test_a_blank_command_string_is_refused_when_the_agent_is_made(
     workspace: Path, sqlite_log: SQLiteLog
 ) -> None:
     with pytest.raises(UsageError, match="a stop hook is an empty command"):
-        agent_for(["done"], workspace, stop_hooks=["  "], log=sqlite_log)
+        agent_for(["done"], workspace, checks=Checks(stop_hooks=["  "]), log=sqlite_log)
     assert await sqlite_log.runs() == []  # no run started, none left unfinished
 
 
@@ -246,7 +257,9 @@ async def test_a_resume_runs_the_checks_the_run_was_started_with(
     workspace: Path, sqlite_log: SQLiteLog
 ) -> None:
     checks = ["test -f done.txt"]
-    first = agent_for(["done"], workspace, checks=checks, log=sqlite_log, stop_max_rejections=0)
+    first = agent_for(
+        ["done"], workspace, checks=Checks(commands=checks, max_rejections=0), log=sqlite_log
+    )
     failed = await first.run("go")
     assert failed.stop_reason is StopReason.MISSING_EVIDENCE
     (workspace / "done.txt").write_text("")
@@ -261,7 +274,9 @@ async def test_a_resume_runs_the_checks_the_run_was_started_with(
 
 async def test_checks_run_in_the_sandbox(workspace: Path) -> None:
     # The log's folder is read-only to commands, checks included.
-    agent = agent_for(["done"], workspace, checks=["touch .git/x"], stop_max_rejections=0)
+    agent = agent_for(
+        ["done"], workspace, checks=Checks(commands=["touch .git/x"], max_rejections=0)
+    )
     (workspace / ".git").mkdir()
     result = await agent.run("go")
     assert result.stop_reason is StopReason.MISSING_EVIDENCE
@@ -278,7 +293,7 @@ async def test_checks_come_before_stop_hooks_and_a_check_failure_skips_them(
         asked.append(answer)
 
     replies = ["first", reply("", call("write_file", "w1", path="ok", content="")), "second"]
-    agent = agent_for(replies, workspace, checks=["test -f ok"], stop_hooks=[hook])
+    agent = agent_for(replies, workspace, checks=Checks(commands=["test -f ok"], stop_hooks=[hook]))
     events, state = await events_of(agent)
     assert [s for s, _ in rejections(events)] == ["Checks"]
     assert asked == ["second"]  # not asked while the check failed

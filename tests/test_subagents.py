@@ -17,6 +17,7 @@ from reins import (
     ModelResponse,
     SQLiteLog,
     StopReason,
+    Subagents,
     ToolSpec,
     Usage,
     UserMessage,
@@ -159,9 +160,7 @@ async def test_the_child_gets_what_is_left_of_the_budget_and_its_caps(workspace:
         model=ScriptedModel([spent(reply("", call("spawn_agent", "s1", task="dig"))), spent("ok")]),
         tools=[],
         workspace=workspace,
-        subagents=True,
-        subagent_steps=1,
-        subagent_timeout=42.0,
+        subagents=Subagents(max_steps=1, timeout=42.0),
         budgets=Budgets(token_budget=1000),
     )
     events = [e async for e in parent.iter("go")]
@@ -403,8 +402,7 @@ async def test_a_named_agent_runs_with_its_own_step_cap(workspace: Path) -> None
         ),
         tools=[],
         workspace=workspace,
-        subagents={"scribe": scribe},
-        subagent_steps=3,
+        subagents=Subagents(agents={"scribe": scribe}, max_steps=3),
     )
     caps = {
         e.path[0]: e.event.config.max_steps

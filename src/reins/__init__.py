@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .agent._agent import Agent
     from .agent._budgets import Budgets
+    from .agent._groups import Ask, Checks, Subagents
     from .agent._resolve import resolve_model
     from .agent._run import AgentRun, RunResult
     from .context import ContextSettings
@@ -93,7 +94,9 @@ _LAZY: dict[str, str] = {
     "Approval": ".permissions",
     "ApprovalRequest": ".permissions",
     "AssistantMessage": ".core._messages",
+    "Ask": ".agent._groups",
     "Budgets": ".agent._budgets",
+    "Checks": ".agent._groups",
     "CallScope": ".core._scope",
     "Cancel": ".core._cancel",
     "CapHandler": ".policies",
@@ -139,6 +142,7 @@ _LAZY: dict[str, str] = {
     "StopReason": ".core._stop",
     "StoreError": ".core._errors",
     "StreamItem": ".core._model",
+    "Subagents": ".agent._groups",
     "SystemMessage": ".core._messages",
     "TextChunk": ".core._model",
     "ThinkingBlock": ".core._messages",
@@ -250,12 +254,14 @@ __all__ = [
     "AgentRun",
     "Approval",
     "ApprovalRequest",
+    "Ask",
     "AssistantMessage",
     "Budgets",
     "CallScope",
     "Cancel",
     "CapHandler",
     "CapOffer",
+    "Checks",
     "ContextSettings",
     "ContextTooLarge",
     "Continue",
@@ -297,6 +303,7 @@ __all__ = [
     "StopReason",
     "StoreError",
     "StreamItem",
+    "Subagents",
     "SystemMessage",
     "TextChunk",
     "ThinkingBlock",

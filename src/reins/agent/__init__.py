@@ -1,6 +1,7 @@
 """The Python API: `Agent` (and `ReflectiveAgent`, which reflects on each step) starts,
 continues and resumes runs; `AgentRun` is a run in progress, `RunResult` how it ended;
-`Budgets` are its runs' caps; `resolve_model` makes the model a string names. Users import
+`Budgets` are its runs' caps, `Checks` what an answer must pass, `Ask` who answers the model's
+questions, `Subagents` its child runs; `resolve_model` makes the model a string names. Users import
 them from `reins`.
 
 Inside: `_agent` (the API a user calls), `_fields` (what an agent is made of), `_assembly` (the
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._agent import Agent, ReflectiveAgent
     from ._budgets import Budgets
+    from ._groups import Ask, Checks, Subagents
     from ._resolve import resolve_model
     from ._run import AgentRun, RunResult
 
@@ -24,12 +26,25 @@ _EXPORTS = {
     "Agent": "._agent",
     "ReflectiveAgent": "._agent",
     "Budgets": "._budgets",
+    "Ask": "._groups",
+    "Checks": "._groups",
+    "Subagents": "._groups",
     "AgentRun": "._run",
     "RunResult": "._run",
     "resolve_model": "._resolve",
 }
 
-__all__ = ["Agent", "AgentRun", "Budgets", "ReflectiveAgent", "RunResult", "resolve_model"]
+__all__ = [
+    "Agent",
+    "AgentRun",
+    "Ask",
+    "Budgets",
+    "Checks",
+    "ReflectiveAgent",
+    "RunResult",
+    "Subagents",
+    "resolve_model",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -33,7 +33,7 @@ from ..mcp import server_stop_hook, start_all, stop_all
 from ..permissions import approver, ask_on_terminal
 from ..policies import (
     BudgetNotices,
-    Checks,
+    CheckCommands,
     EmptyReply,
     Guards,
     MaxSteps,
@@ -63,6 +63,7 @@ from ..tools import (
 from ..tools._builtin import sandboxed
 from ..tracing import RunSpans
 from ._fields import AgentFields, DepsT, OutputT
+from ._groups import Subagents
 from ._output import Output, OutputCheck
 
 if TYPE_CHECKING:
@@ -189,6 +190,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             if config.reflect
             else []
         )
+        ask = self._ask
         return RunLoop(
             state=state,
             log=self.log,
@@ -216,8 +218,8 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             approver=approver(self.approval, ask_on_terminal),
             on_cap=self.budgets.on_cap,
             on_end=partial(stop_all, owned) if owned else None,
-            asker=self.ask,
-            ask_timeout=self.ask_timeout,
+            asker=ask.answer if ask is not None else None,
+            ask_timeout=ask.timeout if ask is not None else None,
             spans=RunSpans(tracer, state, self.profile or "reins") if tracer else None,
         )
 
@@ -231,12 +233,13 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
     def _final_policies(self, workspace: Workspace, checks: Sequence[str]) -> list[Policy]:
         """The output type's check, the verification gate (the checks the run was started
         with: a resume keeps them), then the stop hooks: only at a final answer."""
-        root, protected, cap = workspace.root, self._protected(), self.stop_max_rejections
+        settings = self._checks
+        root, protected, cap = workspace.root, self._protected(), settings.max_rejections
         output = self._output_spec()
         policies: list[Policy] = [OutputCheck(output)] if output is not None else []
         if checks:
             policies.append(
-                Checks(
+                CheckCommands(
                     checks,
                     workspace=root,
                     sandbox=self.sandbox,
@@ -246,7 +249,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             )
         elif not any(t.name == "verify" for t in self.tools):
             policies.append(NoVerifier())  # acts only on a call of a `verify` it lacks
-        hooks = [*self.stop_hooks, *([server_stop_hook(self.servers)] if self.servers else [])]
+        hooks = [*settings.stop_hooks, *([server_stop_hook(self.servers)] if self.servers else [])]
         if hooks:
             policies.append(
                 StopHooks(
@@ -316,9 +319,9 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
         skills, _ = self._skills()
         if skills and not any(t.name == LOAD_SKILL for t in tools):
             tools.append(self._skill_tool(skills))
-        if self.subagents and not any(t.name == "spawn_agent" for t in tools):
+        if self._subagents and not any(t.name == "spawn_agent" for t in tools):
             tools.append(self._spawn_tool())
-        if self.ask is not None and not any(t.name == ASK_USER for t in tools):
+        if self._ask is not None and not any(t.name == ASK_USER for t in tools):
             tools.append(ASK_USER_TOOL)
         if self.planning and not any(t.name == "plan" for t in tools):
             tools += self._planning_tools()
@@ -338,7 +341,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
         if self._plan is None:
             from ..planning import plan_tool, todo_tool
 
-            profiles = list(self.subagents) if isinstance(self.subagents, Mapping) else []
+            profiles = list(self._subagents.agents) if self._subagents else []
             self._plan = [plan_tool(self.planner or self._model, profiles=profiles), todo_tool()]
         return self._plan
 
@@ -346,13 +349,13 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
         if self._spawn is None:
             from ..subagents import Brief, spawn_agent_tool
 
-            profiles = self.subagents if isinstance(self.subagents, Mapping) else {}
-            brief = Brief(max_steps=self.subagent_steps, timeout=self.subagent_timeout)
+            settings = self._subagents or Subagents()
+            brief = Brief(max_steps=settings.max_steps, timeout=settings.timeout)
 
             def copy() -> ChildAgent:  # one level deep: the copy offers no spawn_agent
                 return self._copy(subagents=False)
 
-            self._spawn = spawn_agent_tool(copy, profiles, brief)
+            self._spawn = spawn_agent_tool(copy, settings.agents, brief)
         return self._spawn
 
     def _skills(self) -> tuple[list[Skill], list[str]]:

@@ -158,7 +158,7 @@ def _run_started(
         sandbox=agent.sandbox.mode,
         network=agent.sandbox.network,
         guards=agent.guards,
-        checks=tuple(agent.checks),
+        checks=tuple(agent._checks.commands),
         reflect=agent.reflect,
         reflect_max_retries=agent.reflect_max_retries,
         context=agent.context,

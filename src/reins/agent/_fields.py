@@ -27,12 +27,13 @@ from ..permissions import (
     Permissions,
     has_terminal,
 )
-from ..policies import CommandHook, Guards, Hook, Policy, StopHook
+from ..policies import Guards, Hook, Policy
 from ..sandbox import SandboxPolicy
 from ..skills import Skill
 from ..store import EventLog, MemoryLog
 from ..tools import ASK_USER_TOOL, BUILTIN_TOOLS, Tool, final_answer
 from ._budgets import Budgets
+from ._groups import Ask, Checks, Subagents, as_ask, as_checks, as_subagents
 
 if TYPE_CHECKING:
     from ..mcp import MCPServer, MCPServerConfig
@@ -104,21 +105,14 @@ class AgentFields(Generic[DepsT, OutputT]):
     leaked markup, a lost goal, repeated text), each on or off and tuned; `Guards(loop=False)`,
     say. A run's log records them: a resume keeps the run's own (`resume(guards=...)` changes
     them)."""
-    checks: Sequence[str] = ()
-    """Commands (`pytest -q`, ...) that must pass, in the sandbox and the workspace, before a
-    final answer ends the run; a failing one rejects it with its output tail."""
-    stop_hooks: Sequence[StopHook | str] = ()
-    """Functions (sync or async) given the run's state and the final answer, returning None to
-    accept it or a reason to reject it; or `CommandHook`s (a string is a command): the event
-    as JSON on stdin, exit 2 rejects with its message, another failure stops the run."""
+    checks: Checks | Sequence[str] = ()
+    """What a final answer must pass before it ends the run: `Checks(commands=["pytest -q"],
+    stop_hooks=[...], max_rejections=3)`; a list is the commands alone."""
     hooks: Sequence[Hook] = ()
     """Commands run before and after tool calls, at the session's start and when a prompt
     arrives (`Hook(event="before_tool", matcher="run_command", command="./guard.sh")`), in the
     shape of Claude Code's hooks: the event as JSON on stdin; exit 2 blocks a call or a prompt
     with a reason; a JSON reply may change a call's arguments or add context for the model."""
-    stop_max_rejections: int = 3
-    """Final answers rejected (by checks and stop hooks together) before the next rejection
-    ends the run with `missing_evidence`."""
     reflect: bool = False
     """After each step whose tools ran, a model call judges the step (`reflected` events):
     a failure tells the model the revised approach, a new plan is told, `complete` ends the
@@ -149,21 +143,17 @@ class AgentFields(Generic[DepsT, OutputT]):
     """The type of the `deps` each run is given (`agent.run(goal, deps=...)`) and its tools
     read as `ctx.deps` (`ToolContext[YourDeps]`); set, a run without them (or with another
     type) is refused."""
-    ask: Asker | AskMode | None = None
+    ask: Ask | Asker | AskMode | None = None
     """Who answers the model's `ask_user` (one question a run, about a material choice): a
     function (sync or async) given a `QuestionRequest`, returning the answer or None
     (dismissed); `"pause"` (the run ends `waiting`, `result.questions` has it, and
-    `resume(run_id, answers={call_id: text})` answers); None (headless): no `ask_user`."""
-    ask_timeout: float | None = 600.0
-    """Seconds to wait for an answer before the model goes on with its default."""
-    subagents: bool | Mapping[str, ChildAgent] = False
+    `resume(run_id, answers={call_id: text})` answers); or `Ask(answer=..., timeout=600)`
+    (seconds before the model goes on with its default); None (headless): no `ask_user`."""
+    subagents: Subagents | bool | Mapping[str, ChildAgent] = False
     """Offer `spawn_agent`: the model hands a self-contained subtask to a child run — a copy
     of this agent (without spawn_agent), or one of these named agents (profiles) — and gets
-    back its answer and whether it completed (`reins.subagents`, `Agent.as_tool`)."""
-    subagent_steps: int = 10
-    """The step cap of a spawned copy of this agent (a named one has its own `max_steps`)."""
-    subagent_timeout: float = 300.0
-    """A spawned child's time budget, in seconds."""
+    back its answer and whether it completed (`reins.subagents`, `Agent.as_tool`). True (a
+    copy), the named agents, or `Subagents(agents=..., max_steps=10, timeout=300)`."""
     defer_tools_above: int | None = 20
     """Past this many tools (MCP servers bring many), the model is offered the built-in tools,
     the ones it loaded, and `tool_search` and `tool_load` in place of every other schema;
@@ -264,6 +254,19 @@ class AgentFields(Generic[DepsT, OutputT]):
     def at_cap(self, value: Literal["stop", "summarize"]) -> None:
         self.budgets = replace(self.budgets, at_cap=value)
 
+    # The groups, whole: a setting may be changed to its short form after the agent is made.
+    @property
+    def _checks(self) -> Checks:
+        return as_checks(self.checks)
+
+    @property
+    def _ask(self) -> Ask | None:
+        return as_ask(self.ask)
+
+    @property
+    def _subagents(self) -> Subagents | None:
+        return as_subagents(self.subagents)
+
     @property
     def _model(self) -> Model:
         """`model`, resolved (a string is, when the agent is made)."""
@@ -297,21 +300,16 @@ class AgentFields(Generic[DepsT, OutputT]):
                 'function that answers (approval=my_approver), or choose "allow", "deny" or '
                 '"pause"'
             )
-        _one_of("ask", self.ask, ("pause", None))
+        # The groups given as their main value alone are kept whole (and checked) from here.
+        self.checks = as_checks(self.checks)
+        self.ask = as_ask(self.ask)
+        self.subagents = as_subagents(self.subagents) or False
         if self.mode is not None and resolve_mode(self.mode)[1] is not None:
             raise UsageError(f"mode={self.mode!r}: no such mode; the modes: {', '.join(MODES)}")
         for name in _COUNTS:
             if getattr(self, name) < 1:
                 raise UsageError(f"{name}={getattr(self, name)!r}: it must be 1 or more")
         check_cost_budget(self.model, self.budgets.cost_budget)
-        if any(not check.strip() for check in self.checks):
-            raise UsageError(
-                "a check is an empty command: give the command that must pass before an answer "
-                "stands (--check 'pytest -q', checks = [...] in the config)"
-            )
-        for hook in self.stop_hooks:
-            if isinstance(hook, str):  # made a CommandHook when a run starts: refused now
-                CommandHook(command=hook)
         for index, given in enumerate(self.hooks):
             if not isinstance(given, Hook):
                 raise UsageError(
@@ -338,8 +336,8 @@ def _one_of(name: str, value: object, allowed: tuple[object, ...]) -> None:
 
 _RECORDED = ("model_id", "profile", "profile_inferred")
 
-_LISTS = ("tools", "policies", "checks", "stop_hooks", "hooks", "skills", "mcp_servers")
-_COUNTS = ("max_parallel_tools", "subagent_steps", "reflect_max_retries")
+_LISTS = ("tools", "policies", "hooks", "skills", "mcp_servers")
+_COUNTS = ("max_parallel_tools", "reflect_max_retries")
 _KINDS: tuple[tuple[str, type], ...] = (
     ("settings", ModelSettings),
     ("sandbox", SandboxPolicy),

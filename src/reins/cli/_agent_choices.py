@@ -68,6 +68,7 @@ class AgentChoices:
         from ..agent._agent import Agent
         from ..agent._budgets import Budgets
         from ..agent._config import ProfileConfig
+        from ..agent._groups import Checks, Subagents
         from ..agent._resolve import resolve_model
         from ..core._model import ModelSettings
         from ..tools import builtin_tools
@@ -99,10 +100,12 @@ class AgentChoices:
             approval=_approval(config, self.yes, lines),
             sandbox=config.sandbox.policy(mode=self.sandbox, network=self.network),
             guards=config.guards.guards(**self.guard_flags),
-            checks=[*config.checks, *self.checks],
-            stop_hooks=_stop_hooks(config),
+            checks=Checks(
+                commands=[*config.checks, *self.checks],
+                stop_hooks=_stop_hooks(config),
+                max_rejections=config.stop_max_rejections,
+            ),
             hooks=config.hooks.in_order(),
-            stop_max_rejections=config.stop_max_rejections,
             reflect=_either(self.reflect, config.reflect),
             reflect_max_retries=self.reflect_max_retries or config.reflect_max_retries,
             context=context.settings(window=window),
@@ -118,7 +121,7 @@ class AgentChoices:
         )._record(profile=self.profile, profile_inferred=self.profile_inferred)
         if _either(self.subagents, config.subagents):
             # With no profiles, spawn_agent still offers a copy of this agent.
-            agent.subagents = _profiles(agent, config) or True
+            agent.subagents = Subagents(agents=_profiles(agent, config))
         return agent
 
 
@@ -155,6 +158,7 @@ def _profiles(agent: Agent, config: Config) -> dict[str, Agent]:
     prompt, the run's permissions, approvals, sandbox and guards."""
     import dataclasses
 
+    from ..agent._groups import Subagents
     from ..agent._resolve import resolve_model
     from ..core._model import ModelSettings
     from ..tools import builtin_tools
@@ -164,7 +168,7 @@ def _profiles(agent: Agent, config: Config) -> dict[str, Agent]:
             model=resolve_model(profile.model, config) if profile.model else agent.model,
             model_id=profile.model or agent.model_id,
             budgets=dataclasses.replace(
-                agent.budgets, max_steps=profile.max_steps or agent.subagent_steps
+                agent.budgets, max_steps=profile.max_steps or Subagents().max_steps
             ),
             tools=builtin_tools(profile.tools),
             system_prompt=profile.system_prompt,

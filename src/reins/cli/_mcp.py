@@ -133,6 +133,7 @@ def serve(
     unless --yes or the config's approval = "allow" approves them."""
     from ..agent._agent import Agent
     from ..agent._budgets import Budgets
+    from ..agent._groups import Checks
     from ..agent._resolve import default_model, resolve_model
     from ..store import SQLiteLog
     from ..store._placement import check_placement
@@ -175,8 +176,11 @@ def serve(
                     approval="allow" if yes or config.approval == "allow" else "deny",
                     sandbox=config.sandbox.policy(mode=sandbox, network=network),
                     guards=config.guards.guards(),
-                    checks=config.checks,
-                    stop_hooks=_stop_hooks(config),
+                    checks=Checks(
+                        commands=config.checks,
+                        stop_hooks=_stop_hooks(config),
+                        max_rejections=config.stop_max_rejections,
+                    ),
                     hooks=config.hooks.in_order(),
                     stop_max_rejections=config.stop_max_rejections,
                     context=config.context.settings(),

@@ -103,6 +103,7 @@ def resume(
     The guards are the run's, but for those the guard flags change."""
     from ..agent._agent import Agent
     from ..agent._budgets import Budgets
+    from ..agent._groups import Checks
     from ..agent._resolve import resolve_model
     from ..core._state import RunState
     from ..store import find_run
@@ -137,9 +138,11 @@ def resume(
                 network=state.config.network if network is None else network,
             ),
             guards=guards,
-            stop_hooks=_stop_hooks(config),
+            # The run's check commands are in its log; the stop hooks are the config's now.
+            checks=Checks(
+                stop_hooks=_stop_hooks(config), max_rejections=config.stop_max_rejections
+            ),
             hooks=config.hooks.in_order(),
-            stop_max_rejections=config.stop_max_rejections,
             instruction_files=config.instruction_files,
             mcp_servers=servers,  # as configured now: their tools come and go with them
             skills=config.skill_folders,

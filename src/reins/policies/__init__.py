@@ -33,7 +33,7 @@ from ._budgets import (
     budget_stops,
 )
 from ._caps import MaxSteps, MaxTokensRecovery
-from ._checks import Checks
+from ._checks import CheckCommands
 from ._command_hooks import HOOK_EVENTS, Hook, HookEvent, hook_policies
 from ._guards import (
     FileActionGuard,
@@ -62,7 +62,7 @@ __all__ = [
     "BudgetNotices",
     "CapHandler",
     "CapOffer",
-    "Checks",
+    "CheckCommands",
     "CommandHook",
     "Continue",
     "CostBudget",
@@ -105,7 +105,10 @@ __all__ = [
     "parse_reflection",
 ]
 
-_RENAMED = {"Answer": ("reins.core._policy", "Replace", "reins.Replace")}
+_RENAMED = {
+    "Answer": ("reins.core._policy", "Replace", "reins.Replace"),
+    "Checks": ("reins.policies._checks", "CheckCommands", "reins.policies.CheckCommands"),
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -13,11 +13,15 @@ from ..sandbox import SandboxPolicy
 from ._stop_hooks import refuse, tail
 
 
-class Checks(Policy):
+class CheckCommands(Policy):
     """When the model claims it is done, each command (`pytest -q`, ...) runs in the OS sandbox
     in the workspace, in order. The first that fails rejects the answer with its command, exit
     code and output tail; if all pass, each one's command, exit code and output tail is
     recorded (a notice) before the run finishes. Rejections are capped as for stop hooks."""
+
+    @property
+    def name(self) -> str:
+        return "Checks"  # as the log has always named the gate's rejections and notices
 
     def __init__(
         self,
