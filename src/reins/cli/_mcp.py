@@ -182,7 +182,6 @@ def serve(
                         max_rejections=config.stop_max_rejections,
                     ),
                     hooks=config.hooks.in_order(),
-                    stop_max_rejections=config.stop_max_rejections,
                     context=config.context.settings(),
                     instruction_files=config.instruction_files,
                     mcp_servers=_mcp_servers(config, None),
