@@ -184,6 +184,34 @@ async def test_a_command_hook_reads_the_event_and_rejects_with_exit_2(workspace:
 
 
 @pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        # stderr is the reason: what the hook printed on stdout meanwhile is not
+        ("echo 'checking...'; echo 'add a test' >&2; exit 2", "add a test"),
+        ("echo 'add a test'; exit 2", "add a test"),  # nothing on stderr: stdout
+        ("""echo '{"decision": "block", "reason": "add a test"}'""", "add a test"),
+    ],
+)
+async def test_a_command_hook_says_why_as_claude_codes_stop_hook_does(
+    workspace: Path, command: str, reason: str
+) -> None:
+    events, state = await events_of(
+        agent_for(["a1", "a2"], workspace, checks=Checks(stop_hooks=[command], max_rejections=1))
+    )
+    assert rejections(events) == [("StopHooks", told(f"stop hook `{command}`: {reason}"))]
+    assert state.finished is not None
+    assert state.finished.stop_reason is StopReason.MISSING_EVIDENCE
+
+
+async def test_a_command_hook_that_prints_other_json_accepts(workspace: Path) -> None:
+    hook = """echo '{"decision": "approve"}'; echo 'noise' >&2"""
+    events, state = await events_of(agent_for(["a1"], workspace, checks=Checks(stop_hooks=[hook])))
+    assert rejections(events) == []
+    assert state.finished is not None
+    assert state.finished.final_answer == "a1"
+
+
+@pytest.mark.parametrize(
     ("command", "detail"),
     [
         ("echo oops >&2; exit 1", "exit 1: oops"),

@@ -33,8 +33,9 @@ TAIL = 2000
 @dataclass(frozen=True, kw_only=True)
 class CommandHook:
     """A shell command run in the agent's sandbox, in the workspace, with the event as JSON on
-    its standard input. Exit 0 accepts; exit 2 rejects with its output (stderr and stdout
-    together) as the reason; anything else is a broken hook."""
+    its standard input. Exit 0 accepts (unless it prints `{"decision": "block", "reason":
+    ...}`); exit 2 rejects with its stderr (else its stdout) as the reason; anything else is a
+    broken hook."""
 
     command: str
     timeout: float = 60.0
@@ -118,10 +119,15 @@ class StopHooks(Policy):
             timeout=hook.timeout,
             protected=self.protected,
             stdin=json.dumps(event).encode(),
+            stderr="separate",
         )
+        # As in Claude Code: a reason or an error is stderr (or, where a hook wrote none there,
+        # stdout, so a hook that echoes its reason still works); exit 0 with the JSON reply
+        # {"decision": "block", "reason": ...} rejects too.
+        stdout = result.output.strip()
         if result.exit_code == 0:
-            return None
-        output = tail(result.output)
+            return _blocked(stdout)
+        output = tail(result.stderr or "") or tail(stdout)
         if result.exit_code == HOOK_EXIT_REJECT:
             return output or "rejected (exit 2, no message)"
         status = (
@@ -130,6 +136,19 @@ class StopHooks(Policy):
             else (f"exit {result.exit_code}")
         )
         raise _HookFailed(f"{status}" + (f": {output}" if output else ""))
+
+
+def _blocked(stdout: str) -> str | None:
+    """The reason of a JSON reply that blocks the answer; None for any other output."""
+    if not stdout.startswith("{"):
+        return None
+    try:
+        reply = json.loads(stdout)
+    except ValueError:
+        return None
+    if not isinstance(reply, dict) or reply.get("decision") != "block":
+        return None
+    return tail(str(reply.get("reason") or "")) or "rejected (decision: block, no reason)"
 
 
 def refuse(state: RunState, reason: str, max_rejections: int) -> Reject | Stop:
