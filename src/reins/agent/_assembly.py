@@ -296,6 +296,8 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             strict_actions=getattr(self.model, "actions", "native") == "json",
             specs=executor.specs,
             uncached=[t.name for t in tools if not t.cached],
+            workspace=executor.context.workspace,
+            max_rejections=self.stop_max_rejections,
         )
 
     def _may_ask(self) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..core._events import ToolCallStarted
 from ..core._guard_settings import Guards
@@ -47,7 +48,13 @@ from ..core._policy import (
 )
 from ..core._state import FINAL_ANSWER_TOOL, RunState
 from ..core._stop import StopReason
+from ..core._threads import in_thread
+from ._leftovers import edit_names, edits_shown, leftovers
 from ._reflect import FAILED_NOTE
+from ._rereads import READ_TOOL, lines_asked, unchanged, whole_read
+
+if TYPE_CHECKING:
+    from ..tools import Workspace
 
 CACHED = "Cached: "
 DONE = "Already done: "
@@ -56,6 +63,7 @@ LOOP_NOTE = "Warning: you are going in circles"
 ANCHOR_NOTE = "Reminder of your goal"
 CHANGE_NOTE = "That change succeeded"
 MARKUP_NOTE = "Your reply contains tool-call markup as text"
+REVIEW_NOTE = "Before your answer stands"
 CACHED_CHARS = 500
 
 
@@ -69,9 +77,14 @@ def guard_policies(
     strict_actions: bool = False,
     specs: Sequence[ToolSpec] = (),
     uncached: Sequence[str] = (),
+    workspace: Workspace | None = None,
+    max_rejections: int = 3,
 ) -> list[Policy]:
     """One run's guard policies, sharing one fold of its messages. (The `repetition` guard is
-    no policy: the fold of the run's events applies it, see `RunState.apply`.)"""
+    no policy: the fold of the run's events applies it, see `RunState.apply`.) `workspace`:
+    where a near-repeat of a read checks that the file still holds what was read, and the
+    done-check looks for what a rename left; `max_rejections`: the run's cap on rejected
+    answers, which the done-check never reaches."""
     # `final_answer` changes nothing, but it is not a read: it is never answered from cache.
     reads = [name for name in read_only if name != FINAL_ANSWER_TOOL]
     facts = RunFacts(
@@ -84,7 +97,7 @@ def guard_policies(
     if guards.one_call:
         policies.append(OneCallPerStep())
     if guards.repeat_cache and reads:
-        policies.append(RepeatCache(facts, frozenset(reads) - frozenset(uncached)))
+        policies.append(RepeatCache(facts, frozenset(reads) - frozenset(uncached), workspace))
     if guards.loop:
         policies.append(LoopGuard(facts, guards.loop_threshold, guards.anti_stall_threshold))
     if guards.goal_anchor > 0:
@@ -96,7 +109,7 @@ def guard_policies(
     if guards.schema_echo and specs:
         policies.append(SchemaEcho(specs))
     if guards.done_check:
-        policies.append(DoneCheck(facts))
+        policies.append(DoneCheck(facts, workspace, max_rejections))
     return policies
 
 
@@ -138,11 +151,17 @@ class RunFacts:
         self.seen = seen
         self.cache: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
         """Successful read-only results by call key, with the paths the call named."""
+        self.whole: dict[str, tuple[str, int]] = {}
+        """Files read whole (path: their text and number of lines), until a change."""
         self.done: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
         """Successful changes by a file tool, by call key: doing one again changes nothing
         (until another change touches its path)."""
         self.written = False
         """A write (a file tool's, or a command that writes) succeeded this run."""
+        self.edits: list[tuple[ToolCall, tuple[str, ...]]] = []
+        """The file tools' changes that succeeded this run, with their paths."""
+        self.reviewed = 0
+        """How many of `edits` the done-check had seen when it last showed them."""
         self.file_refusals = 0
         self.rounds: list[tuple[tuple[str, str], ...]] = []
         """The calls of each round (the last few), for loop detection."""
@@ -217,7 +236,10 @@ class RunFacts:
         if result.name in self.read_only:
             if result.is_error or result.content.startswith(CACHED):
                 return
-            self.cache[call_key(call)] = (result.content, self._paths(call))
+            paths = self._paths(call)
+            self.cache[call_key(call)] = (result.content, paths)
+            if result.name == READ_TOOL and (whole := whole_read(call, result.content)):
+                self.whole[paths[0]] = whole
             fingerprint = hash((result.name, result.content))
             if fingerprint not in self._results:
                 self._results.add(fingerprint)
@@ -229,8 +251,9 @@ class RunFacts:
         paths = self._paths(call)
         if paths and self.cache:
             self.cache = {k: v for k, v in self.cache.items() if not _touches(v[1], k[1], paths)}
+            self.whole = {k: v for k, v in self.whole.items() if not _touches((k,), "", paths)}
         elif self.cache:
-            self.cache = {}
+            self.cache, self.whole = {}, {}
         if paths and self.done:
             self.done = {k: v for k, v in self.done.items() if not _touches(v[1], k[1], paths)}
         elif self.done:
@@ -239,6 +262,7 @@ class RunFacts:
             return
         if paths:
             self.done[call_key(call)] = (result.content, paths)
+            self.edits.append((call, paths))
         self.progress = True
         if paths or self._writes(call):
             self.written = True
@@ -267,6 +291,8 @@ class RunFacts:
             self.since_anchor = 0
         elif text.startswith(CHANGE_NOTE):  # asked once per round
             self.changed = False
+        elif text.startswith(REVIEW_NOTE):
+            self.reviewed = len(self.edits)
         elif text.startswith(FAILED_NOTE):  # a reflection judged a step failed: start afresh
             self.rounds.clear()
             self.idle = 0
@@ -341,12 +367,19 @@ class RepeatCache(Policy):
     it. A change invalidates the cached reads that name its path (all of them when it names
     none); failures are never cached, so a failed call may be retried. So is an exact repeat of
     a file tool's change that succeeded (small models write the same file again and again):
-    until another change touches its path, the model is told it is done already."""
+    until another change touches its path, the model is told it is done already.
 
-    def __init__(self, facts: RunFacts, cached: frozenset[str]) -> None:
+    A near-repeat, read_file of a file the run read whole with another range (or whole again),
+    is answered with the lines asked for from what was read, and a nudge to answer, if the file
+    still holds exactly that (`_rereads`); else it is read for real."""
+
+    def __init__(
+        self, facts: RunFacts, cached: frozenset[str], workspace: Workspace | None = None
+    ) -> None:
         self.facts = facts
         self.cached = cached
         """The read-only tools whose repeats are answered from the cache (`Tool.cached`)."""
+        self.workspace = workspace
 
     async def before_tool(self, state: RunState, call: ToolCall) -> BeforeTool:
         if call.name not in self.facts.read_only:
@@ -367,7 +400,7 @@ class RepeatCache(Policy):
             return CONTINUE
         cached = facts.cache.get(call_key(call))
         if cached is None:
-            return CONTINUE
+            return self._reread(call) if facts.whole else CONTINUE
         content = cached[0]
         if len(content) > CACHED_CHARS:
             content = content[:CACHED_CHARS] + f"… [{len(cached[0]) - CACHED_CHARS} more chars]"
@@ -375,6 +408,25 @@ class RepeatCache(Policy):
             f"{CACHED}you made this exact call before and nothing has changed since; it was not "
             f"run again. Its earlier result:\n{content}\n\nUse that result, or give your "
             "final answer; do not repeat the call."
+        )
+
+    def _reread(self, call: ToolCall) -> BeforeTool:
+        """A file read whole, read again with another range: its lines from what was read."""
+        if call.name != READ_TOOL or self.workspace is None:
+            return CONTINUE
+        paths = self.facts._paths(call)
+        whole = self.facts.whole.get(paths[0]) if paths else None
+        if whole is None:
+            return CONTINUE
+        text, count = whole
+        asked = lines_asked(call, text, count)
+        if asked is None or not unchanged(self.workspace, paths[0], text):
+            return CONTINUE  # a range read_file reports itself, or a file changed since
+        page, first, last = asked
+        return Replace(
+            f"{CACHED}you read all of {paths[0]} before ({count} lines) and it has not changed "
+            "since, so it was not read again: use what you read, and once the goal is reached "
+            f"give your final answer. Lines {first}-{last} of it:\n{page}"
         )
 
 
@@ -445,10 +497,20 @@ def wants_file(goal: str) -> bool:
 class DoneCheck(Policy):
     """After a round whose change succeeded, the model is asked whether the goal is reached,
     the goal beside it: small models that wrote the file went on to "confirm" it and then
-    invented more work (a second file, an edit of the first) until the step cap."""
+    invented more work (a second file, an edit of the first) until the step cap.
 
-    def __init__(self, facts: RunFacts) -> None:
+    A final answer after edits that replaced a name (a rename, a replace: `_leftovers`) that
+    still occurs in the files the run touched or in the workspace's others is sent back once,
+    with the places and a short diff of each change, so that the model can finish the change
+    before its answer stands; again only after more changes, and never once the run's cap on
+    rejected answers is reached."""
+
+    def __init__(
+        self, facts: RunFacts, workspace: Workspace | None = None, max_rejections: int = 3
+    ) -> None:
         self.facts = facts
+        self.workspace = workspace
+        self.max_rejections = max_rejections
 
     async def before_round(self, state: RunState) -> BeforeRound:
         facts = self.facts.update(state)
@@ -458,6 +520,29 @@ class DoneCheck(Policy):
             f"{CHANGE_NOTE}. Is the goal reached now? The goal: {state.goal}\n"
             f"If it is, call {FINAL_ANSWER_TOOL} with your answer now; if not, take the next "
             "step (do not redo this one)."
+        )
+
+    async def on_final(self, state: RunState, answer: str) -> OnFinal:
+        facts = self.facts.update(state)
+        edits = facts.edits
+        if len(edits) == facts.reviewed or self.workspace is None:
+            return CONTINUE  # no edit, or none since the last review: the usual answer
+        if state.answer_rejections >= self.max_rejections:
+            return CONTINUE
+        names = edit_names(call for call, _ in edits)
+        if not names:
+            return CONTINUE
+        touched = list(dict.fromkeys(path for _, paths in edits for path in paths))
+        found = await in_thread(leftovers, self.workspace, names, touched, limit=None)
+        if not found:
+            return CONTINUE
+        words = ", ".join(f"`{name}`" for name in names)
+        places = "\n".join(found)
+        return Reject(
+            f"{REVIEW_NOTE}: you replaced {words}, and it still occurs here:\n{places}\n"
+            f"What you changed:\n{edits_shown(edits)}\n"
+            "If those places should change too (a rename changes every use), change them now; "
+            "if they should stay as they are, give your final answer again."
         )
 
 
