@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reins import Agent, AssistantMessage, Guards, RunResult, StopReason, UserMessage
+from reins import Agent, AssistantMessage, Checks, Guards, RunResult, StopReason, UserMessage
 from reins.events import AnswerRejected
 from reins.testing import ScriptedModel
 
@@ -111,7 +111,7 @@ async def test_the_cap_on_rejected_answers_is_respected(workspace: Path) -> None
         reply("", RENAME_USES),
         "FINAL_ANSWER: renamed",  # report.py is left, but the cap of 1 is reached
     ]
-    result = await run(workspace, replies, stop_max_rejections=1)
+    result = await run(workspace, replies, checks=Checks(max_rejections=1))
     assert (result.stop_reason, result.final_answer) == (StopReason.END_TURN, "renamed")
     assert len(reviews(result)) == 1
 

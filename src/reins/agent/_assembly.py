@@ -297,7 +297,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             specs=executor.specs,
             uncached=[t.name for t in tools if not t.cached],
             workspace=executor.context.workspace,
-            max_rejections=self.stop_max_rejections,
+            max_rejections=self._checks.max_rejections,
         )
 
     def _may_ask(self) -> bool:
