@@ -142,12 +142,12 @@ async def test_a_value_changed_or_a_text_deleted_is_no_rename(workspace: Path) -
     assert (result.final_answer, reviews(result)) == ("done", [])
 
 
-async def test_the_review_is_the_done_check_s_and_switches_off_with_it(workspace: Path) -> None:
+async def test_the_review_is_a_guard_of_its_own(workspace: Path) -> None:
     project(workspace)
     replies: list[AssistantMessage | str] = [reply("", RENAME_DEF), "FINAL_ANSWER: renamed"]
     agent = Agent(model=ScriptedModel(replies * 2), workspace=workspace)
     events = [e async for e in agent.iter(GOAL)]
-    assert [e.source for e in events if isinstance(e, AnswerRejected)] == ["DoneCheck"]
+    assert [e.source for e in events if isinstance(e, AnswerRejected)] == ["ChangeReview"]
     project(workspace)
-    off = await run(workspace, replies, guards=Guards().without("done-check"))
+    off = await run(workspace, replies, guards=Guards().without("change-review"))
     assert (off.final_answer, reviews(off)) == ("renamed", [])

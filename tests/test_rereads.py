@@ -49,7 +49,9 @@ async def real_reads(workspace: Path, *ranges: dict[str, int]) -> list[str]:
     replies: list[AssistantMessage | str] = [
         reply("", call("read_file", f"r{k}", path="notes.txt", **r)) for k, r in enumerate(ranges)
     ]
-    found = await run(workspace, [*replies, "FINAL_ANSWER: 84"], guards=Guards(repeat_cache=False))
+    found = await run(
+        workspace, [*replies, "FINAL_ANSWER: 84"], guards=Guards(repeat_cache=False, rereads=False)
+    )
     return [found[f"r{k}"].content for k in range(len(ranges))]
 
 
@@ -167,7 +169,9 @@ async def test_a_near_repeat_after_a_resume_is_answered_too_and_the_guard_switch
     again = Agent(model=ScriptedModel(replies), workspace=workspace, log=log)
     resumed = await again.resume(first.run_id, max_steps=5)
     assert results(resumed.messages)["again"].content.startswith(NEAR)
-    off = await run(workspace, replies, guards=Guards(repeat_cache=False))
+    alone = await run(workspace, replies, guards=Guards(repeat_cache=False))
+    assert alone["again"].content.startswith(NEAR)  # a guard of its own
+    off = await run(workspace, replies, guards=Guards().without("rereads"))
     assert (
         off["again"].content
         == "line 12: value 84\n\n[more lines follow; read on with start_line=13]"

@@ -157,6 +157,8 @@ class GuardsConfig(BaseModel):
     escapes: bool | None = None
     syntax_check: Literal["report", "refuse", "off"] | bool | None = None
     """true: "report", false: "off", as the other guards are switched."""
+    rereads: bool | None = None
+    change_review: bool | None = None
 
     def guards(
         self,

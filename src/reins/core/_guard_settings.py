@@ -24,6 +24,8 @@ GUARD_NAMES = (
     "done-check",
     "escapes",
     "syntax-check",
+    "rereads",
+    "change-review",
 )
 """The guards' names, as `--no-guard NAME` and the config's `[guards]` table spell them."""
 
@@ -78,6 +80,12 @@ class Guards:
     """A write_file or edit_file that leaves a JSON, TOML, YAML, Python or XML file that parsed
     unparsable: "report" it in the result (the parser's message, line and column), "refuse" it
     (the file left as it was), or "off"."""
+    rereads: bool = True
+    """Answer read_file of a file the run read whole, with another range (or whole again), with
+    the lines asked for from that read and a nudge to answer, while the file is unchanged."""
+    change_review: bool = True
+    """Send back once a final answer after an edit that replaced a name (a rename) that still
+    occurs in the workspace, with the places and a short diff of each change."""
 
     def __post_init__(self) -> None:
         if self.loop_threshold < 2 or self.anti_stall_threshold < 1 or self.goal_anchor < 0:

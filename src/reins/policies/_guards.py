@@ -1,11 +1,14 @@
 """Guards: policies that keep a model honest and moving.
 
     FileActionGuard   a final answer is refused while a file the goal asks for is not written
-    RepeatCache       an exact repeat of a read-only call is answered with its earlier result
+    RepeatCache       an exact repeat of a read-only call is answered with its earlier result;
+                      a reread of a file read whole, with the lines from that read
     LoopGuard         the same call, an A-B-A-B oscillation, or no progress: warned, then stopped
     LeakedMarkup      tool-call markup written as text: a nudge to re-issue it; stripped from
                       a final answer
     GoalAnchor        the goal restated every few rounds
+    DoneCheck         after a change, the model asked whether the goal is reached
+    ChangeReview      an answer after a rename left half done is sent back, with the places
     OneCallPerStep    only the first call of a response runs (for small models)
 
 Which of them a run has is `Guards` (recorded in its config); `guard_policies` makes them. The
@@ -96,8 +99,10 @@ def guard_policies(
     policies: list[Policy] = []
     if guards.one_call:
         policies.append(OneCallPerStep())
-    if guards.repeat_cache and reads:
-        policies.append(RepeatCache(facts, frozenset(reads) - frozenset(uncached), workspace))
+    if (guards.repeat_cache or guards.rereads) and reads:
+        cached = frozenset(reads) - frozenset(uncached)
+        rereads = workspace if guards.rereads else None
+        policies.append(RepeatCache(facts, cached, rereads, exact=guards.repeat_cache))
     if guards.loop:
         policies.append(LoopGuard(facts, guards.loop_threshold, guards.anti_stall_threshold))
     if guards.goal_anchor > 0:
@@ -109,7 +114,9 @@ def guard_policies(
     if guards.schema_echo and specs:
         policies.append(SchemaEcho(specs))
     if guards.done_check:
-        policies.append(DoneCheck(facts, workspace, max_rejections))
+        policies.append(DoneCheck(facts))
+    if guards.change_review and workspace is not None:
+        policies.append(ChangeReview(facts, workspace, max_rejections))
     return policies
 
 
@@ -374,16 +381,24 @@ class RepeatCache(Policy):
     still holds exactly that (`_rereads`); else it is read for real."""
 
     def __init__(
-        self, facts: RunFacts, cached: frozenset[str], workspace: Workspace | None = None
+        self,
+        facts: RunFacts,
+        cached: frozenset[str],
+        workspace: Workspace | None = None,
+        *,
+        exact: bool = True,
     ) -> None:
         self.facts = facts
         self.cached = cached
         """The read-only tools whose repeats are answered from the cache (`Tool.cached`)."""
         self.workspace = workspace
+        """Where near-repeats are checked against the file (None: they are read again)."""
+        self.exact = exact
+        """Exact repeats are answered (the `repeat-cache` guard; else only near-repeats)."""
 
     async def before_tool(self, state: RunState, call: ToolCall) -> BeforeTool:
         if call.name not in self.facts.read_only:
-            if call.name not in self.facts.path_args:
+            if not self.exact or call.name not in self.facts.path_args:
                 return CONTINUE  # the usual case, with no fold needed
             done = self.facts.update(state).done.get(call_key(call))
             if done is None:
@@ -398,7 +413,7 @@ class RepeatCache(Policy):
         facts = self.facts.update(state)
         if not facts.cache:
             return CONTINUE
-        cached = facts.cache.get(call_key(call))
+        cached = facts.cache.get(call_key(call)) if self.exact else None
         if cached is None:
             return self._reread(call) if facts.whole else CONTINUE
         content = cached[0]
@@ -497,20 +512,10 @@ def wants_file(goal: str) -> bool:
 class DoneCheck(Policy):
     """After a round whose change succeeded, the model is asked whether the goal is reached,
     the goal beside it: small models that wrote the file went on to "confirm" it and then
-    invented more work (a second file, an edit of the first) until the step cap.
+    invented more work (a second file, an edit of the first) until the step cap."""
 
-    A final answer after edits that replaced a name (a rename, a replace: `_leftovers`) that
-    still occurs in the files the run touched or in the workspace's others is sent back once,
-    with the places and a short diff of each change, so that the model can finish the change
-    before its answer stands; again only after more changes, and never once the run's cap on
-    rejected answers is reached."""
-
-    def __init__(
-        self, facts: RunFacts, workspace: Workspace | None = None, max_rejections: int = 3
-    ) -> None:
+    def __init__(self, facts: RunFacts) -> None:
         self.facts = facts
-        self.workspace = workspace
-        self.max_rejections = max_rejections
 
     async def before_round(self, state: RunState) -> BeforeRound:
         facts = self.facts.update(state)
@@ -522,10 +527,23 @@ class DoneCheck(Policy):
             "step (do not redo this one)."
         )
 
+
+class ChangeReview(Policy):
+    """A final answer after edits that replaced a name (a rename, a replace: `_leftovers`)
+    that still occurs in the files the run touched or in the workspace's others is sent back
+    once, with the places and a short diff of each change, so that the model can finish the
+    change before its answer stands; again only after more changes, and never once the run's
+    cap on rejected answers is reached."""
+
+    def __init__(self, facts: RunFacts, workspace: Workspace, max_rejections: int = 3) -> None:
+        self.facts = facts
+        self.workspace = workspace
+        self.max_rejections = max_rejections
+
     async def on_final(self, state: RunState, answer: str) -> OnFinal:
         facts = self.facts.update(state)
         edits = facts.edits
-        if len(edits) == facts.reviewed or self.workspace is None:
+        if len(edits) == facts.reviewed:
             return CONTINUE  # no edit, or none since the last review: the usual answer
         if state.answer_rejections >= self.max_rejections:
             return CONTINUE
