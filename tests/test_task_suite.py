@@ -110,6 +110,23 @@ def test_configs_differ_by_one_change_and_first_actions_are_timed(tmp_path: Path
     assert all(float(row.split(" | ")[column]) >= 0 for row in rows)
 
 
+def test_a_run_cut_by_the_timeout_shows_how_far_it_got(tmp_path: Path) -> None:
+    write = {"path": "hello.txt", "content": "Hello from reins"}
+    script = [
+        {"tool_calls": [{"name": "write_file", "arguments": write}]},
+        {"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 30"}}]},
+    ]
+    _, [run] = suite(
+        tmp_path, script, "--only", "hello_reins", "--configs", "off", "--task-timeout", "4"
+    )
+    assert run["stop_reason"] == "timeout"
+    assert run["success"]  # the file was written before the time was up
+    assert run["steps"] == 2
+    assert run["tool_calls"] == 1  # the write; the sleep never finished
+    assert run["first_action_s"] < run["seconds"]
+    assert any(m["role"] == "tool" and m["name"] == "write_file" for m in run["transcript"])
+
+
 def test_a_run_that_calls_no_tool_has_no_first_action(tmp_path: Path) -> None:
     table, runs = suite(
         tmp_path, ["There are 5 lines."], "--only", "count_lines", "--configs", "off"

@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,10 +165,19 @@ async def reins(model: Any, model_id: str, config: Config, task: Task, folder: P
     )._record(model_id=model_id)  # recorded as the command line named it
     stream = agent.iter(task.goal)
     try:
-        async for event in stream:
-            if event.kind == "model_response" and event.message.tool_calls:
-                run.acted()
+        async for event in stream:  # counted as it goes: a run cut by the timeout shows how far
+            if event.kind == "model_response":
+                run.steps = max(run.steps, event.step)
+                if event.message.tool_calls:
+                    run.acted()
+            elif event.kind == "tool_call_finished":
+                run.tool_calls += 1
+                run.tool_errors += event.result.is_error
         result = await stream.result()
+    except BaseException:  # cut short (the timeout): what it had said and been told so far
+        with suppress(Exception):  # not started: nothing
+            run.transcript = transcript(stream.state.messages)
+        raise
     finally:
         if close := getattr(agent.model, "aclose", None):  # the served model's connections
             await close()
@@ -178,9 +187,11 @@ async def reins(model: Any, model_id: str, config: Config, task: Task, folder: P
     run.answer = result.final_answer
     run.tool_calls = len(results)
     run.tool_errors = sum(m.is_error for m in results)
-    run.transcript = [
-        {"role": m.role, **m.model_dump(exclude_defaults=True)} for m in result.messages
-    ]
+    run.transcript = transcript(result.messages)
+
+
+def transcript(messages: list[Any]) -> list[dict[str, Any]]:
+    return [{"role": m.role, **m.model_dump(exclude_defaults=True)} for m in messages]
 
 
 async def run_all(args: argparse.Namespace, tasks: list[Task]) -> list[Outcome]:
