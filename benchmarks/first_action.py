@@ -4,7 +4,7 @@ and prompt-lookup decoding on a file edit.
     PYTHONPATH=src python benchmarks/first_action.py [--runs 5] [--model local] [--lookup 3]
 
 First action: each run is a fresh `reins run --json` process (its imports, the model's load
-and its first request included), timed from its start to its first tool call; the step time
+and its first request included), timed from its start to its first action; the step time
 is the gap between its first and second model responses. Three kinds of run alternate, so
 they share the machine's noise: cold (`REINS_PREFIX_CACHE=0`), warm (the cache holds this
 very prompt) and warm with a goal never seen (only the system prompt and the tools are
@@ -34,8 +34,9 @@ GOAL = "Create the file hello.txt containing the text: Hello from reins"
 
 
 def new_run(goal: str, env: dict[str, str], model: str) -> tuple[float, float | None]:
-    """Seconds from a fresh process's start to its first tool call, and between its first
-    two model responses (None: it answered in one)."""
+    """Seconds from a fresh process's start to its first action (the first model response:
+    the embedded model's every reply is one action), and between its first two responses
+    (None: the run had one)."""
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "ws"
         workspace.mkdir()
@@ -46,20 +47,15 @@ def new_run(goal: str, env: dict[str, str], model: str) -> tuple[float, float | 
             command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
         )
         assert child.stdout is not None
-        first_action = None
         responses: list[float] = []
         for line in child.stdout:
-            now = time.perf_counter() - start
-            kind = json.loads(line).get("kind") if line.startswith("{") else None
-            if kind == "tool_call_started" and first_action is None:
-                first_action = now
-            elif kind == "model_response":
-                responses.append(now)
+            if line.startswith("{") and json.loads(line).get("kind") == "model_response":
+                responses.append(time.perf_counter() - start)
         child.wait()
-    if first_action is None:
-        raise SystemExit(f"the run of {goal!r} made no tool call (exit {child.returncode})")
+    if not responses:
+        raise SystemExit(f"the run of {goal!r} had no model response (exit {child.returncode})")
     step = responses[1] - responses[0] if len(responses) > 1 else None
-    return first_action, step
+    return responses[0], step
 
 
 def first_actions(runs: int, model: str) -> None:
@@ -141,6 +137,9 @@ async def lookup(pairs: int, embedded: str | None) -> None:
                     n_threads=threads,
                     n_threads_batch=threads,
                     draft_model=LlamaPromptLookupDecoding(num_pred_tokens=10),
+                    # Implied by a draft model, yet without it the logits array is sized for
+                    # one batch only, and a longer prompt fails (llama-cpp-python 0.3.36).
+                    logits_all=True,
                     verbose=False,
                 )
             return self._llm
