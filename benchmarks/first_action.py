@@ -64,7 +64,14 @@ def first_actions(runs: int, model: str) -> None:
     (cache / "reins").mkdir()
     if (home / "reins" / "models").is_dir():  # the assembled models, not assembled again
         (cache / "reins" / "models").symlink_to(home / "reins" / "models")
-    base = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONUNBUFFERED": "1"}
+    # A loaded machine may take longer than the first-chunk guard's 90 s: a retry would be
+    # timed, not the request.
+    base = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(cache),
+        "PYTHONUNBUFFERED": "1",
+        "REINS_FIRST_CHUNK_TIMEOUT": "1800",
+    }
     cold_env = {**base, "REINS_PREFIX_CACHE": "0"}
     warm_env = {**base, "REINS_PREFIX_CACHE": "1"}
     new_run(GOAL, warm_env, model)  # fills the cache

@@ -169,6 +169,8 @@ class LocalModel(Retried):
                     for chunk in chunks:
                         if stop.is_set():
                             chunks.close()  # stops generating
+                            if hook.worth_saving():  # a timed-out first reply's prompt too
+                                hook.save()
                             return
                         choice = chunk["choices"][0]
                         finish = choice.get("finish_reason") or finish
