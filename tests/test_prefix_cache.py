@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from reins import ModelSettings, SystemMessage, UsageError, UserMessage
-from reins.core._model import ModelResponse
+from reins.core._model import ModelResponse, TextChunk
 from reins.models import LocalModel
 from reins.models._embedded import embedded_gguf
 from reins.models._prefix_cache import MAGIC, PrefixStore, cache_folder, enabled
@@ -139,6 +139,32 @@ async def test_a_different_goal_reuses_the_shared_prefix_with_the_same_reply(
     assert plain.usage.cache_read_tokens == 0
     assert prompt_evaluated(uncached) == plain.usage.input_tokens
     assert plain.message == response.message  # the same reply at temperature 0
+
+
+@pytest.mark.real_model
+async def test_a_reply_stopped_early_still_saves_its_prompt(cache_home: Path) -> None:
+    """As the first-chunk guard stops a slow first reply: the prompt's evaluation is kept."""
+    model = LocalModel(embedded="smollm2", constrained=False)
+    long_system = SystemMessage(content=SYSTEM * 4)  # more than the 64 tokens worth saving
+    messages = [long_system, UserMessage(content="Write a very long story.")]
+    async for item in model.stream(messages, [], ModelSettings(max_tokens=2000)):
+        if isinstance(item, TextChunk):
+            break  # closing the stream stops the generation
+    for _ in range(200):  # the worker saves when it sees the stop, at its next token
+        if entries(cache_home):
+            break
+        await asyncio.sleep(0.1)
+    [entry] = entries(cache_home)
+    store = PrefixStore(cache_home, model._prefixes.key)
+    [(shared, found)] = store.best(np.asarray(found_tokens(model), dtype=np.intc), 64)
+    assert found.path == entry
+    assert shared >= 64  # the prompt and what was generated of the reply
+    assert store.read(found) is not None
+
+
+def found_tokens(model: LocalModel) -> list[int]:
+    llm = model.load()
+    return [int(t) for t in llm.input_ids[: llm.n_tokens]]
 
 
 def flip(path: Path) -> None:
