@@ -180,13 +180,12 @@ async def lookup(pairs: int, embedded: str | None) -> None:
     }
     rates: dict[str, list[float]] = {name: [] for name in models}
     replies: dict[str, set[str]] = {name: set() for name in models}
-    for n in range(pairs + 1):  # the first pair warms up (its prompt is then reused)
+    for n in range(pairs):  # the rate is the decode's, after the first token
         for name, model in models.items():
             rate, reply = await timed(model)
             replies[name].add(reply)
-            if n:
-                rates[name].append(rate)
-                print(f"pair {n}: {name} {rate:.1f} tok/s")
+            rates[name].append(rate)
+            print(f"pair {n + 1}: {name} {rate:.1f} tok/s")
     for name in models:
         print(f"{name:13}: median {statistics.median(rates[name]):.1f} tok/s")
     same = replies["plain"] == replies["prompt lookup"] and len(replies["plain"]) == 1
