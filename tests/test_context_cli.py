@@ -30,14 +30,20 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def reads(n: int) -> list[object]:
-    """A script that reads the report in `n` parts of 50 lines, then answers."""
+def reads(n: int, *, parts: bool = False) -> list[object]:
+    """A script that reads the report from `n` places 50 lines apart to its end (or, `parts`,
+    50 lines each: never whole, as a part read again after a whole read is answered from that
+    read), then answers."""
     calls = [
         {
             "tool_calls": [
                 {
                     "name": "read_file",
-                    "arguments": {"path": "report.txt", "start_line": 1 + 50 * (k % 8)},
+                    "arguments": {
+                        "path": "report.txt",
+                        "start_line": 1 + 50 * (k % 8),
+                        **({"end_line": 50 + 50 * (k % 8)} if parts else {}),
+                    },
                 }
             ]
         }
@@ -68,7 +74,7 @@ def test_a_run_past_its_window_is_compacted_and_show_tells_both_views(project: P
 
 
 def test_reins_compact_summarizes_a_session_for_its_next_turn(project: Path) -> None:
-    model = script(project / "s.json", reads(10))
+    model = script(project / "s.json", reads(10, parts=True))
     first = reins("run", "read the report", "-m", model, "-w", "ws", cwd=project)
     assert first.returncode == 0, first.stderr
     session = session_of(project, run_ids(project)["read the report"])
@@ -76,7 +82,7 @@ def test_reins_compact_summarizes_a_session_for_its_next_turn(project: Path) -> 
     assert done.returncode == 0, done.stderr
     assert "context compacted" in done.stdout
     assert "digested (no model)" in done.stdout  # a scripted model summarizes nothing
-    more = script(project / "more.json", [*reads(10), "second turn"])
+    more = script(project / "more.json", [*reads(10, parts=True), "second turn"])
     turn = reins("run", "and again", "-m", more, "-w", "ws", "-s", session, cwd=project)
     assert turn.returncode == 0, turn.stderr
     sent = json.loads(reins("show", run_ids(project)["and again"], "--json", cwd=project).stdout)
