@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from reins import Agent, Message, SystemMessage, ToolResultMessage, ToolSpec
+from reins import Agent, Guards, Message, SystemMessage, ToolResultMessage, ToolSpec
 from reins.cli import app
 from reins.events import EVENT, RunStarted
 from reins.testing import FunctionModel, ScriptedModel
@@ -66,12 +66,42 @@ async def test_without_run_command_calculate_is_offered_and_the_prompt_names_it(
     assert "run_command" not in prompt  # what the prompt says is true: it is not offered
 
 
-async def test_a_read_only_mode_refuses_commands_so_the_prompt_does_not_offer_them(
-    workspace: Path,
+@pytest.mark.parametrize("mode", ["explore", "plan"])
+async def test_a_read_only_mode_refuses_commands_so_calculate_is_offered_instead(
+    workspace: Path, mode: str
 ) -> None:
-    prompt, tools = await prompt_and_tools(workspace, mode="explore")
+    prompt, tools = await prompt_and_tools(workspace, mode=mode)
     assert "run_command" in tools  # offered, and refused where it runs
+    assert "calculate" in tools
     assert COMMANDS_NOTE not in prompt
+    assert CALCULATE_NOTE in prompt
+
+
+async def test_a_mode_that_runs_commands_is_given_no_calculate(workspace: Path) -> None:
+    prompt, tools = await prompt_and_tools(workspace, mode="write-test")
+    assert "calculate" not in tools
+    assert COMMANDS_NOTE in prompt
+
+
+@pytest.mark.parametrize("tools", [None, [read_file, grep]])
+async def test_the_compute_guard_off_adds_no_tool_and_no_note(
+    workspace: Path, tools: list[Any] | None
+) -> None:
+    kw: dict[str, Any] = {"guards": Guards().without("compute")}
+    if tools is not None:
+        kw["tools"] = tools
+    prompt, offered = await prompt_and_tools(workspace, **kw)
+    assert "calculate" not in offered
+    assert COMMANDS_NOTE not in prompt
+    assert CALCULATE_NOTE not in prompt
+
+
+async def test_a_calculate_listed_by_name_is_kept_with_the_guard_off(workspace: Path) -> None:
+    kw: dict[str, Any] = {"guards": Guards().without("compute")}
+    _, offered = await prompt_and_tools(
+        workspace, tools=builtin_tools(["read_file", "calculate"]), **kw
+    )
+    assert offered == ["read_file", "calculate", "final_answer"]
 
 
 async def test_an_agent_of_other_tools_is_given_no_calculate(workspace: Path) -> None:

@@ -18,9 +18,7 @@ of their own (`syntax-refuse` is `on+guard.syntax-check=refuse`); a name may add
   `agent.checks=["python3 -m pytest -q"]`);
 - `env.NAME`: an environment variable, set while each of the config's runs is made and runs
   (and while its model is loaded: a config whose variables differ loads its own);
-- `model`: the model string this config runs (`--model` for the others);
-- `prompt.compute`: `off` leaves out the tool notes' line on counting and adding up with the
-  tools (`wc`, `awk`, `calculate`), which has no setting of its own.
+- `model`: the model string this config runs (`--model` for the others).
 
 A value is `on`/`off` (or `true`/`false`), JSON (a number, a list, `null`), or else text.
 """
@@ -48,7 +46,7 @@ NAMED = {
             "guard.syntax-check=off",
             "guard.rereads=off",
             "guard.change-review=off",
-            "prompt.compute=off",
+            "guard.compute=off",
             "env.REINS_PREFIX_CACHE=0",
         ],
     ),
@@ -79,8 +77,6 @@ class Config:
     agent: dict[str, Any] = field(default_factory=dict[str, Any])
     """Other `Agent` keywords."""
     env: dict[str, str] = field(default_factory=dict[str, str])
-    compute_note: bool = True
-    """The tool notes' line on computing counts and sums (`prompt.compute`)."""
 
     def with_changes(self, changes: list[str]) -> Config:
         """This config with `KEY=VALUE` changes made (a bad one: SystemExit saying why)."""
@@ -124,31 +120,20 @@ class Config:
             self.settings = _replaced(base, name, text, change)
         elif kind == "agent" and name:
             self.agent[name] = _agent_value(name, text, change)
-        elif key == "prompt.compute":
-            if not isinstance(value := value_of(text), bool):
-                raise SystemExit(f"{change!r}: prompt.compute is on or off")
-            self.compute_note = value
         else:
             raise SystemExit(
                 f"{change!r}: no such key; the keys: guard.NAME, budget.FIELD, settings.FIELD, "
-                "agent.FIELD, env.NAME, model, prompt.compute"
+                "agent.FIELD, env.NAME, model"
             )
 
     @contextmanager
     def environment(self) -> Iterator[None]:
-        """Its environment variables set (and the compute note left out if it is off), for as
-        long as the block runs."""
-        from reins.context import _sections
-
+        """Its environment variables set, for as long as the block runs."""
         before = {name: os.environ.get(name) for name in self.env}
-        notes = _sections.COMPUTE_WITH_COMMANDS, _sections.COMPUTE_WITH_CALCULATE
         os.environ.update(self.env)
-        if not self.compute_note:  # a module constant, read as each prompt is built
-            _sections.COMPUTE_WITH_COMMANDS = _sections.COMPUTE_WITH_CALCULATE = ""
         try:
             yield
         finally:
-            _sections.COMPUTE_WITH_COMMANDS, _sections.COMPUTE_WITH_CALCULATE = notes
             for name, value in before.items():
                 if value is None:
                     os.environ.pop(name, None)

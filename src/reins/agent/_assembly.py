@@ -146,7 +146,9 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
         tracer: Any = None,
     ) -> RunLoop:
         """The loop that drives `state` on; it stops the servers in `owned` when it ends."""
-        tools = self._tools()
+        guards = state.config.guards or self.guards
+        mode, _ = resolve_mode(state.config.mode)
+        tools = self._tools(mode, guards)
         missing = set(state.config.tools) - {t.name for t in tools} - AGENT_MADE
         if missing:
             raise UsageError(
@@ -158,7 +160,6 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
                 protected=self._protected(),
                 readable=[*self._readable(), *self._skill_folders()],
             )
-        guards = state.config.guards or self.guards
         context = ToolContext(
             workspace=workspace,
             session_id=state.session_id,
@@ -168,7 +169,6 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             spill=self._spill_folder(state.run_id),
             syntax_check=guards.syntax_check,
         )
-        mode, _ = resolve_mode(state.config.mode)
         hints = FolderHints(workspace=workspace.root, names=self.instruction_files)
         hints.seed(state.messages)
         executor = ToolExecutor(
@@ -312,7 +312,9 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             for t in self._tools()
         )
 
-    def _tools(self) -> list[Tool]:
+    def _tools(self, mode: Mode | None = None, guards: Guards | None = None) -> list[Tool]:
+        """The run's tools: the agent's, and those it adds as it is set up (`mode` and `guards`:
+        the run's, if not the agent's own)."""
         tools = list(self.tools)
         if (output := self._output_spec()) is not None:
             tools = [t for t in tools if t.name != final_answer.name] + [output.tool]
@@ -328,7 +330,9 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
         if self.planning and not any(t.name == "plan" for t in tools):
             tools += self._planning_tools()
         names = {t.name for t in tools}
-        if "read_file" in names and not names & {"run_command", calculate.name}:
+        commands = "run_command" in names and _runs_commands(mode or resolve_mode(self.mode)[0])
+        compute = (guards or self.guards).compute
+        if compute and "read_file" in names and not commands and calculate.name not in names:
             tools.append(calculate)  # nothing else to compute with: small models add wrong
         return sandboxed(tools, self.sandbox)
 
@@ -409,16 +413,21 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
         return [TestsAfterChanges(changing)]
 
     def _sections(self, mode: Mode | None, workspace: Workspace) -> list[SectionSource]:
-        names = frozenset(t.name for t in self._tools())
+        names = frozenset(t.name for t in self._tools(mode))
         spill = self._readable()[0] if self._readable() and "read_file" in names else None
-        commands = mode is None or mode.folder is None  # a read-only mode refuses commands
         return [
             BaseSection(self.system_prompt),
             ModeSection(mode),
             TextSection(self.instructions),
             ProjectInstructions(tuple(self.instruction_files)),
             SkillsSection(self._skills()[0]),
-            ToolNotes(spill, workspace.root, tools=names, commands=commands),
+            ToolNotes(
+                spill,
+                workspace.root,
+                tools=names,
+                commands=_runs_commands(mode),
+                compute=self.guards.compute,
+            ),
             *self.prompt_sections,
         ]
 
@@ -447,3 +456,8 @@ def _resolve(name: str) -> Model:
     from ._resolve import resolve_model
 
     return resolve_model(name)
+
+
+def _runs_commands(mode: Mode | None) -> bool:
+    """Whether run_command may run in this mode: a read-only mode refuses commands."""
+    return mode is None or mode.folder is None

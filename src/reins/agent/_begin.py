@@ -142,7 +142,7 @@ def _run_started(
     mode: Mode | None = None,
     parent: tuple[str, str] | None = None,
 ) -> RunStarted:
-    tools = agent._tools()
+    tools = agent._tools(mode)
     config = RunConfig(
         model=agent.model_id or agent._model.name,
         workspace=str(workspace.root),

@@ -159,6 +159,7 @@ class GuardsConfig(BaseModel):
     """true: "report", false: "off", as the other guards are switched."""
     rereads: bool | None = None
     change_review: bool | None = None
+    compute: bool | None = None
 
     def guards(
         self,

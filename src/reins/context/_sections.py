@@ -113,12 +113,13 @@ class ToolNotes:
     """What the tools' descriptions cannot say, as it depends on the run: where an over-long
     result is saved (`spill`, the store's folder; None: results are cut, nothing to say), and
     how to count and add up with the tools the run has (`tools`; `commands`: run_command may
-    run, not refused by a read-only mode)."""
+    run, not refused by a read-only mode; `compute`: the compute guard is on)."""
 
     spill: Path | None
     workspace: Path
     tools: frozenset[str] = frozenset()
     commands: bool = True
+    compute: bool = True
     name: str = "tools"
     budget: int | None = None
 
@@ -127,6 +128,8 @@ class ToolNotes:
 
     def _computing(self) -> str:
         """Small models miscount lines and words and add wrong when they do it by eye."""
+        if not self.compute:
+            return ""
         if "run_command" in self.tools and self.commands:
             return COMPUTE_WITH_COMMANDS
         if "calculate" in self.tools:

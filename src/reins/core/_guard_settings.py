@@ -26,6 +26,7 @@ GUARD_NAMES = (
     "syntax-check",
     "rereads",
     "change-review",
+    "compute",
 )
 """The guards' names, as `--no-guard NAME` and the config's `[guards]` table spell them."""
 
@@ -86,6 +87,10 @@ class Guards:
     change_review: bool = True
     """Send back once a final answer after an edit that replaced a name (a rename) that still
     occurs in the workspace, with the places and a short diff of each change."""
+    compute: bool = True
+    """Tell the model to count and add up with a tool, not by eye: the prompt's tool notes
+    name run_command's `wc`, `grep -c` and `awk`, and a run with read_file that cannot run
+    commands (no run_command, or a read-only mode) is given the `calculate` tool."""
 
     def __post_init__(self) -> None:
         if self.loop_threshold < 2 or self.anti_stall_threshold < 1 or self.goal_anchor < 0:
