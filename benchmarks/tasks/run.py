@@ -8,11 +8,13 @@ interleaved per task (rotated), so a busy spell of the machine slows them alike:
 
 - `on`:  reins as shipped, every default-on policy (the guards, the budget notices);
 - `off`: every guard off (`GUARD_NAMES`: file-action, repeat-cache, loop, markup, goal-anchor,
-         one-call, repetition, schema-echo, done-check, escapes, syntax-check) and no budget
-         notices;
+         one-call, repetition, schema-echo, done-check, escapes, syntax-check, rereads,
+         change-review, compute) and no budget notices;
 - `no-escapes`: as `on`, but JSON escapes in patterns and paths are not read back;
 - `syntax-refuse`, `syntax-off`: as `on`, but a write that breaks a JSON/TOML/YAML/Python/XML
   file is refused (the file kept), or not looked at (the default reports it);
+- `before-29`: as `on`, without issue 29's changes (guards escapes, syntax-check, rereads,
+  change-review and compute off; no prefix cache);
 - peers (`peers.py`), on the same GGUF served by llama.cpp's `llama-server` (started once for the
   run, only when one is chosen; `--model` must be `local` or `local:NAME`):
   `reins-served` (reins' OpenAI-compatible provider, policies on), `pydantic-ai`,
@@ -26,7 +28,7 @@ Each run's first action is timed too: the seconds from its start to the model's 
 that calls a tool (`final_answer` included); for a peer, to its first call of a tool.
 
 python benchmarks/tasks/run.py [--model local] [--limit N] [--only ID,...] [--max-steps 10]
-    [--configs on,off,no-escapes,syntax-refuse,syntax-off,on+guard.NAME=off,reins-served,
+    [--configs on,off,no-escapes,syntax-refuse,syntax-off,before-29,on+guard.NAME=off,reins-served,
     pydantic-ai,openai-agents,smolagents] [--set KEY=VALUE ...] [--tools a,b] [--details FILE.json]
 """
 
