@@ -180,7 +180,7 @@ def test_profiles_are_chosen_by_name_or_inferred_from_the_goal(project: Path) ->
     assert (  # said in the header: the user did not choose it
         "profile coding (inferred from the goal; --profile NAME chooses one) · at most 2 steps · "
         "tools: read_file, write_file, edit_file, list_files, find_files, grep, run_command, "
-        "final_answer · "
+        "final_answer, calculate · "  # plan mode refuses commands: calculate is what computes
         "mode plan"
     ) in coding.stdout
     event = started("fix the failing test in app.py")

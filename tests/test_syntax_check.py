@@ -158,11 +158,12 @@ async def test_an_edit_is_judged_alike_in_both_modes(workspace: Path) -> None:
     assert (workspace / "app.py").read_text() == "def main():\n    return 1\n"
     reported = await _run(_executor(workspace), "edit_file", **edit)
     assert (
-        reported.content == f"Replaced 1 occurrence in app.py\n[{said}; it did before this change]"
+        reported.content == "Replaced 1 occurrence in app.py; the lines now read:\n1: def main(:\n"
+        f"[{said}; it did before this change]"
     )
     assert (workspace / "app.py").read_text() == "def main(:\n    return 1\n"
     again = await _run(_executor(workspace, "refuse"), "edit_file", path="app.py", old="1", new="2")
-    assert again.content == "Replaced 1 occurrence in app.py"  # broken before: not judged
+    assert again.content.endswith("read:\n2:     return 2")  # broken before: not judged
 
 
 async def test_a_new_file_that_does_not_parse_is_reported_or_not_made(workspace: Path) -> None:

@@ -186,12 +186,31 @@ async def test_edit_replaces_exactly_one_match(workspace: Path) -> None:
         workspace, "edit_file", path="f.py", old="z = 1", new="z = 2"
     )
     assert await ok(workspace, "edit_file", path="f.py", old="y = 1", new="y = 3") == (
-        "Replaced 1 occurrence in f.py"
+        "Replaced 1 occurrence in f.py; the lines now read:\n2: y = 3"
     )
     assert await ok(
         workspace, "edit_file", path="f.py", old="x = 1", new="x = 0", replace_all=True
-    ) == ("Replaced 2 occurrences in f.py")
+    ) == ("Replaced 2 occurrences in f.py; the lines now read:\n1: x = 0\n3: x = 0")
     assert (workspace / "f.py").read_text() == "x = 0\ny = 3\nx = 0\n"
+
+
+async def test_an_edit_shows_the_lines_it_left(workspace: Path) -> None:
+    # Seen on the default model: asked to set the version, it replaced the key, not the value;
+    # the numbered lines show it what the file now says.
+    (workspace / "package.json").write_text('{\n  "name": "app",\n  "version": "1.2.9"\n}\n')
+    said = await ok(workspace, "edit_file", path="package.json", old='"version"', new='"1.3.0"')
+    assert said == (
+        'Replaced 1 occurrence in package.json; the lines now read:\n3:   "1.3.0": "1.2.9"'
+    )
+    (workspace / "f.py").write_text("def f():\n    pass\n")
+    block = "    a = 1\n    return a\n"
+    said = await ok(workspace, "edit_file", path="f.py", old="    pass\n", new=block)
+    assert said.endswith("now read:\n2:     a = 1\n3:     return a")  # every line of a block
+    (workspace / "many.txt").write_text("x\n" * 9)
+    said = await ok(workspace, "edit_file", path="many.txt", old="x", new="y", replace_all=True)
+    assert said.endswith("now read (the first):\n1: y\n2: y\n3: y\n4: y\n5: y\n6: y")
+    said = await ok(workspace, "edit_file", path="many.txt", old="y\n", new="", replace_all=True)
+    assert said == "Replaced 9 occurrences in many.txt"  # a deletion leaves no line to show
 
 
 async def test_write_keeps_the_file_mode(workspace: Path) -> None:

@@ -262,12 +262,41 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
                 f"old text occurs {count} times in {path}; include more surrounding lines to "
                 "make it unique, or set replace_all to true"
             )
-        data = _replaced(text, old, new).encode()
+        after = _replaced(text, old, new)
+        data = after.encode()
         note = _parse_note(ctx, target, data, text)
         replace_file(target, data, stop)
     finally:
         os.close(target.dir_fd)
-    return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {path}{note}"
+    shown = _lines_now(after, text, old, new) if new else ""
+    return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {path}{shown}{note}"
+
+
+def _lines_now(after: str, before: str, old: str, new: str) -> str:
+    """The lines each replacement left, numbered (at most `EDITED_LINES`): a small model sees
+    what its edit made (`"version"` -> `"1.3.0"` left `"1.3.0": "1.2.9"`), not just that it
+    succeeded."""
+    lines = after.splitlines()
+    numbers: dict[int, None] = {}
+    shift, start = len(new) - len(old), before.find(old)
+    for index in range(EDITED_LINES):
+        if start < 0:
+            break
+        at = start + index * shift  # where this occurrence's new text begins in `after`
+        first = after.count("\n", 0, at)
+        last = first + new.rstrip("\n").count("\n")
+        numbers.update(dict.fromkeys(range(first, last + 1)))
+        start = before.find(old, start + len(old))
+    chosen = [n for n in numbers if n < len(lines)][:EDITED_LINES]
+    if not chosen:
+        return ""
+    more = " (the first)" if len(numbers) > len(chosen) or start >= 0 else ""
+    shown = "\n".join(f"{n + 1}: {lines[n][:EDITED_LINE_CHARS]}" for n in chosen)
+    return f"; the lines now read{more}:\n{shown}"
+
+
+EDITED_LINES = 6
+EDITED_LINE_CHARS = 200
 
 
 def _replaced(text: str, old: str, new: str) -> str:
