@@ -1,7 +1,7 @@
 """A new run's first action on the default embedded model, with and without the prefix cache,
-and prompt-lookup decoding on a file edit.
+and the decoding choices on a file edit.
 
-    PYTHONPATH=src python benchmarks/first_action.py [--runs 5] [--model local] [--lookup 3]
+    PYTHONPATH=src python benchmarks/first_action.py [--runs 5] [--model local] [--decoding 3]
 
 First action: each run is a fresh `reins run --json` process (its imports, the model's load
 and its first request included), timed from its start to its first action; the step time
@@ -10,9 +10,11 @@ they share the machine's noise: cold (`REINS_PREFIX_CACHE=0`), warm (the cache h
 very prompt) and warm with a goal never seen (only the system prompt and the tools are
 shared). The cache lives in a folder of the benchmark's own (the models' folder linked in).
 
-Prompt lookup (`--lookup N`, N paired requests, 0: skip): llama-cpp-python's
-`LlamaPromptLookupDecoding` drafts tokens from the prompt; on a request to rewrite a file just
-read, the decode rate with and without it, and whether the reply is the same.
+Decoding (`--decoding N`, N rounds of paired requests, 0: skip), on a request to rewrite a file
+just read: the decode rate and whether the reply is the same, for reins's sampler (the grammar
+consulted for the top token first, `reins.models._greedy_grammar`), llama-cpp-python's own
+(the grammar filters the whole vocabulary before every token), and its
+`LlamaPromptLookupDecoding` (draft tokens taken from the prompt).
 """
 
 from __future__ import annotations
@@ -119,7 +121,7 @@ FILE = "\n".join(
 )
 
 
-async def lookup(pairs: int, embedded: str | None) -> None:
+async def decoding(pairs: int, embedded: str | None) -> None:
     from llama_cpp import Llama
     from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
 
@@ -132,8 +134,10 @@ async def lookup(pairs: int, embedded: str | None) -> None:
     from reins.tools import final_answer, read_file, write_file
 
     @dataclass(kw_only=True)
-    class Drafted(LocalModel):
-        """The embedded model with llama-cpp-python's prompt-lookup draft."""
+    class Stock(LocalModel):
+        """The embedded model on llama-cpp-python's own `Llama` (and its options)."""
+
+        options: dict[str, Any]
 
         def load(self) -> Any:
             if self._llm is None:
@@ -143,11 +147,8 @@ async def lookup(pairs: int, embedded: str | None) -> None:
                     n_ctx=self.n_ctx,
                     n_threads=threads,
                     n_threads_batch=threads,
-                    draft_model=LlamaPromptLookupDecoding(num_pred_tokens=10),
-                    # Implied by a draft model, yet without it the logits array is sized for
-                    # one batch only, and a longer prompt fails (llama-cpp-python 0.3.36).
-                    logits_all=True,
                     verbose=False,
+                    **self.options,
                 )
             return self._llm
 
@@ -174,9 +175,16 @@ async def lookup(pairs: int, embedded: str | None) -> None:
         rate = (response.usage.output_tokens - 1) / (end - first)
         return rate, json.dumps([c.arguments for c in response.message.tool_calls])
 
+    lookup = {
+        "draft_model": LlamaPromptLookupDecoding(num_pred_tokens=10),
+        # Implied by a draft model, yet without it the logits array is sized for one batch
+        # only, and a longer prompt fails (llama-cpp-python 0.3.36).
+        "logits_all": True,
+    }
     models = {
-        "plain": LocalModel(embedded=embedded, prefix_cache=False),
-        "prompt lookup": Drafted(embedded=embedded, prefix_cache=False),
+        "reins": LocalModel(embedded=embedded, prefix_cache=False),
+        "grammar first": Stock(embedded=embedded, prefix_cache=False, options={}),
+        "prompt lookup": Stock(embedded=embedded, prefix_cache=False, options=lookup),
     }
     rates: dict[str, list[float]] = {name: [] for name in models}
     replies: dict[str, set[str]] = {name: set() for name in models}
@@ -188,7 +196,7 @@ async def lookup(pairs: int, embedded: str | None) -> None:
             print(f"pair {n + 1}: {name} {rate:.1f} tok/s")
     for name in models:
         print(f"{name:13}: median {statistics.median(rates[name]):.1f} tok/s")
-    same = replies["plain"] == replies["prompt lookup"] and len(replies["plain"]) == 1
+    same = len(replies["reins"]) == 1 and all(t == replies["reins"] for t in replies.values())
     print(f"same reply: {same}")
     if not same:
         for name, texts in replies.items():
@@ -200,13 +208,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5, help="fresh processes of each kind")
     parser.add_argument("--model", default="local")
-    parser.add_argument("--lookup", type=int, default=3, help="paired requests (0: skip)")
+    parser.add_argument("--decoding", type=int, default=3, help="rounds of requests (0: skip)")
     args = parser.parse_args()
     if args.runs:
         first_actions(args.runs, args.model)
-    if args.lookup:
+    if args.decoding:
         embedded = args.model.removeprefix("local").removeprefix(":") or None
-        asyncio.run(lookup(args.lookup, embedded))
+        asyncio.run(decoding(args.decoding, embedded))
 
 
 if __name__ == "__main__":

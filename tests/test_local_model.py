@@ -76,6 +76,43 @@ async def test_constrained_decoding_only_samples_valid_actions(local: LocalModel
 
 
 @pytest.mark.real_model
+def test_the_grammar_consulted_last_picks_the_tokens_it_would_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from llama_cpp import Llama
+
+    from reins.models import _greedy_grammar
+    from reins.models._embedded import embedded_gguf
+
+    calls = {"_allows": 0, "_best_allowed": 0}
+    for name in calls:  # both paths taken: the top token alone, and the whole vocabulary
+        method = getattr(_greedy_grammar._GreedyGrammar, name)
+
+        def counted(*args: Any, _method: Any = method, _name: str = name) -> Any:
+            calls[_name] += 1
+            return _method(*args)
+
+        monkeypatch.setattr(_greedy_grammar._GreedyGrammar, name, counted)
+    path = str(embedded_gguf("smollm2"))
+    settings: dict[str, Any] = {"model_path": path, "n_ctx": 2048, "verbose": False}
+    stock, greedy = Llama(**settings), _greedy_grammar.GreedyGrammarLlama(**settings)
+    grammar = LocalModel()._grammar(TOOLS, 256)
+    for goal in GOALS:
+        messages = chat(
+            [SystemMessage(content="You are an agent."), UserMessage(content=goal)], TOOLS
+        )
+        replies = [
+            llm.create_chat_completion(
+                messages=messages, grammar=grammar, max_tokens=256, temperature=0.0
+            )["choices"][0]["message"]["content"]
+            for llm in (stock, greedy)
+        ]
+        assert replies[0] == replies[1], goal
+        parse_action(replies[1], TOOLS)  # a valid action: the grammar held
+    assert calls["_allows"] > calls["_best_allowed"] > 0
+
+
+@pytest.mark.real_model
 async def test_an_agent_runs_on_the_embedded_model(local: LocalModel, workspace: Path) -> None:
     agent = Agent(
         model=local, tools=[write_file], workspace=workspace, budgets=Budgets(max_steps=3)
@@ -422,10 +459,10 @@ async def test_a_repair_that_repeats_the_rejected_reply_raises_the_temperature(
 
 
 def test_the_local_model_uses_every_core_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
-    import llama_cpp
+    from reins.models import _greedy_grammar
 
     made: list[dict[str, Any]] = []
-    monkeypatch.setattr(llama_cpp, "Llama", lambda **kw: made.append(kw))
+    monkeypatch.setattr(_greedy_grammar, "GreedyGrammarLlama", lambda **kw: made.append(kw))
     monkeypatch.delenv("REINS_LOCAL_THREADS", raising=False)
     LocalModel(embedded="smollm2").load()
     monkeypatch.setenv("REINS_LOCAL_THREADS", "3")

@@ -87,7 +87,7 @@ class LocalModel(Retried):
     def load(self) -> Any:
         if self._llm is None:
             try:
-                from llama_cpp import Llama
+                from ._greedy_grammar import GreedyGrammarLlama
             except ImportError:
                 raise UsageError(
                     "the local model needs llama-cpp-python: pip install llama-cpp-python"
@@ -100,7 +100,7 @@ class LocalModel(Retried):
             if not path.is_file():
                 raise UsageError(f"no GGUF model file at {path}")
             threads = self.threads or _default_threads()
-            llm = Llama(
+            llm = GreedyGrammarLlama(
                 model_path=str(path),
                 n_ctx=self.n_ctx,
                 n_threads=threads,
