@@ -299,8 +299,9 @@ TOOLS = [write_file.spec, read_file.spec, list_files.spec, final_answer.spec]
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [name for name in EMBEDDED if name != "smollm2"])
 async def test_an_installed_embedded_model_samples_a_valid_action(name: str) -> None:
-    """Loads the real model when its parts are installed (not in CI); it is assembled into the
-    user's own cache, as a user's first load would."""
+    """Loads the real model when its parts are installed (the 0.5B is, by `make setup`: the
+    repairs' real-model tests use it); it is assembled into the user's own cache, as a user's
+    first load would."""
     pytest.importorskip("llama_cpp")
     try:
         check_installed(name)

@@ -201,3 +201,30 @@ def test_over_the_wire_a_tool_call_s_raw_arguments_find_the_numbers(
 
 def _never(path: str) -> bool:
     return False
+
+
+@pytest.mark.real_model
+async def test_a_small_model_s_backspace_in_a_regex_is_read_back_as_the_escape_it_typed(
+    workspace: Path,
+) -> None:
+    # Qwen2.5-Coder-0.5B writes the regex the goal gives into its JSON as is: `\b` arrives as a
+    # backspace (before the read-back, grep found nothing and the run stalled on that call).
+    from reins import Budgets
+    from reins.models import LocalModel
+
+    (workspace / "notes.txt").write_text("total 42 items\nnone here\nabc123 no\n7 days\n")
+    agent = Agent(
+        model=LocalModel(embedded="qwen-0.5b", prefix_cache=False),
+        tools=BUILTIN_TOOLS,
+        workspace=workspace,
+        budgets=Budgets(max_steps=1),
+    )
+    result = await agent.run(
+        "Find the lines of notes.txt that hold a whole number: grep with the regex \\b[0-9]+\\b"
+    )
+    [call] = [c for m in result.messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    assert call.name == "grep"
+    assert "\x08" in call.arguments["pattern"]  # what the model sent: a backspace
+    [observed] = [m for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert NOTE in observed.content  # read back as `\b`, and said so
+    assert "\x08" not in observed.content
