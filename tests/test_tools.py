@@ -209,6 +209,9 @@ async def test_an_edit_shows_the_lines_it_left(workspace: Path) -> None:
     (workspace / "many.txt").write_text("x\n" * 9)
     said = await ok(workspace, "edit_file", path="many.txt", old="x", new="y", replace_all=True)
     assert said.endswith("now read (the first):\n1: y\n2: y\n3: y\n4: y\n5: y\n6: y")
+    (workspace / "page.txt").write_text("a\fb\r\nc\r\n")  # lines as read_file counts them
+    said = await ok(workspace, "edit_file", path="page.txt", old="c", new="d")
+    assert said.endswith("now read:\n2: d")
     said = await ok(workspace, "edit_file", path="many.txt", old="y\n", new="", replace_all=True)
     assert said == "Replaced 9 occurrences in many.txt"  # a deletion leaves no line to show
 

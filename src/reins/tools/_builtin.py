@@ -6,10 +6,12 @@ import dataclasses
 import os
 import re
 import stat
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import lru_cache
+from itertools import accumulate
 from typing import Annotated
 
 from ..core._errors import ToolError, UsageError
@@ -273,26 +275,28 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
 
 
 def _lines_now(after: str, before: str, old: str, new: str) -> str:
-    """The lines each replacement left, numbered (at most `EDITED_LINES`): a small model sees
-    what its edit made (`"version"` -> `"1.3.0"` left `"1.3.0": "1.2.9"`), not just that it
-    succeeded."""
-    lines = after.splitlines()
+    """The lines each replacement left, numbered as read_file numbers them (split at line
+    feeds only; at most `EDITED_LINES`): a small model sees what its edit made (`"version"` ->
+    `"1.3.0"` left `"1.3.0": "1.2.9"`), not just that it succeeded."""
+    lines = after.split("\n")
+    ends = list(accumulate(len(line) + 1 for line in lines))  # each line's end, its \n included
     numbers: dict[int, None] = {}
     shift, start = len(new) - len(old), before.find(old)
     for index in range(EDITED_LINES):
         if start < 0:
             break
         at = start + index * shift  # where this occurrence's new text begins in `after`
-        first = after.count("\n", 0, at)
-        last = first + new.rstrip("\n").count("\n")
-        numbers.update(dict.fromkeys(range(first, last + 1)))
+        last = at + max(len(new.rstrip("\n")) - 1, 0)
+        numbers.update(dict.fromkeys(range(bisect_right(ends, at), bisect_right(ends, last) + 1)))
         start = before.find(old, start + len(old))
-    chosen = [n for n in numbers if n < len(lines)][:EDITED_LINES]
-    if not chosen:
-        return ""
+    chosen = list(numbers)[:EDITED_LINES]
     more = " (the first)" if len(numbers) > len(chosen) or start >= 0 else ""
-    shown = "\n".join(f"{n + 1}: {lines[n][:EDITED_LINE_CHARS]}" for n in chosen)
+    shown = "\n".join(f"{n + 1}: {_shown(lines[n])}" for n in chosen)
     return f"; the lines now read{more}:\n{shown}"
+
+
+def _shown(line: str) -> str:
+    return line.removesuffix("\r")[:EDITED_LINE_CHARS]
 
 
 EDITED_LINES = 6
