@@ -136,7 +136,7 @@ async def _grep_through_executor(workspace: Path, arguments: dict[str, object]) 
 async def test_grep_finds_what_the_model_meant(workspace: Path) -> None:
     (workspace / "notes.txt").write_text("total 42 items\nnone here\nid7x\n")
     found = await _grep_through_executor(workspace, json.loads(RAW))
-    assert found == f"notes.txt:1: total 42 items\n{NOTE}"
+    assert found == f"notes.txt:1: total 42 items\n[1 matching line]\n{NOTE}"
     missing = await _grep_through_executor(workspace, {"pattern": "\x08(", "path": "notes.txt"})
     assert missing.startswith(r"bad regular expression '\\b('")  # the pattern as it ran
     assert missing.endswith(NOTE.replace("[0-9]+", ""))  # and on an error, the note too
@@ -176,7 +176,7 @@ async def test_through_the_loop_the_model_s_raw_json_finds_the_numbers(workspace
     result = await Agent(model=model, workspace=workspace, tools=BUILTIN_TOOLS).run("numbers?")
     assert result.final_answer == "42"
     observed = [m for m in result.messages if isinstance(m, ToolResultMessage)]
-    assert observed[0].content == f"notes.txt:1: total 42 items\n{NOTE}"
+    assert observed[0].content == f"notes.txt:1: total 42 items\n[1 matching line]\n{NOTE}"
 
 
 @pytest.mark.real_model  # an OpenAI-compatible server started here, not the internet
@@ -196,7 +196,7 @@ def test_over_the_wire_a_tool_call_s_raw_arguments_find_the_numbers(
         sent = server.requests[1]["messages"][-1]
     assert result.final_answer == "42"
     assert sent["role"] == "tool"
-    assert sent["content"] == f"notes.txt:1: total 42 items\n{NOTE}"
+    assert sent["content"] == f"notes.txt:1: total 42 items\n[1 matching line]\n{NOTE}"
 
 
 def _never(path: str) -> bool:

@@ -209,7 +209,8 @@ async def test_a_hard_link_to_an_outside_file_is_not_read(workspace: Path, outsi
     assert edit.is_error
     assert "2 hard links" in edit.content
     assert (await run(ex, "grep", pattern="SECRET")).content == (
-        "plain.txt:1: SECRET? no\n[1 file(s) with more than one hard link not searched: "
+        "plain.txt:1: SECRET? no\n[1 matching line]\n"
+        "[1 file(s) with more than one hard link not searched: "
         "their other links may be outside the workspace]"
     )
     single = await run(ex, "grep", pattern="SECRET", path="linked.txt")
@@ -249,7 +250,7 @@ async def test_fifos_sockets_and_devices_do_not_hang_the_tools(workspace: Path) 
         assert (await bounded("read_file", path="null")).content == (
             "'null' is a character device, which the file tools do not open"
         )
-    assert (await bounded("grep", pattern="hello")).content == "a.txt:1: hello"
+    assert (await bounded("grep", pattern="hello")).content == "a.txt:1: hello\n[1 matching line]"
     assert (await bounded("grep", pattern="x", path="fifo")).is_error
     assert (await bounded("find_files", pattern="*")).content == "a.txt\n[1 file]"
     listing = (await bounded("list_files")).content
@@ -287,7 +288,7 @@ async def test_a_huge_sparse_file_costs_bounded_memory(workspace: Path) -> None:
         f"{text}\n[binary data from byte {len(TEXT)} on (of 2147483648) not shown]"
     )
     assert found.content == (
-        f"huge.log:7: line 7 of the text before a hole\n"
+        f"huge.log:7: line 7 of the text before a hole\n[1 matching line]\n"
         f"[huge.log: binary from byte {len(TEXT)} on, not searched]"
     )
     assert peak < 4 << 20, peak
@@ -321,7 +322,8 @@ async def test_a_huge_text_file_is_read_in_bounded_memory_and_time(workspace: Pa
     )
     assert second.content == read.content[5:]
     assert found.content == (
-        f"big.txt:2: {'x' * 300}\n[big.txt: searched the first {read_at_most} of {size} bytes]"
+        f"big.txt:2: {'x' * 300}\n[1 matching line]\n"
+        f"[big.txt: searched the first {read_at_most} of {size} bytes]"
     )
     assert peak < 8 << 20, peak
     assert elapsed < 20, elapsed

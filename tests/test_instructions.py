@@ -10,7 +10,7 @@ import pytest
 
 from reins import Agent, ContextSettings, Message, StopReason, SystemMessage, ToolResultMessage
 from reins.context import PromptContext, PromptSection
-from reins.context._sections import COMPUTE_WITH_COMMANDS
+from reins.context._sections import COMPUTE_WITH_COMMANDS, FILES_WITH_COMMANDS
 from reins.events import Notice
 from reins.store import MemoryLog
 from reins.testing import ScriptedModel
@@ -162,7 +162,7 @@ async def test_prompt_sections_fail_open_and_keep_to_their_budget(tmp_path: Path
     assert result.stop_reason is StopReason.END_TURN
     prompt = system_text(model)
     opening = "You are a careful release manager.\n\nAnswer in French.\n\n"
-    tools = f"{COMPUTE_WITH_COMMANDS}\n\n"  # the tool notes (the run has run_command)
+    tools = f"{COMPUTE_WITH_COMMANDS}\n{FILES_WITH_COMMANDS}\n\n"  # the tool notes (run_command)
     assert prompt.startswith(f"{opening}{tools}Team rule")
     assert "autonomous agent" not in prompt  # the base prompt was replaced
     assert len(prompt) < 400 + len(tools)

@@ -250,5 +250,7 @@ async def test_the_escapes_guard_switches_the_read_back(workspace: Path) -> None
         run = await agent.run("numbers?")
         return next(m for m in run.messages if isinstance(m, ToolResultMessage)).content
 
-    assert (await result_of(Guards())).startswith("notes.txt:1: total 42 items\n[pattern: read")
+    assert (await result_of(Guards())).startswith(
+        "notes.txt:1: total 42 items\n[1 matching line]\n[pattern: read"
+    )
     assert (await result_of(Guards(escapes=False))).startswith("no matches for '\\x08[0-9]+")

@@ -216,6 +216,78 @@ async def test_an_edit_shows_the_lines_it_left(workspace: Path) -> None:
     assert said == "Replaced 9 occurrences in many.txt"  # a deletion leaves no line to show
 
 
+async def test_an_edit_that_doubles_a_line_says_so(workspace: Path) -> None:
+    # Seen on the default model: its new text held the line after old, which stayed too.
+    (workspace / "greet.py").write_text("def greet()\n    print('hi')\n\ngreet()\n")
+    said = await ok(
+        workspace,
+        "edit_file",
+        path="greet.py",
+        old="def greet()",
+        new="def greet():\n    print('hi')",
+    )
+    assert said.endswith(
+        "2:     print('hi')\n[lines 2 and 3 are now the same line: new repeats a line next to "
+        "old; if it should be there once, delete one]"
+    )
+    (workspace / "b.txt").write_text("x\ny\n")  # the line before old, repeated at new's start
+    said = await ok(workspace, "edit_file", path="b.txt", old="y", new="x\ny")
+    assert said.endswith(
+        "[lines 1 and 2 are now the same line: new repeats a line next to old; if it should be "
+        "there once, delete one]"
+    )
+    (workspace / "c.txt").write_text("a\nb\nb\nc\n")  # a pair that was there before
+    said = await ok(workspace, "edit_file", path="c.txt", old="a", new="A")
+    assert said.endswith("now read:\n1: A")
+    said = await ok(workspace, "edit_file", path="c.txt", old="c", new="b\nc")
+    assert said.endswith(
+        "same line: new repeats a line next to old; if it should be there once, delete one]"
+    )
+
+
+async def test_an_empty_write_over_a_file_says_it_still_exists(workspace: Path) -> None:
+    # Seen on the default model: asked to delete old.log, it wrote it empty and answered done.
+    (workspace / "old.log").write_text("line one\n")
+    said = await ok(workspace, "write_file", path="old.log", content="")
+    assert (
+        said
+        == "Wrote 0 bytes to old.log\n[old.log is now empty (it held 9 bytes); it still exists]"
+    )
+    assert (
+        await ok(workspace, "write_file", path="new.txt", content="") == "Wrote 0 bytes to new.txt"
+    )
+    said = await ok(workspace, "write_file", path="old.log", content="")
+    assert said == "Wrote 0 bytes to old.log"  # it was empty already
+
+
+async def test_find_files_shows_where_a_name_it_cannot_find_occurs_as_text(workspace: Path) -> None:
+    # Seen on the default model: find_files for a class and a URL, "no files", answered "nowhere".
+    (workspace / "shop/db").mkdir(parents=True)
+    (workspace / "shop/db/orders.py").write_text("import os\n\nclass OrderRepository:\n    pass\n")
+    (workspace / "docs").mkdir()
+    (workspace / "docs/index.md").write_text("See [the guide](http://docs.old-site.org/guide).\n")
+    assert await ok(workspace, "find_files", pattern="OrderRepository") == (
+        "no file names match 'OrderRepository' (find_files matches names), but the text occurs "
+        "in these files (as grep shows it):\nshop/db/orders.py:3: class OrderRepository:\n"
+        "[1 matching line]"
+    )
+    said = await ok(workspace, "find_files", pattern="http://docs.old-site.org", path="docs")
+    assert said.endswith(
+        "\ndocs/index.md:1: See [the guide](http://docs.old-site.org/guide).\n[1 matching line]"
+    )
+    assert await ok(workspace, "find_files", pattern="docs-old-site") == (  # "." is no wildcard
+        "no files match 'docs-old-site' (find_files matches names; grep searches contents); "
+        "no file holds it as text either"
+    )
+    assert await ok(workspace, "find_files", pattern="Order*") == (  # a glob is a name
+        "no files match 'Order*' (find_files matches names; grep searches contents)"
+    )
+    (workspace / "many.txt").write_text("needle\n" * 30)
+    said = await ok(workspace, "find_files", pattern="needle")
+    assert said.count("many.txt:") == 20
+    assert said.endswith("[stopped at 20 matches]")
+
+
 async def test_write_keeps_the_file_mode(workspace: Path) -> None:
     script = workspace / "run.sh"
     script.write_text("old")
@@ -292,13 +364,14 @@ def make_tree(workspace: Path) -> None:
 async def test_grep_honours_gitignore_and_skips_binaries(workspace: Path) -> None:
     make_tree(workspace)
     assert await ok(workspace, "grep", pattern="TODO") == (
-        "src/app.py:2:     return 'TODO fix'\nsrc/util.py:1: # TODO later"
+        "src/app.py:2:     return 'TODO fix'\nsrc/util.py:1: # TODO later\n"
+        "[2 matching lines in 2 files]"
     )
     assert await ok(workspace, "grep", pattern="todo", ignore_case=True, glob="util.*") == (
-        "src/util.py:1: # TODO later"
+        "src/util.py:1: # TODO later\n[1 matching line]"
     )
     assert await ok(workspace, "grep", pattern="TODO", path="src/app.py") == (
-        "src/app.py:2:     return 'TODO fix'"
+        "src/app.py:2:     return 'TODO fix'\n[1 matching line]"
     )
     assert await ok(workspace, "grep", pattern="nothing-matches") == (
         "no matches for 'nothing-matches' (grep searches contents; find_files matches names)"

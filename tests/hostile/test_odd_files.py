@@ -146,6 +146,7 @@ async def test_names_with_control_characters_are_listed_quoted(workspace: Path) 
     assert found[-1] == "[7 files]"
     assert sorted(found[:-1]) == sorted([*shown, '"new\\nline/inner.txt"'])
     matches = (await call(workspace, "grep", pattern="^x")).split("\n")
-    assert sorted(matches) == sorted(f"{name}:1: x" for name in found[:-1])
+    assert matches[-1] == "[7 matching lines in 7 files]"
+    assert sorted(matches[:-1]) == sorted(f"{name}:1: x" for name in found[:-1])
     # The name given back as the JSON string shows it (a real line break) reaches the file.
     assert await call(workspace, "read_file", path="a.txt\nb.txt") == "x\n\n[1 line in all]"

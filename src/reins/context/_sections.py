@@ -124,7 +124,13 @@ class ToolNotes:
     budget: int | None = None
 
     def render(self, context: PromptContext) -> str:
-        return "\n".join(note for note in (self._computing(), self._spilled()) if note)
+        notes = (self._computing(), self._moving(), self._spilled())
+        return "\n".join(note for note in notes if note)
+
+    def _moving(self) -> str:
+        """Small models "copy" a file by writing what they guess it holds, and "delete" one
+        by writing it empty."""
+        return FILES_WITH_COMMANDS if "run_command" in self.tools and self.commands else ""
 
     def _computing(self) -> str:
         """Small models miscount lines and words and add wrong when they do it by eye."""
@@ -151,8 +157,13 @@ class ToolNotes:
 
 COMPUTE_WITH_COMMANDS = (
     "Count lines, words or matches and add up numbers with run_command (`wc -l FILE`, "
-    "`wc -w FILE`, `grep -c WORD FILE`, `awk '{s += $2} END {print s}' FILE`, "
-    "`python3 -c 'print(2 + 3)'`), not by eye."
+    "`wc -w FILE`, `grep -c WORD FILE`, `python3 -c 'print(5 + 7 + 9)'` with the numbers you "
+    "read, `awk -F, 'NR > 1 {s += $4} END {print s}' FILE` for column 4 of a CSV file with a "
+    "header line), not by eye."
+)
+FILES_WITH_COMMANDS = (
+    "Copy, move or delete files with run_command (`cp a.txt b.txt`, `mv a.txt b.txt`, "
+    "`rm a.txt`), not with write_file."
 )
 COMPUTE_WITH_CALCULATE = (
     "Add up or average numbers with calculate (`sum([12, 7.5, 30]) / 3`), not in your head; "

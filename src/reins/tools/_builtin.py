@@ -11,8 +11,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import lru_cache
-from itertools import accumulate
-from typing import Annotated
+from itertools import accumulate, pairwise
+from typing import TYPE_CHECKING, Annotated
 
 from ..core._errors import ToolError, UsageError
 from ..core._media import Document, Image, media_from_bytes, sniff
@@ -28,6 +28,9 @@ from ._stop import current as current_stop
 from ._syntax import MAX_CHECK_CHARS, judge, judged
 from ._tool import Tool, ToolContext, tool
 from ._workspace import ALWAYS_IGNORED
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 MAX_READ_LINES = 2000
 MAX_READ_CHARS = 24_000
@@ -172,13 +175,29 @@ def write_file(ctx: ToolContext, path: str, content: str, append: bool = False) 
             # a line appended to a file that ends mid-line starts a line of its own
             gap = "\n" if before and not before.endswith("\n") and content else ""
             data = (before + gap + content).encode()
-        note = _parse_note(ctx, target, data, before)
+        note = _parse_note(ctx, target, data, before) or _emptied_note(target, data)
         replace_file(target, data, stop)
     finally:
         os.close(target.dir_fd)
     if append:
         return f"Appended {len(content.encode())} bytes to {as_listed(target.rel)}{note}"
     return f"Wrote {len(data)} bytes to {as_listed(target.rel)}{note}"
+
+
+def _emptied_note(target: Target, data: bytes) -> str:
+    """An empty write over a file that held something: small models "delete" a file so, and
+    answer that it is gone."""
+    if data or target.mode is None:
+        return ""
+    try:
+        held = os.stat(target.name, dir_fd=target.dir_fd, follow_symlinks=False).st_size
+    except OSError:
+        return ""
+    return (
+        f"\n[{as_listed(target.rel)} is now empty (it held {held} bytes); it still exists]"
+        if held
+        else ""
+    )
 
 
 def _parse_note(ctx: ToolContext, target: Target, data: bytes, before: str | None) -> str:
@@ -292,7 +311,28 @@ def _lines_now(after: str, before: str, old: str, new: str) -> str:
     chosen = list(numbers)[:EDITED_LINES]
     more = " (the first)" if len(numbers) > len(chosen) or start >= 0 else ""
     shown = "\n".join(f"{n + 1}: {_shown(lines[n])}" for n in chosen)
-    return f"; the lines now read{more}:\n{shown}"
+    doubled = _doubled(lines, before, chosen) if before.count(old) == 1 else ""
+    return f"; the lines now read{more}:\n{shown}{doubled}"
+
+
+def _doubled(lines: list[str], before: str, edited: list[int]) -> str:
+    """A line one replacement doubled: `new` that also holds the line after (or before) `old`
+    repeats it, a small model's common slip, and the file reads `print('hi')` twice."""
+    if not edited:
+        return ""
+    first, last = edited[0], edited[-1]
+    for a in (first - 1, last):
+        b = a + 1
+        if a >= 0 and b < len(lines) and lines[a].strip() and lines[a] == lines[b]:
+            pairs = before.split("\n")
+            was = sum(x == y == lines[a] for x, y in pairwise(pairs))
+            now = sum(x == y == lines[a] for x, y in pairwise(lines))
+            if now > was:
+                return (
+                    f"\n[lines {a + 1} and {b + 1} are now the same line: new repeats a line "
+                    "next to old; if it should be there once, delete one]"
+                )
+    return ""
 
 
 def _shown(line: str) -> str:
@@ -372,7 +412,7 @@ def list_files(ctx: ToolContext, path: str = ".") -> str:
 def find_files(ctx: ToolContext, pattern: Annotated[str, ArgKind.GLOB], path: str = ".") -> str:
     """Find files by glob pattern (gitignore style: `*.py` matches at any depth,
     `src/**/test_*.py` below src). Ignored files are skipped. Names are shown as list_files
-    shows them.
+    shows them. A pattern without wildcards that no name matches is looked for as text too.
 
     Args:
         pattern: Glob pattern, relative to `path`.
@@ -387,11 +427,31 @@ def find_files(ctx: ToolContext, pattern: Annotated[str, ArgKind.GLOB], path: st
             if spec.match_file(f.rel[skip:])
         ]
     if not found:
-        return f"no files match {pattern!r} (find_files matches names; grep searches contents)"
+        return _named_nowhere(ctx, pattern, path)
     shown = found[:MAX_LIST_ENTRIES]
     more = len(found) - len(shown)
     count = f"{more} more files" if more else "1 file" if len(found) == 1 else f"{len(found)} files"
     return "\n".join(shown) + f"\n[{count}]"
+
+
+def _named_nowhere(ctx: ToolContext, pattern: str, path: str) -> str:
+    """find_files' answer when no name matches. A pattern with no wildcard may have been text
+    to look for (a class, a URL): small models search contents with find_files and take "no
+    files" for "nowhere", so where the text occurs is searched and shown too."""
+    nothing = f"no files match {pattern!r} (find_files matches names; grep searches contents)"
+    if any(c in pattern for c in "*?[") or not pattern.strip():
+        return nothing
+    search = _Search(Regex.literal(pattern), current_stop(), limit=TEXT_MATCHES_SHOWN)
+    _search_in(ctx, search, ctx.workspace.open(path), path)
+    if not search.matches:
+        return f"{nothing}; no file holds it as text either"
+    return (
+        f"no file names match {pattern!r} (find_files matches names), but the text occurs in "
+        f"these files (as grep shows it):\n{search.report(pattern)}"
+    )
+
+
+TEXT_MATCHES_SHOWN = 20
 
 
 @_stoppable
@@ -404,7 +464,8 @@ def grep(
     ignore_case: bool = False,
 ) -> str:
     """Search file contents with a regular expression; prints `file:line: text` (the file's
-    name as list_files shows it). Files ignored by .gitignore and binary files are skipped.
+    name as list_files shows it) and how many lines matched. Files ignored by .gitignore and
+    binary files are skipped.
 
     Args:
         pattern: Regular expression, in RE2 syntax (as ripgrep's): no backreferences or
@@ -413,17 +474,21 @@ def grep(
         glob: Only search files matching this glob, e.g. `*.py`.
         ignore_case: Match without regard to case.
     """
-    regex = Regex(pattern, ignore_case=ignore_case)
-    stop = current_stop()
-    search = _Search(regex, stop)
-    target = ctx.workspace.open(path)
+    search = _Search(Regex(pattern, ignore_case=ignore_case), current_stop())
+    _search_in(ctx, search, ctx.workspace.open(path), path, glob_spec(glob) if glob else None)
+    return search.report(pattern)
+
+
+def _search_in(
+    ctx: ToolContext, search: _Search, target: Opened, path: str, only: GitIgnoreSpec | None = None
+) -> None:
+    """Search the file `target`, or the files below the folder (those `only` matches by name)."""
     if not stat.S_ISDIR(target.st.st_mode):
         with _checked(target, path) as opened:
             search.file(opened)
-        return search.report(pattern)
-    only = glob_spec(glob) if glob else None
+        return
     try:
-        for found in ctx.workspace.walk(target, stop):
+        for found in ctx.workspace.walk(target, search.stop):
             if only and not only.match_file(found.name):
                 continue
             try:
@@ -437,15 +502,15 @@ def grep(
                 os.close(opened.fd)
     finally:
         os.close(target.fd)
-    return search.report(pattern)
 
 
 class _Search:
     """grep's matches and notes, file after file."""
 
-    def __init__(self, regex: Regex, stop: Stop) -> None:
-        self.regex, self.stop = regex, stop
+    def __init__(self, regex: Regex, stop: Stop, limit: int = MAX_GREP_MATCHES) -> None:
+        self.regex, self.stop, self.limit = regex, stop, limit
         self.matches: list[str] = []
+        self.files: dict[str, None] = {}
         self.notes: list[str] = []
         self.linked = 0
 
@@ -471,8 +536,9 @@ class _Search:
                 batch = [t.rstrip("\r") for t in batch]
             for i in self.regex.matching(batch):
                 self.matches.append(f"{name}:{number + i + 1}: {batch[i][:300]}")
-                if len(self.matches) == MAX_GREP_MATCHES:
-                    self.notes.append(f"stopped at {MAX_GREP_MATCHES} matches")
+                self.files[name] = None
+                if len(self.matches) == self.limit:
+                    self.notes.append(f"stopped at {self.limit} matches")
                     return True
             number += len(batch)
         size = opened.st.st_size
@@ -488,12 +554,18 @@ class _Search:
                 f"{self.linked} file(s) with more than one hard link not searched: "
                 "their other links may be outside the workspace"
             )
-        text = (
-            "\n".join(self.matches)
-            if self.matches
-            else f"no matches for {pattern!r} (grep searches contents; find_files matches names)"
-        )
+        if not self.matches:
+            text = f"no matches for {pattern!r} (grep searches contents; find_files matches names)"
+        elif len(self.matches) < self.limit:  # counted, as read_file counts lines: by eye,
+            text = "\n".join(self.matches) + f"\n[{self.count()}]"  # small models miscount
+        else:
+            text = "\n".join(self.matches)
         return text + "".join(f"\n[{n}]" for n in self.notes)
+
+    def count(self) -> str:
+        n = len(self.matches)
+        lines = "1 matching line" if n == 1 else f"{n} matching lines"
+        return lines if len(self.files) == 1 else f"{lines} in {len(self.files)} files"
 
 
 @tool(timeout=None, command_arg="command")

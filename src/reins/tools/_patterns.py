@@ -55,6 +55,11 @@ class Regex:
         # the text: of each line, as each line is searched on its own.
         self._line_by_line = "\\A" in pattern or "\\z" in pattern or _NO_MULTILINE.search(pattern)
 
+    @classmethod
+    def literal(cls, text: str) -> Regex:
+        """The pattern that matches `text` itself."""
+        return cls(re2.escape(text))
+
     def matching(self, lines: list[str]) -> Iterator[int]:
         """The indices of the lines the pattern matches, in order."""
         if not lines:
