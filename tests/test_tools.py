@@ -282,6 +282,13 @@ async def test_find_files_shows_where_a_name_it_cannot_find_occurs_as_text(works
     assert await ok(workspace, "find_files", pattern="Order*") == (  # a glob is a name
         "no files match 'Order*' (find_files matches names; grep searches contents)"
     )
+    (workspace / "list.txt").write_text("keep\nremove me\n")  # a file for its folder: its text
+    assert await ok(workspace, "find_files", pattern="remove me", path="list.txt") == (
+        "no file names match 'remove me' (find_files matches names), but the text occurs in "
+        "these files (as grep shows it):\nlist.txt:2: remove me\n[1 matching line]"
+    )
+    said = await ok(workspace, "find_files", pattern="*.txt", path="list.txt")
+    assert said == "list.txt\n[1 file]"  # its name
     (workspace / "many.txt").write_text("needle\n" * 30)
     said = await ok(workspace, "find_files", pattern="needle")
     assert said.count("many.txt:") == 20

@@ -157,7 +157,7 @@ class ToolNotes:
 
 COMPUTE_WITH_COMMANDS = (
     "Count lines, words or matches and add up numbers with run_command (`wc -l FILE`, "
-    "`wc -w FILE`, `grep -c WORD FILE`, `python3 -c 'print(5 + 7 + 9)'` with the numbers you "
+    '`wc -w FILE`, `grep -c WORD FILE`, `python3 -c "print(5 + 7 + 9)"` with the numbers you '
     "read, `awk -F, 'NR > 1 {s += $4} END {print s}' FILE` for column 4 of a CSV file with a "
     "header line), not by eye."
 )

@@ -419,13 +419,23 @@ def find_files(ctx: ToolContext, pattern: Annotated[str, ArgKind.GLOB], path: st
         path: Folder to search in, relative to the workspace root.
     """
     spec = glob_spec(pattern)
-    with _folder(ctx, path) as folder:
-        skip = len(folder.rel) + 1 if folder.rel else 0
-        found = [
-            as_listed(f.rel)
-            for f in ctx.workspace.walk(folder, current_stop())
-            if spec.match_file(f.rel[skip:])
-        ]
+    try:
+        with _folder(ctx, path) as folder:
+            skip = len(folder.rel) + 1 if folder.rel else 0
+            found = [
+                as_listed(f.rel)
+                for f in ctx.workspace.walk(folder, current_stop())
+                if spec.match_file(f.rel[skip:])
+            ]
+    except ToolError as exc:  # a file: its own name, or (no wildcard) the text in it
+        if not str(exc).endswith("is a file, not a folder"):
+            raise
+        opened = ctx.workspace.open(path)
+        os.close(opened.fd)
+        name = as_listed(opened.rel)
+        if spec.match_file(os.path.basename(opened.rel)):
+            return f"{name}\n[1 file]"
+        return _named_nowhere(ctx, pattern, path)
     if not found:
         return _named_nowhere(ctx, pattern, path)
     shown = found[:MAX_LIST_ENTRIES]
