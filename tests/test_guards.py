@@ -357,6 +357,38 @@ async def test_a_successful_change_asks_whether_the_goal_is_reached(workspace: P
     assert notices(await events_of(off, goal), "DoneCheck") == []
 
 
+async def test_the_done_check_repeats_what_a_change_s_result_warns_of(workspace: Path) -> None:
+    # Seen on the default model: its fix doubled print('hi'), the result said so, and the
+    # done-check's "That change succeeded" drew "fixed" at once.
+    (workspace / "greet.py").write_text("def greet()\n    print('hi')\n\ngreet()\n")
+    (workspace / "old.log").write_text("x\n")
+    replies = [
+        reply(
+            "",
+            call(
+                "edit_file",
+                "e1",
+                path="greet.py",
+                old="def greet()",
+                new="def greet():\n    print('hi')",
+            ),
+        ),
+        reply("", call("write_file", "w1", path="old.log", content="")),
+        reply("", call("write_file", "w2", path="new.txt", content="fine")),
+        "FINAL_ANSWER: done",
+    ]
+    goal = "Fix greet.py, empty old.log, write new.txt"
+    events = await events_of(agent_for(replies, workspace, approval="allow"), goal)
+    asked = [n.text.split(". Is the goal")[0] for n in notices(events, "DoneCheck")]
+    assert asked == [
+        "That change was made, but its result warns: lines 2 and 3 are now the same line: new "
+        "repeats a line next to old; if it should be there once, delete one",
+        "That change was made, but its result warns: old.log is now empty (it held 2 bytes); it "
+        "still exists",
+        "That change succeeded",
+    ]
+
+
 async def test_a_repeated_successful_write_is_not_run_again_until_its_path_changes(
     workspace: Path,
 ) -> None:

@@ -64,7 +64,10 @@ DONE = "Already done: "
 FILE_NOTE = "You have not written the file yet"
 LOOP_NOTE = "Warning: you are going in circles"
 ANCHOR_NOTE = "Reminder of your goal"
-CHANGE_NOTE = "That change succeeded"
+CHANGE_NOTE = "That change"
+NOTED_TOOLS = frozenset({"write_file", "edit_file"})
+"""Tools whose result ends with a bracketed line only to warn (a file that no longer parses,
+a doubled line, a file written empty): the done-check passes the warning on."""
 MARKUP_NOTE = "Your reply contains tool-call markup as text"
 REVIEW_NOTE = "Before your answer stands"
 CACHED_CHARS = 500
@@ -178,6 +181,8 @@ class RunFacts:
         """The open round (the last response) made progress."""
         self.changed = False
         """A change of the open round succeeded."""
+        self.warnings: list[str] = []
+        """What the results of the open round's changes warn of (`NOTED_TOOLS`)."""
         self.open = False
         self.warned = False
         """A loop warning was given, and the run has not recovered since."""
@@ -219,6 +224,7 @@ class RunFacts:
         self._close_round()
         self.open = True
         self.changed = False
+        self.warnings = []
         calls = self._calls = message.tool_calls
         if len(calls) == 1:
             self.rounds.append((call_key(calls[0]),))
@@ -275,6 +281,9 @@ class RunFacts:
             self.written = True
             # a command's failure is a result, not an error: its exit code says
             self.changed |= bool(paths) or result.content.startswith("exit code: 0\n")
+        if result.name in NOTED_TOOLS:
+            lines = result.content.split("\n")[1:]
+            self.warnings += [t[1:-1] for t in lines if t.startswith("[") and t.endswith("]")]
 
     def _writes(self, call: ToolCall) -> bool:
         arg = self.command_args.get(call.name)
@@ -512,7 +521,9 @@ def wants_file(goal: str) -> bool:
 class DoneCheck(Policy):
     """After a round whose change succeeded, the model is asked whether the goal is reached,
     the goal beside it: small models that wrote the file went on to "confirm" it and then
-    invented more work (a second file, an edit of the first) until the step cap."""
+    invented more work (a second file, an edit of the first) until the step cap. A change
+    whose result warns (a doubled line, a file that no longer parses) is not called a success:
+    the warning is repeated, as a 1.5B model answered "fixed" right after one."""
 
     def __init__(self, facts: RunFacts) -> None:
         self.facts = facts
@@ -521,8 +532,13 @@ class DoneCheck(Policy):
         facts = self.facts.update(state)
         if not (facts.open and facts.changed):
             return CONTINUE
+        done = (
+            f"was made, but its result warns: {'; '.join(facts.warnings)}"
+            if facts.warnings
+            else "succeeded"
+        )
         return Inject(
-            f"{CHANGE_NOTE}. Is the goal reached now? The goal: {state.goal}\n"
+            f"{CHANGE_NOTE} {done}. Is the goal reached now? The goal: {state.goal}\n"
             f"If it is, call {FINAL_ANSWER_TOOL} with your answer now; if not, take the next "
             "step (do not redo this one)."
         )
