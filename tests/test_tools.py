@@ -227,11 +227,12 @@ async def test_an_edit_that_doubles_a_line_says_so(workspace: Path) -> None:
         new="def greet():\n    print('hi')",
     )
     assert said.endswith(
-        "2:     print('hi')\n[lines 2 and 3 are now the same line: new repeats a line next to "
-        "old; if it should be there once, delete one]"
+        "now read:\n1: def greet():\n2:     print('hi')\n3:     print('hi')\n[lines 2 and 3 are "
+        "now the same line: new repeats a line next to old; if it should be there once, delete one]"
     )
     (workspace / "b.txt").write_text("x\ny\n")  # the line before old, repeated at new's start
     said = await ok(workspace, "edit_file", path="b.txt", old="y", new="x\ny")
+    assert "now read:\n1: x\n2: x\n3: y\n[" in said
     assert said.endswith(
         "[lines 1 and 2 are now the same line: new repeats a line next to old; if it should be "
         "there once, delete one]"

@@ -310,16 +310,25 @@ def _lines_now(after: str, before: str, old: str, new: str) -> str:
         start = before.find(old, start + len(old))
     chosen = list(numbers)[:EDITED_LINES]
     more = " (the first)" if len(numbers) > len(chosen) or start >= 0 else ""
+    pair = _doubled(lines, before, chosen) if before.count(old) == 1 else None
+    if pair:  # the other line of the pair shown too: the text to delete is in view
+        chosen = sorted({*chosen, *pair})
     shown = "\n".join(f"{n + 1}: {_shown(lines[n])}" for n in chosen)
-    doubled = _doubled(lines, before, chosen) if before.count(old) == 1 else ""
-    return f"; the lines now read{more}:\n{shown}{doubled}"
+    if pair is None:
+        return f"; the lines now read{more}:\n{shown}"
+    a, b = pair[0] + 1, pair[1] + 1
+    return (
+        f"; the lines now read{more}:\n{shown}\n[lines {a} and {b} are now the same line: new "
+        "repeats a line next to old; if it should be there once, delete one]"
+    )
 
 
-def _doubled(lines: list[str], before: str, edited: list[int]) -> str:
-    """A line one replacement doubled: `new` that also holds the line after (or before) `old`
-    repeats it, a small model's common slip, and the file reads `print('hi')` twice."""
+def _doubled(lines: list[str], before: str, edited: list[int]) -> tuple[int, int] | None:
+    """The two lines (indices) of a line one replacement doubled: `new` that also holds the
+    line after (or before) `old` repeats it, a small model's common slip, and the file reads
+    `print('hi')` twice."""
     if not edited:
-        return ""
+        return None
     first, last = edited[0], edited[-1]
     for a in (first - 1, last):
         b = a + 1
@@ -328,11 +337,8 @@ def _doubled(lines: list[str], before: str, edited: list[int]) -> str:
             was = sum(x == y == lines[a] for x, y in pairwise(pairs))
             now = sum(x == y == lines[a] for x, y in pairwise(lines))
             if now > was:
-                return (
-                    f"\n[lines {a + 1} and {b + 1} are now the same line: new repeats a line "
-                    "next to old; if it should be there once, delete one]"
-                )
-    return ""
+                return a, b
+    return None
 
 
 def _shown(line: str) -> str:
