@@ -163,7 +163,9 @@ def test_run_and_session_ids_complete_from_the_log(
     for command in ("show", "replay", "resume"):
         line = f"reins {command} --store {folder} "
         assert offered(on_path, shell, line) == ["last", *reversed(shown)]  # the latest first
-    assert offered(on_path, shell, f"reins show --store {folder} {runs[1][:3]}") == [shown[1]]
+    # a prefix only the second run has (ids are random: two may share their first characters)
+    typed = next(runs[1][:n] for n in range(3, 8) if [r[:n] for r in runs].count(runs[1][:n]) == 1)
+    assert offered(on_path, shell, f"reins show --store {folder} {typed}") == [shown[1]]
     by_env = {**on_path, "REINS_STORE": str(folder)}
     assert offered(by_env, shell, "reins compact ") == ["last", sessions[1][:7], sessions[0][:7]]
     assert offered(by_env, shell, "reins run go -s ") == ["last", sessions[1][:7], sessions[0][:7]]
