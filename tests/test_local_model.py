@@ -477,6 +477,36 @@ def test_the_local_model_uses_every_core_unless_told(monkeypatch: pytest.MonkeyP
         LocalModel(embedded="smollm2").load()
 
 
+def test_the_weights_are_repacked_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llama_cpp import llama_cpp as C
+
+    defaults = C.llama_model_default_params
+    monkeypatch.delenv("REINS_LOCAL_REPACK", raising=False)
+    plain = LocalModel(embedded="smollm2").load()
+    asked = LocalModel(embedded="smollm2", repack=True).load()
+    monkeypatch.setenv("REINS_LOCAL_REPACK", "1")
+    by_env = LocalModel(embedded="smollm2").load()
+    overruled = LocalModel(embedded="smollm2", repack=False).load()
+    repacks = [m.model_params.use_extra_bufts for m in (plain, asked, by_env, overruled)]
+    assert repacks == [False, True, True, False]
+    assert C.llama_model_default_params is defaults  # unwrapped once the models are made
+    assert defaults().use_extra_bufts  # llama.cpp's own default is left as it was
+    monkeypatch.setenv("REINS_LOCAL_REPACK", "yes")
+    with pytest.raises(UsageError, match="REINS_LOCAL_REPACK='yes' is neither 1"):
+        LocalModel(embedded="smollm2").load()
+
+
+def test_a_repacked_model_does_not_share_prefix_cache_entries() -> None:
+    from reins.models import _prefix_cache
+
+    keys = [
+        _prefix_cache.cache_key(LocalModel(embedded="smollm2", repack=r).load(), "m")
+        for r in (False, True)
+    ]
+    assert keys[0]["model_params"]["use_extra_bufts"] is False
+    assert keys[1]["model_params"]["use_extra_bufts"] is True
+
+
 def test_each_round_renders_the_earlier_rounds_unchanged() -> None:
     """llama.cpp reuses the KV cache of the longest common prompt prefix: the rules and the
     history must render the same every round, only new messages added at the end."""
