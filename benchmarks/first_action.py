@@ -8,9 +8,9 @@ and its first request included), timed from its start to its first action; the s
 is the gap between its first and second model responses. Three kinds of run alternate, so
 they share the machine's noise: cold (`REINS_PREFIX_CACHE=0`), warm (the cache holds this
 very prompt) and warm with a goal never seen (only the system prompt and the tools are
-shared). With `--repack`, runs with llama.cpp's weight repacking on (`REINS_LOCAL_REPACK=1`, off
-by default) alternate with them too. The cache lives in a folder of the benchmark's own (the
-models' folder linked in).
+shared). With `--no-repack`, runs with llama.cpp's weight repacking off (`REINS_LOCAL_REPACK=0`)
+alternate with them too. The cache lives in a folder of the benchmark's own (the models' folder
+linked in).
 
 Decoding (`--decoding N`, N rounds of paired requests, 0: skip), on a request to rewrite a file
 just read: the decode rate and whether the reply is the same, for reins's sampler (the grammar
@@ -62,7 +62,7 @@ def new_run(goal: str, env: dict[str, str], model: str) -> tuple[float, float | 
     return responses[0], step
 
 
-def first_actions(runs: int, model: str, repack: bool) -> None:
+def first_actions(runs: int, model: str, plain: bool) -> None:
     cache = Path(tempfile.mkdtemp(prefix="reins-bench-cache-"))
     home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     (cache / "reins").mkdir()
@@ -76,32 +76,32 @@ def first_actions(runs: int, model: str, repack: bool) -> None:
         "PYTHONUNBUFFERED": "1",
         "REINS_FIRST_CHUNK_TIMEOUT": "1800",
     }
-    base["REINS_LOCAL_REPACK"] = "0"
+    base["REINS_LOCAL_REPACK"] = "1"
     cold_env = {**base, "REINS_PREFIX_CACHE": "0"}
     warm_env = {**base, "REINS_PREFIX_CACHE": "1"}
-    repacked_env = {**warm_env, "REINS_LOCAL_REPACK": "1"}  # an entry of its own (its key)
+    plain_env = {**warm_env, "REINS_LOCAL_REPACK": "0"}  # an entry of its own (its key)
     new_run(GOAL, warm_env, model)  # fills the cache
-    if repack:
-        new_run(GOAL, repacked_env, model)
+    if plain:
+        new_run(GOAL, plain_env, model)
     kinds: dict[str, list[tuple[float, float | None]]] = {"cold": [], "warm": [], "new goal": []}
-    if repack:
-        kinds |= {"warm, repacked": [], "new goal, repacked": []}
+    if plain:
+        kinds |= {"warm, not repacked": [], "new goal, not repacked": []}
     for n in range(runs):
         kinds["cold"].append(new_run(GOAL, cold_env, model))
         kinds["warm"].append(new_run(GOAL, warm_env, model))
         other = f"Create the file note{n}.txt containing the text: run {n} of the benchmark"
         kinds["new goal"].append(new_run(other, warm_env, model))
-        if repack:
-            kinds["warm, repacked"].append(new_run(GOAL, repacked_env, model))
-            other = f"Create the file repacked{n}.txt containing the text: run {n}"
-            kinds["new goal, repacked"].append(new_run(other, repacked_env, model))
+        if plain:
+            kinds["warm, not repacked"].append(new_run(GOAL, plain_env, model))
+            other = f"Create the file plain{n}.txt containing the text: run {n}"
+            kinds["new goal, not repacked"].append(new_run(other, plain_env, model))
         print(f"run {n + 1}: " + ", ".join(f"{k} {v[-1][0]:.1f}s" for k, v in kinds.items()))
     print(f"{model}, median of {runs} fresh processes (first action / step 2):")
     for kind, values in kinds.items():
         first = statistics.median(v[0] for v in values)
         steps = [v[1] for v in values if v[1] is not None]
         step = f"{statistics.median(steps):.1f}s" if steps else "-"
-        print(f"  {kind:18} first action {first:.1f}s, step 2 {step}")
+        print(f"  {kind:22} first action {first:.1f}s, step 2 {step}")
     entries = list((cache / "reins" / "prefix").glob("*.prefix"))
     size = sum(p.stat().st_size for p in entries)
     print(f"  cache: {len(entries)} entries, {size / 1e6:.0f} MB")
@@ -194,7 +194,7 @@ async def decoding(pairs: int, embedded: str | None) -> None:
         "logits_all": True,
     }
     models = {
-        "reins": LocalModel(embedded=embedded, prefix_cache=False, repack=True),
+        "reins": LocalModel(embedded=embedded, prefix_cache=False),
         "grammar first": Stock(embedded=embedded, prefix_cache=False, options={}),
         "prompt lookup": Stock(embedded=embedded, prefix_cache=False, options=lookup),
     }
@@ -221,12 +221,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="fresh processes of each kind")
     parser.add_argument("--model", default="local")
     parser.add_argument(
-        "--repack", action="store_true", help="also warm runs with the weights repacked"
+        "--no-repack", action="store_true", help="also warm runs with the weights as filed"
     )
     parser.add_argument("--decoding", type=int, default=3, help="rounds of requests (0: skip)")
     args = parser.parse_args()
     if args.runs:
-        first_actions(args.runs, args.model, args.repack)
+        first_actions(args.runs, args.model, args.no_repack)
     if args.decoding:
         embedded = args.model.removeprefix("local").removeprefix(":") or None
         asyncio.run(decoding(args.decoding, embedded))

@@ -63,8 +63,10 @@ async def test_a_rename_left_half_done_is_shown_before_the_answer_stands(workspa
         "@@ -1 +1 @@\n"
         "-def old_total(\n"
         "+def new_total(\n"
-        "If those places should change too (a rename changes every use), change them now; if "
-        "they should stay as they are, give your final answer again."
+        "If those places should change too (a rename changes every use), change them now "
+        "(edit_file with path `main.py`, old `old_total`, new `new_total`, replace_all true, "
+        "replaces it throughout that file); if they should stay as they are, give your final "
+        "answer again."
     ]
     assert "old_total" not in (workspace / "main.py").read_text()
 
@@ -97,6 +99,8 @@ async def test_the_answer_given_again_stands_and_a_later_change_is_checked_again
     assert len(shown) == 2
     assert "main.py:1:" in shown[0]
     assert "report.py:1: from calc import old_total" in shown[0]
+    assert "path `main.py`, old `old_total`, new `new_total`" in shown[0]
+    assert "throughout that file (then the same for `report.py`));" in shown[0]
     assert "main.py" not in shown[1].split("What you changed:")[0]
     assert "report.py:1:" in shown[1]
     assert "main.py (every occurrence):\n" in shown[1]  # the diff of each change

@@ -3,6 +3,7 @@ repository, through the public API."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from reins import Agent, ContextSettings, Message, StopReason, SystemMessage, ToolResultMessage
 from reins.context import PromptContext, PromptSection
+from reins.context._prompt import base_prompt
 from reins.context._sections import COMPUTE_WITH_COMMANDS, FILES_WITH_COMMANDS
 from reins.events import Notice
 from reins.store import MemoryLog
@@ -171,3 +173,10 @@ async def test_prompt_sections_fail_open_and_keep_to_their_budget(tmp_path: Path
         "prompt section 'memory' failed and was left out: RuntimeError: no memory store",
         "prompt section 'team' cut to 50 tokens",
     ]
+
+
+def test_the_base_prompt_gives_no_file_name_a_model_could_copy() -> None:
+    # The default model read, edited and wrote `src/app.py`, the example path it was given,
+    # in tasks about calc.py and app/main.py.
+    for approvals in (False, True):
+        assert re.findall(r"`[\w./-]+\.\w+`", base_prompt(approvals=approvals)) == []

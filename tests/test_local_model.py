@@ -477,20 +477,19 @@ def test_the_local_model_uses_every_core_unless_told(monkeypatch: pytest.MonkeyP
         LocalModel(embedded="smollm2").load()
 
 
-def test_the_weights_are_repacked_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_weights_are_repacked_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
     from llama_cpp import llama_cpp as C
 
     defaults = C.llama_model_default_params
     monkeypatch.delenv("REINS_LOCAL_REPACK", raising=False)
     plain = LocalModel(embedded="smollm2").load()
-    asked = LocalModel(embedded="smollm2", repack=True).load()
-    monkeypatch.setenv("REINS_LOCAL_REPACK", "1")
+    asked = LocalModel(embedded="smollm2", repack=False).load()
+    monkeypatch.setenv("REINS_LOCAL_REPACK", "0")
     by_env = LocalModel(embedded="smollm2").load()
-    overruled = LocalModel(embedded="smollm2", repack=False).load()
+    overruled = LocalModel(embedded="smollm2", repack=True).load()
     repacks = [m.model_params.use_extra_bufts for m in (plain, asked, by_env, overruled)]
-    assert repacks == [False, True, True, False]
+    assert repacks == [True, False, False, True]
     assert C.llama_model_default_params is defaults  # unwrapped once the models are made
-    assert defaults().use_extra_bufts  # llama.cpp's own default is left as it was
     monkeypatch.setenv("REINS_LOCAL_REPACK", "yes")
     with pytest.raises(UsageError, match="REINS_LOCAL_REPACK='yes' is neither 1"):
         LocalModel(embedded="smollm2").load()

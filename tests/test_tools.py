@@ -194,6 +194,99 @@ async def test_edit_replaces_exactly_one_match(workspace: Path) -> None:
     assert (workspace / "f.py").read_text() == "x = 0\ny = 3\nx = 0\n"
 
 
+async def test_an_edit_finds_old_written_with_other_whitespace_quotes_or_backslashes(
+    workspace: Path,
+) -> None:
+    # Seen on the default model, each sent again and again until the cap: a YAML list item on
+    # the line after its key written on one line, single quotes for a TOML string's double,
+    # a URL with a regex's backslashes.
+    compose = 'services:\n  web:\n    ports:\n      - "8000:8000"\n'
+    (workspace / "compose.yml").write_text(compose)
+    (workspace / "pyproject.toml").write_text('[project]\nversion = "0.3.1"\n')
+    (workspace / "guide.md").write_text("See http://docs.old-site.org/guide.\n")
+    assert await ok(
+        workspace,
+        "edit_file",
+        path="compose.yml",
+        old='ports: - "8000:8000"',
+        new='ports: - "8080:8000"',
+    ) == (
+        "Replaced 1 occurrence in compose.yml; the lines now read:\n"
+        '3:     ports:\n4:       - "8080:8000"\n'
+        "[old was not in compose.yml as written: it matched with the file's whitespace, "
+        "and new was written with them too]"
+    )
+    assert (workspace / "compose.yml").read_text() == compose.replace('"8000:', '"8080:')
+    result = await ok(
+        workspace,
+        "edit_file",
+        path="pyproject.toml",
+        old="version = '0.3.1'",
+        new="version = '0.4.0'",
+    )
+    assert "file's quotes" in result
+    assert (workspace / "pyproject.toml").read_text() == '[project]\nversion = "0.4.0"\n'
+    result = await ok(
+        workspace,
+        "edit_file",
+        path="guide.md",
+        old=r"http://docs\.old-site\.org/guide",
+        new="https://docs.example.com/guide",
+    )
+    assert "file's backslashes" in result
+    assert (workspace / "guide.md").read_text() == "See https://docs.example.com/guide.\n"
+
+
+async def test_a_loose_match_that_new_cannot_follow_shows_the_text_to_copy(
+    workspace: Path,
+) -> None:
+    (workspace / "compose.yml").write_text('web:\n  ports:\n    - "8000:8000"\n')
+    message = await error(  # new has more words than old: where its line breaks go is unknown
+        workspace,
+        "edit_file",
+        path="compose.yml",
+        old='ports: - "8000:8000"',
+        new='ports: - "8080:8000" - "9090:9090"',
+    )
+    assert message == (
+        "old text not found in compose.yml as written; it is there with other whitespace:\n"
+        'ports:\n    - "8000:8000"\ncopy that as old, and write new the same way'
+    )
+    assert (workspace / "compose.yml").read_text() == 'web:\n  ports:\n    - "8000:8000"\n'
+    (workspace / "two.txt").write_text("alpha  beta\nalpha  beta\nab\n")
+    assert "occurs 2 times in two.txt" in await error(  # loosely too, it must be unique
+        workspace, "edit_file", path="two.txt", old="alpha beta", new="gamma delta"
+    )
+    assert "old text not found in two.txt;" in await error(  # too short to match loosely
+        workspace, "edit_file", path="two.txt", old="a b", new="c d"
+    )
+    assert (workspace / "two.txt").read_text() == "alpha  beta\nalpha  beta\nab\n"
+
+
+async def test_old_text_not_found_shows_the_lines_most_like_it(workspace: Path) -> None:
+    # Seen on the default model: `dependencies = []` for a list on several lines, `http:` for
+    # a JSON key, sent again after each "not found" until the cap.
+    toml = '[project]\nname = "fetcher"\ndependencies = [\n    "pydantic>=2.5",\n]\n'
+    (workspace / "pyproject.toml").write_text(toml)
+    assert await error(
+        workspace, "edit_file", path="pyproject.toml", old="dependencies = []", new="x"
+    ) == (
+        "old text not found in pyproject.toml; the lines most like it:\n3: dependencies = [\n"
+        "copy the exact text, whitespace and indentation included"
+    )
+    (workspace / "config.json").write_text('{\n  "log_level": "info",\n  "http": {}\n}\n')
+    assert 'the lines most like it:\n3:   "http": {}\n' in await error(
+        workspace, "edit_file", path="config.json", old="http:", new="x"
+    )
+    assert await error(  # nothing alike: no lines offered
+        workspace, "edit_file", path="config.json", old="retries = 3", new="x"
+    ) == (
+        "old text not found in config.json; read the file and copy the exact text, "
+        "whitespace and indentation included"
+    )
+    assert (workspace / "pyproject.toml").read_text() == toml
+
+
 async def test_an_edit_shows_the_lines_it_left(workspace: Path) -> None:
     # Seen on the default model: asked to set the version, it replaced the key, not the value;
     # the numbered lines show it what the file now says.

@@ -7,8 +7,7 @@ from ..core._state import FINAL_ANSWER_PREFIX, FINAL_ANSWER_TOOL
 BASE_PROMPT = """\
 You are an autonomous agent working in a folder, the workspace.
 Work towards the user's goal step by step: think briefly, then call one or more tools.
-Give paths relative to the workspace, such as `notes.txt` or `src/app.py`; the file tools cannot
-reach files outside it.{approvals}
+Give paths relative to the workspace; the file tools cannot reach files outside it.{approvals}
 Use the tools to find out what you need (do not guess) and to make the changes the goal asks for;
 a goal that only asks a question is answered without changing any file.
 A tool's result is reliable: do not repeat a call or read a file again to confirm it.
@@ -26,7 +25,8 @@ def base_prompt(*, approvals: bool = False) -> str:
     denied).
 
     The workspace's absolute path is left out: small models copied it into their paths and
-    got it wrong; every tool takes paths relative to it."""
+    got it wrong; every tool takes paths relative to it. So are example paths: the default
+    model read, edited and wrote `src/app.py`, the example given, in tasks about other files."""
     return BASE_PROMPT.format(
         tool=FINAL_ANSWER_TOOL,
         prefix=FINAL_ANSWER_PREFIX,

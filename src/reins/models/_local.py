@@ -57,10 +57,10 @@ class LocalModel(Retried):
     (`reins.models._prefix_cache`; `REINS_PREFIX_CACHE=0` turns it off for every model)."""
     repack: bool | None = None
     """Let llama.cpp repack the weights at load into its interleaved CPU layout (600 MB of
-    the default model rewritten): on 2 cores that adds 2-4 s to every load, for a step about
-    9 % faster (prompts evaluated 11 %, tokens 4 %). Worth it for a process that stays (a
-    server, a long chat), not for a run of a few steps, whose first action it delays
-    (benchmarks/first_action.py). None: `$REINS_LOCAL_REPACK` (1 or 0), else off."""
+    the default model rewritten). On 2 cores a step is 11 % faster with it (the task suite's
+    median), but every load slower: by 0.5 s when the last process repacked too, by 3.5-4.5 s
+    after other work (benchmarks/first_action.py). Off suits a one-shot run whose first
+    action matters more than its later steps. None: `$REINS_LOCAL_REPACK` (1 or 0), else on."""
     actions: ClassVar[str] = "json"
     vision: ClassVar[bool] = False
     """It reads text only: the loop tells it of an image or document in place of sending it."""
@@ -263,7 +263,7 @@ def _model_params(**settings: Any) -> Iterator[None]:
 
 
 def _default_repack() -> bool:
-    raw = os.environ.get("REINS_LOCAL_REPACK", "0")
+    raw = os.environ.get("REINS_LOCAL_REPACK", "1")
     if raw not in ("0", "1"):
         raise UsageError(f"REINS_LOCAL_REPACK={raw!r} is neither 1 (repack) nor 0 (do not)")
     return raw == "1"

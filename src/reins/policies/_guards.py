@@ -52,7 +52,7 @@ from ..core._policy import (
 from ..core._state import FINAL_ANSWER_TOOL, RunState
 from ..core._stop import StopReason
 from ..core._threads import in_thread
-from ._leftovers import edit_names, edits_shown, leftovers
+from ._leftovers import edit_names, edits_shown, leftovers, renamed
 from ._reflect import FAILED_NOTE
 from ._rereads import READ_TOOL, lines_asked, unchanged, whole_read
 
@@ -575,9 +575,32 @@ class ChangeReview(Policy):
         return Reject(
             f"{REVIEW_NOTE}: you replaced {words}, and it still occurs here:\n{places}\n"
             f"What you changed:\n{edits_shown(edits)}\n"
-            "If those places should change too (a rename changes every use), change them now; "
+            "If those places should change too (a rename changes every use), change them now"
+            f"{_rename_call(edits, names, found)}; "
             "if they should stay as they are, give your final answer again."
         )
+
+
+def _rename_call(
+    edits: Sequence[tuple[ToolCall, tuple[str, ...]]], names: list[str], found: list[str]
+) -> str:
+    """The call that finishes a rename file by file, when the run renamed one name to one
+    other: a small model shown only the places answered "already done" again."""
+    pairs = {
+        pair
+        for call, _ in edits
+        if call.name == "edit_file"
+        and (pair := renamed(str(call.arguments.get("old")), str(call.arguments.get("new"))))
+    }
+    if len(names) != 1 or len(pairs) != 1:
+        return ""
+    old, new = pairs.pop()
+    paths = list(dict.fromkeys(place.split(":", 1)[0] for place in found))
+    rest = f" (then the same for {', '.join(f'`{p}`' for p in paths[1:])})" if paths[1:] else ""
+    return (
+        f" (edit_file with path `{paths[0]}`, old `{old}`, new `{new}`, replace_all true, "
+        f"replaces it throughout that file{rest})"
+    )
 
 
 class FileActionGuard(Policy):

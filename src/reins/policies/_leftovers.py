@@ -57,6 +57,16 @@ def replaced_names(old: str, new: str) -> list[str]:
     return gone
 
 
+def renamed(old: str, new: str) -> tuple[str, str] | None:
+    """(old name, new name) when an edit replaced exactly one name by exactly one other (a
+    rename: `def get_user(` -> `def fetch_user(`), else None."""
+    gone = replaced_names(old, new)
+    brought = set(_NAME.findall(new)) - set(_NAME.findall(old))
+    if len(gone) == 1 and len(brought) == 1:
+        return gone[0], brought.pop()
+    return None
+
+
 def edit_names(edits: Iterable[ToolCall]) -> list[str]:
     """The names the run's edits replaced, in the order first replaced."""
     names: dict[str, None] = {}

@@ -22,6 +22,7 @@ from ._escapes import ArgKind
 from ._fs import READ, Opened, Target, kind, replace_file
 from ._lines import Lines, is_binary
 from ._names import as_listed
+from ._near_match import near_match, similar_lines
 from ._patterns import Regex, glob_spec
 from ._stop import Stop
 from ._stop import current as current_stop
@@ -271,11 +272,10 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
             raise ToolError(f"{path!r} does not exist; {MISSING}")
         text = _whole_text(target, path)
         count = text.count(old)
+        loose = ""
         if count == 0:
-            raise ToolError(
-                f"old text not found in {path}; read the file and copy the exact text, "
-                "whitespace and indentation included"
-            )
+            old, new, loose = _loosely(text, path, old, new)
+            count = text.count(old)
         if old == new:  # a small model's "fix" that changes nothing, reported as done
             raise ToolError(f"old and new are the same text: nothing in {path} would change")
         if count > 1 and not replace_all:
@@ -290,7 +290,32 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
     finally:
         os.close(target.dir_fd)
     shown = _lines_now(after, text, old, new) if new else ""
-    return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {path}{shown}{note}"
+    return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {path}{shown}{loose}{note}"
+
+
+def _loosely(text: str, path: str, old: str, new: str) -> tuple[str, str, str]:
+    """`old` and `new` as the file writes them, when `old` is in it only with other
+    whitespace, quotes or backslashes (`reins.tools._near_match`), and a note saying so."""
+    near = near_match(text, old, new)
+    if near is None:
+        similar = similar_lines(text, old)
+        shown = "".join(f"\n{n}: {_shown(line)}" for n, line in sorted(similar))
+        raise ToolError(
+            f"old text not found in {path}; "
+            + (f"the lines most like it:{shown}\n" if similar else "read the file and ")
+            + "copy the exact text, whitespace and indentation included"
+        )
+    found, carried = near.found[0], near.new[0]
+    if carried is None or len(set(near.found)) > 1:
+        raise ToolError(
+            f"old text not found in {path} as written; it is there with other {near.how}:\n"
+            f"{found}\ncopy that as old, and write new the same way"
+        )
+    note = (
+        f"\n[old was not in {path} as written: it matched with the file's {near.how}, "
+        "and new was written with them too]"
+    )
+    return found, carried, note
 
 
 def _lines_now(after: str, before: str, old: str, new: str) -> str:
