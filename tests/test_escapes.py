@@ -220,7 +220,8 @@ async def test_a_small_model_s_backspace_in_a_regex_is_read_back_as_the_escape_i
         budgets=Budgets(max_steps=1),
     )
     result = await agent.run(
-        "Find the lines of notes.txt that hold a whole number: grep with the regex \\b[0-9]+\\b"
+        "Call grep on notes.txt with the regex \\b[0-9]+\\b to find the lines that hold a "
+        "whole number"
     )
     [call] = [c for m in result.messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
     assert call.name == "grep"
