@@ -106,7 +106,12 @@ def similar_lines(text: str, old: str) -> list[tuple[int, str]]:
         return []
     scored = []
     for number, line in enumerate(text.splitlines(), 1):
-        ratio = SequenceMatcher(None, wanted, line.strip(), autojunk=False).ratio()
-        if ratio >= SIMILAR:
+        matcher = SequenceMatcher(None, wanted, line.strip(), autojunk=False)
+        # The cheap upper bounds first: the exact ratio only for a line that can reach it.
+        if (
+            matcher.real_quick_ratio() >= SIMILAR
+            and matcher.quick_ratio() >= SIMILAR
+            and (ratio := matcher.ratio()) >= SIMILAR
+        ):
             scored.append((-ratio, number, line))
     return [(number, line) for _, number, line in sorted(scored)[:MAX_SIMILAR]]
