@@ -29,6 +29,7 @@ RENAME_USES = call(
 
 
 async def run(workspace: Path, replies: list[AssistantMessage | str], **kw: object) -> RunResult:
+    kw.setdefault("guards", Guards().without("read-first"))  # the scripts edit unread files
     agent = Agent(model=ScriptedModel(replies), workspace=workspace, **kw)  # type: ignore[arg-type]
     return await agent.run(GOAL)
 
@@ -149,9 +150,10 @@ async def test_a_value_changed_or_a_text_deleted_is_no_rename(workspace: Path) -
 async def test_the_review_is_a_guard_of_its_own(workspace: Path) -> None:
     project(workspace)
     replies: list[AssistantMessage | str] = [reply("", RENAME_DEF), "FINAL_ANSWER: renamed"]
-    agent = Agent(model=ScriptedModel(replies * 2), workspace=workspace)
+    read = reply("", call("read_file", "r1", path="calc.py"))
+    agent = Agent(model=ScriptedModel([read, *replies * 2]), workspace=workspace)
     events = [e async for e in agent.iter(GOAL)]
     assert [e.source for e in events if isinstance(e, AnswerRejected)] == ["ChangeReview"]
     project(workspace)
-    off = await run(workspace, replies, guards=Guards().without("change-review"))
+    off = await run(workspace, replies, guards=Guards().without("change-review", "read-first"))
     assert (off.final_answer, reviews(off)) == ("renamed", [])

@@ -378,7 +378,8 @@ async def test_the_done_check_repeats_what_a_change_s_result_warns_of(workspace:
         "FINAL_ANSWER: done",
     ]
     goal = "Fix greet.py, empty old.log, write new.txt"
-    events = await events_of(agent_for(replies, workspace, approval="allow"), goal)
+    unread = Guards().without("read-first")  # the script changes files it did not read
+    events = await events_of(agent_for(replies, workspace, approval="allow", guards=unread), goal)
     asked = [n.text.split(". Is the goal")[0] for n in notices(events, "DoneCheck")]
     assert asked == [
         "That change was made, but its result warns: lines 2 and 3 are now the same line: new "

@@ -252,6 +252,7 @@ async def test_a_failing_check_rejects_until_the_model_fixes_the_file(workspace:
     (workspace / "status.txt").write_text("broken\n")
     replies = [
         "done",
+        reply("", call("read_file", "r1", path="status.txt")),
         reply("", call("write_file", "w1", path="status.txt", content="fixed\n")),
         "done now",
     ]

@@ -298,6 +298,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             uncached=[t.name for t in tools if not t.cached],
             workspace=executor.context.workspace,
             max_rejections=self._checks.max_rejections,
+            refused_by_mode=executor.refused_by_mode,
         )
 
     def _may_ask(self) -> bool:

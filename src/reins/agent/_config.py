@@ -160,6 +160,7 @@ class GuardsConfig(BaseModel):
     rereads: bool | None = None
     change_review: bool | None = None
     compute: bool | None = None
+    read_first: bool | None = None
 
     def guards(
         self,

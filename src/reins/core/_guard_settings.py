@@ -27,6 +27,7 @@ GUARD_NAMES = (
     "rereads",
     "change-review",
     "compute",
+    "read-first",
 )
 """The guards' names, as `--no-guard NAME` and the config's `[guards]` table spell them."""
 
@@ -91,6 +92,10 @@ class Guards:
     """Tell the model to count and add up with a tool, not by eye: the prompt's tool notes
     name run_command's `wc`, `grep -c` and `awk`, and a run with read_file that cannot run
     commands (no run_command, or a read-only mode) is given the `calculate` tool."""
+
+    read_first: bool = True
+    """Do not run an edit_file, or a write_file replacing a file, of a file the run has not
+    read: give the model the file's text instead (Claude Code's Edit and Write refuse so)."""
 
     def __post_init__(self) -> None:
         if self.loop_threshold < 2 or self.anti_stall_threshold < 1 or self.goal_anchor < 0:

@@ -10,6 +10,7 @@
     DoneCheck         after a change, the model asked whether the goal is reached
     ChangeReview      an answer after a rename left half done is sent back, with the places
     OneCallPerStep    only the first call of a response runs (for small models)
+    ReadFirst         a change to a file the run has not read: its text instead (`_read_first`)
 
 Which of them a run has is `Guards` (recorded in its config); `guard_policies` makes them. The
 `repetition` guard is no policy: the fold collapses a reply's repeated text (`_repetition.py`).
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..core._events import ToolCallStarted
@@ -53,6 +54,7 @@ from ..core._state import FINAL_ANSWER_TOOL, RunState
 from ..core._stop import StopReason
 from ..core._threads import in_thread
 from ._leftovers import edit_names, edits_shown, leftovers, renamed
+from ._read_first import READ_NOTE, ReadFirst
 from ._reflect import FAILED_NOTE
 from ._rereads import READ_TOOL, lines_asked, unchanged, whole_read
 
@@ -85,6 +87,7 @@ def guard_policies(
     uncached: Sequence[str] = (),
     workspace: Workspace | None = None,
     max_rejections: int = 3,
+    refused_by_mode: Callable[[ToolCall], bool] = lambda call: False,
 ) -> list[Policy]:
     """One run's guard policies, sharing one fold of its messages. (The `repetition` guard is
     no policy: the fold of the run's events applies it, see `RunState.apply`.) `workspace`:
@@ -120,6 +123,8 @@ def guard_policies(
         policies.append(DoneCheck(facts))
     if guards.change_review and workspace is not None:
         policies.append(ChangeReview(facts, workspace, max_rejections))
+    if guards.read_first and workspace is not None:
+        policies.append(ReadFirst(facts, workspace, refused_by_mode))
     return policies
 
 
@@ -172,6 +177,10 @@ class RunFacts:
         """The file tools' changes that succeeded this run, with their paths."""
         self.reviewed = 0
         """How many of `edits` the done-check had seen when it last showed them."""
+        self.read: set[str] = set()
+        """Files whose text the model was shown or wrote this run (`has_read`)."""
+        self.commands: list[str] = []
+        """The commands that succeeded this run: one naming a file may have shown it."""
         self.file_refusals = 0
         self.rounds: list[tuple[tuple[str, str], ...]] = []
         """The calls of each round (the last few), for loop detection."""
@@ -251,8 +260,10 @@ class RunFacts:
                 return
             paths = self._paths(call)
             self.cache[call_key(call)] = (result.content, paths)
-            if result.name == READ_TOOL and (whole := whole_read(call, result.content)):
-                self.whole[paths[0]] = whole
+            if result.name == READ_TOOL:
+                self.read.update(paths)
+                if whole := whole_read(call, result.content):
+                    self.whole[paths[0]] = whole
             fingerprint = hash((result.name, result.content))
             if fingerprint not in self._results:
                 self._results.add(fingerprint)
@@ -260,6 +271,10 @@ class RunFacts:
             return
         if result.content.startswith(DONE):
             return  # not run again: no change, no progress
+        if result.content.startswith(READ_NOTE):  # not run: the file's text was shown
+            self.read.update(self._paths(call))
+            self.progress = True
+            return
         # A change (or an attempt at one): the reads it may have made stale are forgotten.
         paths = self._paths(call)
         if paths and self.cache:
@@ -276,19 +291,32 @@ class RunFacts:
         if paths:
             self.done[call_key(call)] = (result.content, paths)
             self.edits.append((call, paths))
+            self.read.update(paths)
         self.progress = True
         if paths or self._writes(call):
             self.written = True
             # a command's failure is a result, not an error: its exit code says
             self.changed |= bool(paths) or result.content.startswith("exit code: 0\n")
+        if (command := self._command(call)) and result.content.startswith("exit code: 0\n"):
+            self.commands.append(command)
         if result.name in NOTED_TOOLS:
             lines = result.content.split("\n")[1:]
             self.warnings += [t[1:-1] for t in lines if t.startswith("[") and t.endswith("]")]
 
-    def _writes(self, call: ToolCall) -> bool:
+    def _command(self, call: ToolCall) -> str | None:
         arg = self.command_args.get(call.name)
         command = call.arguments.get(arg) if arg else None
-        return isinstance(command, str) and _WRITE_COMMAND.search(command) is not None
+        return command if isinstance(command, str) else None
+
+    def _writes(self, call: ToolCall) -> bool:
+        command = self._command(call)
+        return command is not None and _WRITE_COMMAND.search(command) is not None
+
+    def has_read(self, path: str) -> bool:
+        """Whether the model has seen the file at `path` this run: read it, changed it, had
+        it shown, or ran a command that named it (`cat`, `sed -n`)."""
+        path = _norm(path)
+        return path in self.read or any(path in command for command in self.commands)
 
     def _paths(self, call: ToolCall) -> tuple[str, ...]:
         # A path argument left out is taken as the workspace (a listing's default).

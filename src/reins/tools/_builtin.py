@@ -258,8 +258,6 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
         new: The text to put in its place.
         replace_all: Replace every occurrence instead of exactly one.
     """
-    if not old:
-        raise ToolError("old must not be empty; to create a file use write_file")
     stop = current_stop()
     try:
         target = ctx.workspace.locate_for_write(path, stop, make_folders=False)
@@ -269,8 +267,12 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
         raise
     try:
         if target.mode is None:
+            if not old:
+                raise ToolError("old must not be empty; to create a file use write_file")
             raise ToolError(f"{path!r} does not exist; {MISSING}")
         text = _whole_text(target, path)
+        if not old:
+            raise ToolError(_empty_old(path, text))
         count = text.count(old)
         loose = ""
         if count == 0:
@@ -291,6 +293,19 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
         os.close(target.dir_fd)
     shown = _lines_now(after, text, old, new) if new else ""
     return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {path}{shown}{loose}{note}"
+
+
+def _empty_old(path: str, text: str) -> str:
+    """An empty `old` for a file that exists: small models mean "at the top", and took "to
+    create a file use write_file" as leave to write a header over a whole module."""
+    first = text.split("\n", 1)[0]
+    if not first.strip():
+        return f"old must not be empty: give the exact text to replace in {path}"
+    return (
+        f"old must not be empty. To add text at the top of {path}, give its first line as "
+        f"old (`{_shown(first)}`) and your text followed by that line as new; write_file would "
+        "replace the whole file"
+    )
 
 
 def _loosely(text: str, path: str, old: str, new: str) -> tuple[str, str, str]:

@@ -181,6 +181,17 @@ class ToolExecutor:
         tool = self.tools.get(name)
         return tool is not None and tool.read_only
 
+    def refused_by_mode(self, call: ToolCall) -> bool:
+        """Whether the run's mode refuses `call` (it fails on that, it does not run)."""
+        tool = self.tools.get(call.name)
+        if self.scope is None or tool is None:
+            return False
+        try:
+            self.scope.check(tool, tool.validate(call.arguments), self.context.workspace)
+        except ToolError:
+            return True
+        return False
+
     def judge(self, call: ToolCall, grants: Set[str]) -> Ruling | None:
         """The permission ruling on a call before it runs; None when a default allows it.
         A call whose arguments are invalid is not judged: it fails on them, harmlessly.
@@ -193,11 +204,8 @@ class ToolExecutor:
         code = self._code_writes(tool, call)
         if call.name not in self._judged and not code:
             return None
-        if self.scope is not None:  # a call the mode refuses is not put to anyone
-            try:
-                self.scope.check(tool, tool.validate(call.arguments), self.context.workspace)
-            except ToolError:
-                return None
+        if self.refused_by_mode(call):  # it is not put to anyone
+            return None
         if self.permissions is None:
             return None
         ruling = self.permissions.judge(
