@@ -157,3 +157,28 @@ async def test_the_review_is_a_guard_of_its_own(workspace: Path) -> None:
     project(workspace)
     off = await run(workspace, replies, guards=Guards().without("change-review", "read-first"))
     assert (off.final_answer, reviews(off)) == ("renamed", [])
+
+
+async def test_what_the_goal_asks_to_replace_is_looked_for_too(workspace: Path) -> None:
+    # Seen on the default model: one of three files changed, "replaced in all the files". A
+    # URL is no name (`replaced_names` finds none in it): the goal says what to replace.
+    (workspace / "docs").mkdir()
+    (workspace / "docs/index.md").write_text("[guide](http://docs.old-site.org/guide)\n")
+    (workspace / "docs/faq.md").write_text("See http://docs.old-site.org/faq.\n")
+    edit = call(
+        "edit_file",
+        "e1",
+        path="docs/index.md",
+        old="http://docs.old-site.org/guide",
+        new="https://docs.example.com/guide",
+    )
+    agent = Agent(model=ScriptedModel([reply("", edit), "done", "done"]), workspace=workspace)
+    result = await agent.run(
+        "Our docs moved: replace http://docs.old-site.org with https://docs.example.com in "
+        "every file under docs/"
+    )
+    [review] = reviews(result)
+    assert review.startswith(
+        "Before your answer stands: you replaced `http://docs.old-site.org`, and it still "
+        "occurs here:\ndocs/faq.md:1: See http://docs.old-site.org/faq.\n"
+    )

@@ -40,6 +40,7 @@ from reins.events import (
     RunStarted,
     ToolCallFinished,
 )
+from reins.policies._guards import wants_change
 from reins.testing import FunctionModel, ScriptedModel
 
 from .helpers import call, reply
@@ -131,6 +132,46 @@ async def test_goal_without_a_file_is_answered_at_once(workspace: Path) -> None:
         )
 
 
+async def test_a_change_claimed_with_no_change_made_is_refused_once(workspace: Path) -> None:
+    # Seen on the default model: "renamed everywhere" at step 1, nothing done.
+    (workspace / "users.py").write_text("def get_user(): ...\n")
+    goal = "Rename the function get_user to fetch_user everywhere."
+    result = await agent_for(["renamed", "renamed, really"], workspace).run(goal)
+    [refusal] = [
+        m.content
+        for m in result.messages
+        if isinstance(m, UserMessage) and m.content.startswith("No change was made")
+    ]
+    assert refusal == (
+        "No change was made in this run: no file was written or edited, and the goal asks "
+        "for a change. A final answer does not change files: make the change with the tools "
+        "first, then answer. If nothing needed to change, give your answer again."
+    )
+    assert (result.final_answer, result.steps) == ("renamed, really", 2)
+    edit = call("edit_file", "e", path="users.py", old="get_user", new="fetch_user")
+    changed = await agent_for([reply("", edit), "renamed"], workspace).run(goal)
+    assert (changed.final_answer, changed.steps) == ("renamed", 2)
+
+
+def test_a_change_is_asked_for_by_an_imperative_not_by_a_question() -> None:
+    for goal in (
+        "Fix is_leap_year in dates.py: the tests fail.",
+        "pytest fails. Fix the code so that the tests pass.",
+        "Our docs moved: replace http://a.org with https://b.org under docs/",
+        "In compose.yml, publish the web service on port 8080",
+        "Run the tests and fix the bug they find.",
+        "Create a directory named build",
+    ):
+        assert wants_change(goal), goal
+    for goal in (
+        "How many lines are in fruits.txt?",
+        "Where is the class OrderRepository defined? Answer with the file path.",
+        "Which version of requests does requirements.txt pin?",
+        "Explain what the fix in calc.py does",
+    ):
+        assert not wants_change(goal), goal
+
+
 async def test_file_action_guard_can_be_switched_off(workspace: Path) -> None:
     agent = agent_for(["print('hi')"], workspace, guards=Guards(file_action=False))
     result = await agent.run("Create hello.py")
@@ -138,6 +179,9 @@ async def test_file_action_guard_can_be_switched_off(workspace: Path) -> None:
 
 
 # 2. repeat-call cache
+
+NO_BLOCK = Guards().without("repeat-block")
+"""The repeat-block guard rejects an immediate repeat before the cache sees it."""
 
 
 async def test_exact_repeat_of_a_read_is_answered_from_the_cache(workspace: Path) -> None:
@@ -149,7 +193,7 @@ async def test_exact_repeat_of_a_read_is_answered_from_the_cache(workspace: Path
         reply("", call("lookup", "c", key="other")),
         "FINAL_ANSWER: value of k",
     ]
-    agent = agent_for(replies, workspace, tools=[lookup])
+    agent = agent_for(replies, workspace, tools=[lookup], guards=NO_BLOCK)
     events = await events_of(agent, "what is k")
     assert reads == 2  # the repeat did not run
     finished = [e for e in events if isinstance(e, ToolCallFinished)]
@@ -199,10 +243,12 @@ async def test_cache_is_rebuilt_from_the_log_on_resume(workspace: Path) -> None:
         reply("", call("lookup", "b", key="k")),
         "FINAL_ANSWER: k",
     ]
-    agent = agent_for(replies, workspace, tools=[lookup], log=log, budgets=Budgets(max_steps=1))
+    agent = agent_for(
+        replies, workspace, tools=[lookup], log=log, budgets=Budgets(max_steps=1), guards=NO_BLOCK
+    )
     first = await agent.run("what is k")
     assert first.stop_reason is StopReason.MAX_STEPS
-    resumed = await agent_for(replies, workspace, tools=[lookup], log=log).resume(
+    resumed = await agent_for(replies, workspace, tools=[lookup], log=log, guards=NO_BLOCK).resume(
         first.run_id, max_steps=5
     )
     assert resumed.stop_reason is StopReason.END_TURN
@@ -401,14 +447,18 @@ async def test_a_repeated_successful_write_is_not_run_again_until_its_path_chang
         reply("", call("write_file", "w3", **write)),
         "FINAL_ANSWER: done",
     ]
-    result = await agent_for(replies, workspace).run("Create out.txt containing hi")
+    result = await agent_for(replies, workspace, guards=NO_BLOCK).run(
+        "Create out.txt containing hi"
+    )
     results = [m.content for m in result.messages if isinstance(m, ToolResultMessage)]
     assert results[0].startswith("Wrote")
     assert results[1].startswith("Already done: you made this exact call before and it succeeded")
     assert not results[3].startswith("Already done")  # the edit touched the path: run again
     assert (workspace / "out.txt").read_text() == "hi"
     off = agent_for(
-        [*replies[:2], "FINAL_ANSWER: done"], workspace, guards=Guards(repeat_cache=False)
+        [*replies[:2], "FINAL_ANSWER: done"],
+        workspace,
+        guards=Guards(repeat_cache=False, repeat_block=False),
     )
     result = await off.run("Create out.txt containing hi")
     results = [m.content for m in result.messages if isinstance(m, ToolResultMessage)]
@@ -501,7 +551,7 @@ async def test_repeated_sentences_and_lines_are_collapsed_in_the_history_not_in_
         return script[len(requests) - 1]
 
     agent = Agent(model=FunctionModel(model), workspace=workspace)
-    events = await events_of(agent, "fix it")
+    events = await events_of(agent, "go on")
     [raw, _] = [e.message for e in events if isinstance(e, ModelResponded)]
     assert raw.text == REPEATING  # the log keeps what the model said
     sent = [m for m in requests[1] if isinstance(m, AssistantMessage)]
@@ -512,7 +562,7 @@ async def test_repeated_sentences_and_lines_are_collapsed_in_the_history_not_in_
 
 
 async def test_a_final_answer_given_as_text_is_collapsed_too(workspace: Path) -> None:
-    result = await agent_for([REPEATING], workspace).run("fix it")
+    result = await agent_for([REPEATING], workspace).run("go on")
     assert result.final_answer == COLLAPSED
 
 
@@ -564,7 +614,7 @@ def test_long_texts_take_little_time() -> None:
 
 async def test_the_repetition_guard_can_be_switched_off(workspace: Path) -> None:
     agent = agent_for([REPEATING], workspace, guards=Guards(repetition=False))
-    result = await agent.run("fix it")
+    result = await agent.run("go on")
     assert result.final_answer == REPEATING
     assert Guards().without("repetition") == Guards(repetition=False)
 

@@ -76,6 +76,39 @@ async def test_constrained_decoding_only_samples_valid_actions(local: LocalModel
 
 
 @pytest.mark.real_model
+async def test_an_excluded_tool_stays_in_the_prompt_and_is_never_sampled(
+    local: LocalModel,
+) -> None:
+    goal = "Read the file notes.txt"
+    messages = [SystemMessage(content="You are an agent."), UserMessage(content=goal)]
+    free = await local.request(messages, TOOLS, ModelSettings(max_tokens=256))
+    assert [c.name for c in free.message.tool_calls] == ["read_file"]  # what it does unbarred
+    barred = ModelSettings(max_tokens=256, excluded_tools=frozenset({"read_file"}))
+    response = await local.request(messages, TOOLS, barred)
+    [call] = response.message.tool_calls
+    assert call.name in {"write_file", "list_files", "final_answer"}
+    # the same prompt (its prefix reused whole): only the grammar changed
+    assert response.usage.input_tokens == free.usage.input_tokens
+
+
+@pytest.mark.real_model
+async def test_the_thought_is_capped_as_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    messages = [SystemMessage(content="You are an agent."), UserMessage(content=GOALS[0])]
+    settings = ModelSettings(max_tokens=256)
+    for chars in (0, 30):
+        model = LocalModel(embedded="smollm2", thought_chars=chars)
+        response = await model.request(messages, TOOLS, settings)
+        assert response.message.tool_calls
+        assert len(response.message.text) <= chars
+    monkeypatch.setenv("REINS_THOUGHT_CHARS", "0")
+    response = await LocalModel(embedded="smollm2").request(messages, TOOLS, settings)
+    assert response.message.text == ""
+    monkeypatch.setenv("REINS_THOUGHT_CHARS", "many")
+    with pytest.raises(UsageError, match="REINS_THOUGHT_CHARS='many'"):
+        await LocalModel(embedded="smollm2").request(messages, TOOLS, settings)
+
+
+@pytest.mark.real_model
 def test_the_grammar_consulted_last_picks_the_tokens_it_would_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

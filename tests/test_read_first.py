@@ -26,20 +26,43 @@ async def test_an_edit_of_an_unread_file_gets_its_text_and_the_next_edit_runs(
     (workspace / "config.json").write_text(CONFIG)
     guess = call("edit_file", "e1", path="config.json", old="http:", new="http: retries: 3")
     copied = call(
-        "edit_file", "e2", path="./config.json", old='"timeout": 10', new='"timeout": 10,\n    "retries": 3'
+        "edit_file",
+        "e2",
+        path="./config.json",
+        old='"timeout": 10',
+        new='"timeout": 10,\n    "retries": 3',
     )
     result, (refused, edited) = await run(
         workspace, [reply("", guess), reply("", copied), "FINAL_ANSWER: done"]
     )
     assert not refused.is_error
     assert refused.content == (
-        "Not run: this run has not read config.json, and a change starts from a file's text, "
-        f"not a guess at it. Its text (5 lines):\n{CONFIG}[5 lines in all]\n"
-        "Now make the change, with old copied exactly from this text."
+        "Not run: this run has not read config.json, and old is not in it: a change starts "
+        f"from a file's text, not a guess at it. Its text (5 lines):\n{CONFIG}[5 lines in all]"
+        "\nNow make the change, with old taken from this text exactly as written."
     )
     assert edited.content.startswith("Replaced 1 occurrence in ./config.json")
     assert '"retries": 3' in (workspace / "config.json").read_text()
     assert result.final_answer == "done"
+
+
+async def test_an_edit_of_an_unread_file_whose_old_is_there_runs(workspace: Path) -> None:
+    # A refusal here cost the default model a task: shown the text, it wrote it to a new file.
+    (workspace / "compose.yml").write_text('web:\n  ports:\n    - "8000:8000"\n')
+    (workspace / "notes.txt").write_text("alpha\n")
+    loose = call(
+        "edit_file",
+        "e1",
+        path="compose.yml",
+        old='ports: - "8000:8000"',
+        new='ports: - "8080:8000"',
+    )
+    exact = call("edit_file", "e2", path="notes.txt", old="alpha", new="beta")
+    _, results = await run(workspace, [reply("", loose), reply("", exact), "ok"])
+    assert [r.content.split(";")[0] for r in results] == [
+        "Replaced 1 occurrence in compose.yml",
+        "Replaced 1 occurrence in notes.txt",
+    ]
 
 
 async def test_a_write_over_an_unread_file_is_not_run_but_a_new_file_or_an_append_is(
@@ -48,7 +71,9 @@ async def test_a_write_over_an_unread_file_is_not_run_but_a_new_file_or_an_appen
     (workspace / "app.py").write_text("import os\n\nprint(os.getcwd())\n")
     (workspace / "log.txt").write_text("one\n")
     replies: list[AssistantMessage | str] = [
-        reply("", call("write_file", "w1", path="app.py", content="# SPDX-License-Identifier: MIT\n")),
+        reply(
+            "", call("write_file", "w1", path="app.py", content="# SPDX-License-Identifier: MIT\n")
+        ),
         reply("", call("write_file", "w2", path="new.txt", content="fresh\n")),
         reply("", call("write_file", "w3", path="log.txt", content="two\n", append=True)),
         reply("", call("edit_file", "e1", path="new.txt", old="fresh", new="made")),
@@ -91,9 +116,9 @@ async def test_a_read_a_command_naming_it_or_the_guard_off_lets_a_change_run(
 
 async def test_a_long_file_shows_its_head_and_where_to_read_on(workspace: Path) -> None:
     (workspace / "long.txt").write_text("".join(f"line {n}\n" for n in range(1, 501)))
-    replies = [reply("", call("edit_file", "e1", path="long.txt", old="line 400", new="x")), "ok"]
+    replies = [reply("", call("edit_file", "e1", path="long.txt", old="line 999", new="x")), "ok"]
     _, [refused] = await run(workspace, replies)
-    head, rest = refused.content.split("Its first 120 lines:\n")
+    _, rest = refused.content.split("Its first 120 lines:\n")
     assert rest.startswith("line 1\nline 2\n")
     assert "line 120\n[read_file with start_line=121 reads on]\n" in rest
     assert "line 121\n" not in rest

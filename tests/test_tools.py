@@ -177,6 +177,29 @@ async def test_binary_files_are_refused(workspace: Path) -> None:
     assert await error(workspace, "read_file", path="b.bin") == "'b.bin' is a binary file"
 
 
+async def test_an_edit_of_a_name_found_more_than_once_points_at_replace_all(
+    workspace: Path,
+) -> None:
+    # Seen on the default model: told to "include more surrounding lines", it sent the whole
+    # file as old and "RETRY_LIMIT" as new.
+    source = "from settings import MAX_RETRIES\n\n\ndef fetch(n):\n    return n < MAX_RETRIES\n"
+    (workspace / "client.py").write_text(source)
+    assert await error(
+        workspace, "edit_file", path="client.py", old="MAX_RETRIES", new="RETRY_LIMIT"
+    ) == (
+        "old text `MAX_RETRIES` occurs 2 times in client.py: to replace it everywhere in the "
+        "file (a rename), set replace_all to true; to change one of them, include the "
+        "surrounding text that makes it unique"
+    )
+    result = await ok(
+        workspace, "edit_file", path="client.py", old=source.rstrip("\n"), new="RETRY_LIMIT"
+    )
+    assert result == (
+        "Replaced 1 occurrence in client.py; the lines now read:\n1: RETRY_LIMIT\n"
+        "[this edit put 1 line where 5 were: the others are gone from client.py]"
+    )
+
+
 async def test_edit_replaces_exactly_one_match(workspace: Path) -> None:
     (workspace / "f.py").write_text("x = 1\ny = 1\nx = 1\n")
     assert "occurs 2 times in f.py" in await error(
@@ -235,6 +258,20 @@ async def test_an_edit_finds_old_written_with_other_whitespace_quotes_or_backsla
     )
     assert "file's backslashes" in result
     assert (workspace / "guide.md").read_text() == "See https://docs.example.com/guide.\n"
+
+
+async def test_lines_added_around_a_loosely_matched_old_keep_the_file_s_text(
+    workspace: Path,
+) -> None:
+    # Seen on the default model: a header put above two lines written without the blank line
+    # between them, sent four times as "not found as written".
+    (workspace / "app.py").write_text("from utils import shout\n\nprint(shout('hi'))\n")
+    old = "from utils import shout\nprint(shout('hi'))"
+    result = await ok(workspace, "edit_file", path="app.py", old=old, new=f"# MIT\n{old}")
+    assert "matched with the file's whitespace" in result
+    assert (workspace / "app.py").read_text() == (
+        "# MIT\nfrom utils import shout\n\nprint(shout('hi'))\n"
+    )
 
 
 async def test_a_loose_match_that_new_cannot_follow_shows_the_text_to_copy(
@@ -478,6 +515,29 @@ async def test_grep_honours_gitignore_and_skips_binaries(workspace: Path) -> Non
         "no matches for 'nothing-matches' (grep searches contents; find_files matches names)"
     )
     assert "bad regular expression '('" in await error(workspace, "grep", pattern="(")
+
+
+async def test_grep_reads_a_path_with_a_wildcard_as_a_folder_and_a_glob(workspace: Path) -> None:
+    make_tree(workspace)  # seen: path "docs/**", four times, "does not exist"
+    assert await ok(workspace, "grep", pattern="TODO", path="src/**") == (
+        "src/app.py:2:     return 'TODO fix'\nsrc/util.py:1: # TODO later\n"
+        "[2 matching lines in 2 files]\n"
+        "[path 'src/**' has a wildcard: searched src for files named *, at any depth]"
+    )
+    assert await ok(workspace, "grep", pattern="TODO", path="./**/util.*") == (
+        "src/util.py:1: # TODO later\n[1 matching line]\n"
+        "[path './**/util.*' has a wildcard: searched . for files named util.*, at any depth]"
+    )
+    # a real name with a wildcard in it is searched as it is
+    (workspace / "odd*.txt").write_text("TODO odd\n")
+    assert await ok(workspace, "grep", pattern="TODO", path="odd*.txt") == (
+        "odd*.txt:1: TODO odd\n[1 matching line]"
+    )
+    # no single name pattern after the folder, a folder that is not there, a glob given too
+    for path, glob in [("src/*/x/*.py", None), ("nope/*.py", None), ("src/*.py", "*.py")]:
+        assert f"{path!r} does not exist" in await error(
+            workspace, "grep", pattern="TODO", path=path, glob=glob
+        )
 
 
 async def test_find_and_list_files(workspace: Path) -> None:

@@ -161,6 +161,7 @@ class GuardsConfig(BaseModel):
     change_review: bool | None = None
     compute: bool | None = None
     read_first: bool | None = None
+    repeat_block: bool | None = None
 
     def guards(
         self,

@@ -256,6 +256,8 @@ class ResponseRejected(_Event):
     source: str
     temperature: float | None = None
     """The next request samples at this temperature at least (a repair that must differ)."""
+    excluded_tools: tuple[str, ...] = ()
+    """Tools the next reply may not call (`ModelSettings.excluded_tools`)."""
 
 
 class AnswerRejected(_Event):

@@ -28,6 +28,7 @@ GUARD_NAMES = (
     "change-review",
     "compute",
     "read-first",
+    "repeat-block",
 )
 """The guards' names, as `--no-guard NAME` and the config's `[guards]` table spell them."""
 
@@ -94,8 +95,15 @@ class Guards:
     commands (no run_command, or a read-only mode) is given the `calculate` tool."""
 
     read_first: bool = True
-    """Do not run an edit_file, or a write_file replacing a file, of a file the run has not
-    read: give the model the file's text instead (Claude Code's Edit and Write refuse so)."""
+    """Do not run a write_file replacing a file, or an edit_file whose old is not in it, of a
+    file the run has not read: give the model the file's text instead (Claude Code's Edit and
+    Write refuse a file not read first)."""
+
+    repeat_block: bool = True
+    """Reject a call that repeats one of the last two steps' exactly when its result cannot
+    differ (a cached read, a file change that succeeded or failed, nothing touched since; the
+    last command, nothing changed or run since), with the earlier result; the next reply may
+    not call that tool."""
 
     def __post_init__(self) -> None:
         if self.loop_threshold < 2 or self.anti_stall_threshold < 1 or self.goal_anchor < 0:

@@ -247,6 +247,8 @@ class RunLoop:
             settings = replace(
                 settings, temperature=max(state.temperature, settings.temperature or 0)
             )
+        if state.excluded_tools:
+            settings = replace(settings, excluded_tools=frozenset(state.excluded_tools))
         stream = self.model.stream(messages, self.executor.specs, settings)
         streamed = False  # deltas of the attempt under way: a retry discards them
         try:
@@ -440,13 +442,14 @@ class RunLoop:
             match verdict:
                 case Continue():
                     pass
-                case Reject(observation, temperature):
+                case Reject(observation, temperature, excluded):
                     return await self._emit(
                         ResponseRejected,
                         step=state.step,
                         observation=observation,
                         source=policy.name,
                         temperature=temperature,
+                        excluded_tools=excluded,
                     )
                 case Stop(reason, detail):
                     return await self._finish(reason, detail=detail)

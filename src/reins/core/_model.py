@@ -36,6 +36,10 @@ class ModelSettings:
     """Cap on output tokens of one response."""
     temperature: float | None = None
     tool_choice: Literal["auto", "required", "none"] = "auto"
+    excluded_tools: frozenset[str] = frozenset()
+    """Tools the reply may not call, though they stay offered: the prompt (and a provider's
+    cache of it) does not change. The embedded model's grammar leaves them out; the other
+    providers have no such setting and ignore it. Set for one request by a repair."""
     thinking_budget: int | None = None
     """Tokens the model may spend reasoning before it answers (Anthropic's extended thinking,
     Claude's on Bedrock, Gemini's thinking budget); None: the provider's default."""

@@ -73,6 +73,8 @@ class Reject:
     temperature: float | None = None
     """From `after_response`: sample the next request at this temperature (at least), so a
     deterministic model does not send the rejected reply again."""
+    excluded_tools: tuple[str, ...] = ()
+    """From `after_response`: tools the next reply may not call (`ModelSettings`)."""
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,8 @@ class RunState:
     """Responses rejected in a row: the strict-actions policy caps its repairs with it."""
     temperature: float | None = None
     """The temperature the next model request samples at least (set by a rejection)."""
+    excluded_tools: tuple[str, ...] = ()
+    """Tools the next reply may not call (set by a rejection)."""
     cost: float = 0.0
     """US dollars spent on model calls whose price is known."""
     cutoffs: int = 0
@@ -217,6 +219,7 @@ class RunState:
         self.prompt_messages = self.view_size()
         self.step = event.step
         self.temperature = None  # it was for the request just answered
+        self.excluded_tools = ()
         self._spend(event.usage, event.cost)
         message = event.message
         if self.config.reflect and REFLECTION_TAG in message.text:
@@ -273,6 +276,7 @@ class RunState:
         else:
             self.rejections += 1
             self.temperature = event.temperature
+            self.excluded_tools = event.excluded_tools
             why = "the response was rejected"
         for call in self.pending:
             self.results.setdefault(call.id, _not_run(call, why))

@@ -10,7 +10,9 @@
     DoneCheck         after a change, the model asked whether the goal is reached
     ChangeReview      an answer after a rename left half done is sent back, with the places
     OneCallPerStep    only the first call of a response runs (for small models)
-    ReadFirst         a change to a file the run has not read: its text instead (`_read_first`)
+    ReadFirst         a guessed change to a file the run has not read: its text instead
+    RepeatBlock       a repeat of one of the last two steps' calls whose result cannot differ:
+                      rejected, and its tool not callable next (`_repeat_block`)
 
 Which of them a run has is `Guards` (recorded in its config); `guard_policies` makes them. The
 `repetition` guard is no policy: the fold collapses a reply's repeated text (`_repetition.py`).
@@ -53,9 +55,10 @@ from ..core._policy import (
 from ..core._state import FINAL_ANSWER_TOOL, RunState
 from ..core._stop import StopReason
 from ..core._threads import in_thread
-from ._leftovers import edit_names, edits_shown, leftovers, renamed
+from ._leftovers import edit_names, edits_shown, goal_names, leftovers, renamed
 from ._read_first import READ_NOTE, ReadFirst
 from ._reflect import FAILED_NOTE
+from ._repeat_block import RepeatBlock
 from ._rereads import READ_TOOL, lines_asked, unchanged, whole_read
 
 if TYPE_CHECKING:
@@ -63,7 +66,10 @@ if TYPE_CHECKING:
 
 CACHED = "Cached: "
 DONE = "Already done: "
+NOT_RUN = "Not run: "
+"""How the result of a call refused before it ran begins (a guard's, a rejected response's)."""
 FILE_NOTE = "You have not written the file yet"
+NO_CHANGE_NOTE = "No change was made"
 LOOP_NOTE = "Warning: you are going in circles"
 ANCHOR_NOTE = "Reminder of your goal"
 CHANGE_NOTE = "That change"
@@ -105,8 +111,11 @@ def guard_policies(
     policies: list[Policy] = []
     if guards.one_call:
         policies.append(OneCallPerStep())
+    cached = frozenset(reads) - frozenset(uncached)
+    if guards.repeat_block:
+        changes = {name for name, args in path_args.items() if args and name not in read_only}
+        policies.append(RepeatBlock(facts, cached | changes | set(command_args)))
     if (guards.repeat_cache or guards.rereads) and reads:
-        cached = frozenset(reads) - frozenset(uncached)
         rereads = workspace if guards.rereads else None
         policies.append(RepeatCache(facts, cached, rereads, exact=guards.repeat_cache))
     if guards.loop:
@@ -171,6 +180,11 @@ class RunFacts:
         self.done: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
         """Successful changes by a file tool, by call key: doing one again changes nothing
         (until another change touches its path)."""
+        self.failed: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
+        """Failed changes by a file tool, by call key: one fails again the same way (until
+        another change touches its path)."""
+        self.ran: dict[tuple[str, str], str] = {}
+        """The last command's result by its call key, until anything else changes or runs."""
         self.written = False
         """A write (a file tool's, or a command that writes) succeeded this run."""
         self.edits: list[tuple[ToolCall, tuple[str, ...]]] = []
@@ -275,6 +289,8 @@ class RunFacts:
             self.read.update(self._paths(call))
             self.progress = True
             return
+        if result.content.startswith(NOT_RUN):
+            return  # refused before it ran: nothing changed
         # A change (or an attempt at one): the reads it may have made stale are forgotten.
         paths = self._paths(call)
         if paths and self.cache:
@@ -286,7 +302,16 @@ class RunFacts:
             self.done = {k: v for k, v in self.done.items() if not _touches(v[1], k[1], paths)}
         elif self.done:
             self.done = {}
+        if paths and self.failed:
+            self.failed = {k: v for k, v in self.failed.items() if not _touches(v[1], k[1], paths)}
+        elif self.failed:
+            self.failed = {}
+        # What a command prints may change with anything else done: it is kept until then.
+        command = self._command(call)
+        self.ran = {call_key(call): result.content} if command is not None else {}
         if result.is_error:
+            if paths:
+                self.failed[call_key(call)] = (result.content, paths)
             return
         if paths:
             self.done[call_key(call)] = (result.content, paths)
@@ -296,8 +321,8 @@ class RunFacts:
         if paths or self._writes(call):
             self.written = True
             # a command's failure is a result, not an error: its exit code says
-            self.changed |= bool(paths) or result.content.startswith("exit code: 0\n")
-        if (command := self._command(call)) and result.content.startswith("exit code: 0\n"):
+            self.changed |= bool(paths) or _succeeded(result.content)
+        if command is not None and _succeeded(result.content):
             self.commands.append(command)
         if result.name in NOTED_TOOLS:
             lines = result.content.split("\n")[1:]
@@ -311,6 +336,23 @@ class RunFacts:
     def _writes(self, call: ToolCall) -> bool:
         command = self._command(call)
         return command is not None and _WRITE_COMMAND.search(command) is not None
+
+    def repeated(self, call: ToolCall) -> tuple[int, str, str] | None:
+        """If `call`, the last response's only call, repeats one of the two rounds before it
+        exactly, and nothing has touched what it reads or changes since: how many steps ago,
+        how that call ended ("result", "failed", "done") and what it gave; else None."""
+        key = call_key(call)
+        for ago in (1, 2):
+            if len(self.rounds) > ago and self.rounds[-1 - ago] == (key,):
+                break
+        else:
+            return None
+        for how, found in (("result", self.cache), ("done", self.done), ("failed", self.failed)):
+            if (earlier := found.get(key)) is not None:
+                return ago, how, earlier[0]
+        if (printed := self.ran.get(key)) is not None:
+            return ago, "result" if _succeeded(printed) else "failed", printed
+        return None
 
     def has_read(self, path: str) -> bool:
         """Whether the model has seen the file at `path` this run: read it, changed it, had
@@ -326,7 +368,7 @@ class RunFacts:
         return tuple(_norm(str(call.arguments.get(name, "."))) for name in names)
 
     def _note(self, text: str) -> None:
-        if text.startswith(FILE_NOTE):
+        if text.startswith((FILE_NOTE, NO_CHANGE_NOTE)):
             self.file_refusals += 1
         elif text.startswith(LOOP_NOTE):
             self.warned = True
@@ -374,6 +416,11 @@ class RunFacts:
                 second = ", ".join(n for n, _ in b)
                 return f"the same two calls ({first}; {second}) alternating {times} times"
         return None
+
+
+def _succeeded(content: str) -> bool:
+    """Whether a command's result says it exited 0 (a failure is a result, not an error)."""
+    return content.startswith("exit code: 0\n")
 
 
 def _goal_index(state: RunState) -> int:
@@ -546,6 +593,20 @@ def wants_file(goal: str) -> bool:
     return _WANTS_FILE.search(goal) is not None
 
 
+_WANTS_CHANGE = re.compile(
+    r"(?:^|[.!?:;,]\s+|\b(?:and|then|please)\s+)"  # an imperative: "Fix ...", "...: replace"
+    r"(?:rename|replace|fix|add|update|bump|set|change|delete|remove|append|insert|move|copy"
+    r"|edit|modify|publish|convert|upgrade|downgrade|pin|uncomment|comment\s+out|make|create)\b",
+    re.IGNORECASE,
+)
+
+
+def wants_change(goal: str) -> bool:
+    """Whether a goal asks for files to be changed ("Rename ...", "Fix the code", "Our docs
+    moved: replace ..."), not a question about them."""
+    return _WANTS_CHANGE.search(goal) is not None
+
+
 class DoneCheck(Policy):
     """After a round whose change succeeded, the model is asked whether the goal is reached,
     the goal beside it: small models that wrote the file went on to "confirm" it and then
@@ -591,7 +652,8 @@ class ChangeReview(Policy):
             return CONTINUE  # no edit, or none since the last review: the usual answer
         if state.answer_rejections >= self.max_rejections:
             return CONTINUE
-        names = edit_names(call for call, _ in edits)
+        calls = [call for call, _ in edits]
+        names = list(dict.fromkeys([*edit_names(calls), *goal_names(state.goal, calls)]))
         if not names:
             return CONTINUE
         touched = list(dict.fromkeys(path for _, paths in edits for path in paths))
@@ -633,21 +695,34 @@ def _rename_call(
 
 class FileActionGuard(Policy):
     """A final answer (by any route) is refused when the goal asks for a file to be written
-    and no write succeeded in this run; `refusals` times at most, then it is let through."""
+    and no write succeeded in this run, `refusals` times at most; when it asks for a change
+    (`wants_change`: "Rename ...", "Fix ...") and no write succeeded, once. Then it is let
+    through."""
 
     def __init__(self, facts: RunFacts, refusals: int = 2) -> None:
         self.facts = facts
         self.refusals = refusals
-        self._goal: tuple[str, bool] = ("", False)
+        self._goal: tuple[str, str | None] = ("", None)
 
     async def on_final(self, state: RunState, answer: str) -> OnFinal:
         if self._goal[0] != state.goal:
-            self._goal = (state.goal, wants_file(state.goal))
-        if not self._goal[1]:
+            goal = state.goal
+            wants = "file" if wants_file(goal) else "change" if wants_change(goal) else None
+            self._goal = (goal, wants)
+        wants = self._goal[1]
+        if wants is None:
             return CONTINUE
         facts = self.facts.update(state)
-        if facts.written or facts.file_refusals >= self.refusals:
+        cap = self.refusals if wants == "file" else 1
+        if facts.written or facts.file_refusals >= cap:
             return CONTINUE
+        if wants == "change":
+            return Reject(
+                f"{NO_CHANGE_NOTE} in this run: no file was written or edited, and the goal "
+                "asks for a change. A final answer does not change files: make the change "
+                "with the tools first, then answer. If nothing needed to change, give your "
+                "answer again."
+            )
         return Reject(
             f"{FILE_NOTE}: the goal asks for a file, and no write succeeded in this run. "
             "Printing the content in your reply does not create the file. Gather what you "

@@ -79,13 +79,39 @@ def edit_names(edits: Iterable[ToolCall]) -> list[str]:
     return list(names)
 
 
+_GOAL_OLD = re.compile(
+    r"\b(?:replace|rename)\s+(?:(?:the|every|all)\s+)?(?:(?:function|class|constant|variable"
+    r"|method|name|word|string|text|url|link|import)s?\s+)?[`'\"]?(?P<old>[^\s`'\"]+)[`'\"]?"
+    r"\s+(?:with|to|by)\s",
+    re.IGNORECASE,
+)
+
+
+def goal_names(goal: str, edits: Iterable[ToolCall]) -> list[str]:
+    """What the goal asks to replace ("replace http://a.org with ...", "rename the function
+    get_user to ...") where an edit of the run replaced it: a URL is no identifier, so
+    `replaced_names` misses it."""
+    olds = [m.group("old").rstrip(".,;:") for m in _GOAL_OLD.finditer(goal)]
+    edited = [
+        (str(call.arguments.get("old")), str(call.arguments.get("new")))
+        for call in edits
+        if call.name == EDIT_TOOL
+    ]
+    return [  # a deletion (an empty new) is no replacement
+        x
+        for x in olds
+        if len(x) >= 3 and any(x in old and x not in new and new.strip() for old, new in edited)
+    ]
+
+
 def leftovers(workspace: Workspace, names: Sequence[str], touched: Sequence[str]) -> list[str]:
     """Lines (`path:line: text`) where one of `names` still occurs as a whole word: the files
     in `touched` first, then the workspace's others that its .gitignore files keep (at most
     `MAX_FILES` files of `MAX_FILE_BYTES`, `MAX_TOTAL_BYTES` in all); `MAX_HITS` at most."""
     from ..tools._stop import Stop  # the walk checks in with one; nobody abandons this one
 
-    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
+    # as a whole word: no word character next to it (a URL may begin or end with none)
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, names)) + r")(?!\w)")
     hits: list[str] = []
     budget = [MAX_FILES, MAX_TOTAL_BYTES]
     seen: set[str] = set()

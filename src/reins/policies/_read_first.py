@@ -1,10 +1,11 @@
-"""A change to a file the run has not read: its text instead of the change.
+"""A change to a file the run has not read, made from a guess: the file's text instead.
 
-Small models edit a file they have only found, guessing its text: `old` "http:" in a JSON file
-that writes `"http": {`, `old` "version" replaced by "1.3.0" (leaving `"1.3.0": "1.2.9"`), a
-write_file of one line over a module of twelve. Claude Code's Edit and Write tools refuse a file
-not read first; here the refusal carries the file's text (its head, for a long one), so no step
-is spent reading it, and the next call can copy `old` from what is really there.
+Small models change a file they have only found, guessing its text: `old` "http:" in a JSON
+file that writes `"http": {`, a write_file of one header line over a module of twelve. Claude
+Code's Edit and Write tools refuse a file not read first; here the refusal carries the file's
+text (its head, for a long one), so no step is spent reading it. An edit whose `old` is in the
+file (as written, or loosely: `tools._near_match`) runs all the same: the guess was right, and a
+refusal cost a 1.5B model the task (it wrote the text it was shown to a new file).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..core._errors import ToolError
 from ..core._messages import ToolCall
 from ..core._policy import CONTINUE, BeforeTool, Policy, Replace
 from ..core._state import RunState
+from ..tools._near_match import near_match
 
 if TYPE_CHECKING:
     from ..tools import Workspace
@@ -28,12 +30,15 @@ READ_NOTE = "Not run: this run has not read"
 """How the refusal begins: the fold of the run's messages counts the file as read after it."""
 SHOWN_LINES = 120
 SHOWN_CHARS = 6000
+MAX_CHECKED = 256 * 1024
+"""The largest file whose text is checked for an edit's `old` here (a larger one: the tool's)."""
 
 
 class ReadFirst(Policy):
-    """An edit_file, or a write_file that would replace a file (not one adding to its end), of
-    an existing text file that this run has not read (read_file, a command that named it, a
-    change of its own, this refusal) is not run: the model gets the file's text instead."""
+    """A write_file that would replace an existing text file (not add to its end), or an
+    edit_file whose `old` is not in it, is not run when the run has not read that file
+    (read_file, a command that named it, a change of its own, this refusal): the model gets the
+    file's text instead."""
 
     def __init__(
         self,
@@ -54,36 +59,48 @@ class ReadFirst(Policy):
             return CONTINUE
         if self.facts.update(state).has_read(path) or self.refused(call):
             return CONTINUE
-        head = file_head(self.workspace, path)
-        if head is None:
+        text = _text(self.workspace, path)
+        if text is None or (call.name == "edit_file" and _applies(call, text)):
             return CONTINUE
-        return Replace(refusal(call.name, path, *head))
+        return Replace(refusal(call.name, path, text))
 
 
 def _appends(call: ToolCall) -> bool:
     return call.name == "write_file" and call.arguments.get("append") in (True, "true", "True")
 
 
-def file_head(workspace: Workspace, path: str) -> tuple[str, int, int | None] | None:
-    """The first lines of the text file at `path` (read through the workspace, as read_file
-    reads it), how many they are, and its number of lines (None: longer than was read); None
-    for a file that is missing, empty, not text or refused: the tool reports those itself."""
+def _applies(call: ToolCall, text: str) -> bool:
+    """Whether the edit finds its `old` (or the tool has its own error to give)."""
+    old, new = call.arguments.get("old"), call.arguments.get("new")
+    if not isinstance(old, str) or not isinstance(new, str) or not old:
+        return True  # the tool says what is wrong with the arguments
+    return old in text or near_match(text, old, new) is not None
+
+
+def _text(workspace: Workspace, path: str) -> str | None:
+    """The text of the file at `path` (read through the workspace, as read_file reads it);
+    None for a file that is missing, empty, not text, too big or refused: the tool reports
+    those itself."""
     try:
         opened = workspace.open(path)
     except (ToolError, OSError):
         return None
     try:
-        if not stat.S_ISREG(opened.st.st_mode) or opened.st.st_size == 0:
+        size = opened.st.st_size
+        if not stat.S_ISREG(opened.st.st_mode) or not 0 < size <= MAX_CHECKED:
             return None
-        data = os.pread(opened.fd, SHOWN_CHARS * 4 + 1, 0)
+        data = os.pread(opened.fd, size + 1, 0)
     except OSError:
         return None
     finally:
         os.close(opened.fd)
-    if b"\0" in data:
+    if b"\0" in data or len(data) > MAX_CHECKED:
         return None
-    whole = len(data) == opened.st.st_size
-    text = data.decode("utf-8", errors="replace")
+    return data.decode("utf-8", errors="replace")
+
+
+def refusal(tool: str, path: str, text: str) -> str:
+    """What the model is told instead of the change: the file's text and what to do next."""
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()
@@ -94,23 +111,20 @@ def file_head(workspace: Workspace, path: str) -> tuple[str, int, int | None] | 
             break
         shown.append(line[:SHOWN_CHARS])
         size += len(line) + 1
-    return "\n".join(shown) + "\n", len(shown), len(lines) if whole else None
-
-
-def refusal(tool: str, path: str, head: str, shown: int, count: int | None) -> str:
-    """What the model is told instead of the change: the file's text and what to do next."""
-    if count == shown:
-        lines = f"{count} line{'s' if count != 1 else ''}"
-        text = f"Its text ({lines}):\n{head}[{lines} in all]"
+    head = "\n".join(shown) + "\n"
+    if len(shown) == len(lines):
+        count = f"{len(lines)} line{'s' if len(lines) != 1 else ''}"
+        said = f"Its text ({count}):\n{head}[{count} in all]"
     else:
-        text = f"Its first {shown} lines:\n{head}[read_file with start_line={shown + 1} reads on]"
+        said = f"Its first {len(shown)} lines:\n{head}[read_file with start_line={len(shown) + 1}"
+        said += " reads on]"
     if tool == "write_file":
         why = "and write_file would replace all of it"
         then = (
-            "To change part of it, use edit_file with old copied exactly from this text; "
-            "to replace all of it, call write_file again."
+            "To change part of it, use edit_file with old taken from this text exactly as "
+            "written; to replace all of it, call write_file again."
         )
     else:
-        why = "and a change starts from a file's text, not a guess at it"
-        then = "Now make the change, with old copied exactly from this text."
-    return f"{READ_NOTE} {path}, {why}. {text}\n{then}"
+        why = "and old is not in it: a change starts from a file's text, not a guess at it"
+        then = "Now make the change, with old taken from this text exactly as written."
+    return f"{READ_NOTE} {path}, {why}. {said}\n{then}"

@@ -281,18 +281,44 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
         if old == new:  # a small model's "fix" that changes nothing, reported as done
             raise ToolError(f"old and new are the same text: nothing in {path} would change")
         if count > 1 and not replace_all:
-            raise ToolError(
-                f"old text occurs {count} times in {path}; include more surrounding lines to "
-                "make it unique, or set replace_all to true"
-            )
+            raise ToolError(_not_unique(path, old, count))
         after = _replaced(text, old, new)
         data = after.encode()
-        note = _parse_note(ctx, target, data, text)
+        note = _parse_note(ctx, target, data, text) or _shrunk_note(path, old, new)
         replace_file(target, data, stop)
     finally:
         os.close(target.dir_fd)
     shown = _lines_now(after, text, old, new) if new else ""
     return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {path}{shown}{loose}{note}"
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[_A-Z][A-Za-z0-9_]*")
+"""A name as code writes one, not a word: `MAX_RETRIES`, `get_user`, `OrderRepository`."""
+
+
+def _not_unique(path: str, old: str, count: int) -> str:
+    """`old` occurs `count` times: a name is most likely renamed everywhere in the file (a
+    1.5B model told to "include more surrounding lines" first sent the whole file as old)."""
+    if _NAME.fullmatch(old):
+        return (
+            f"old text `{old}` occurs {count} times in {path}: to replace it everywhere in "
+            "the file (a rename), set replace_all to true; to change one of them, include "
+            "the surrounding text that makes it unique"
+        )
+    return (
+        f"old text occurs {count} times in {path}; include more surrounding lines to make it "
+        "unique, or set replace_all to true"
+    )
+
+
+def _shrunk_note(path: str, old: str, new: str) -> str:
+    """An edit that put a line or two where many were: a small model's replacement of a
+    whole file by the one name it meant to change."""
+    before, after = len(old.splitlines()), len(new.splitlines())
+    if not new.strip() or before < 4 or after * 3 > before:
+        return ""  # an emptied `new` deletes on purpose
+    put = f"{after} line{'s' if after > 1 else ''}"
+    return f"\n[this edit put {put} where {before} were: the others are gone from {path}]"
 
 
 def _empty_old(path: str, text: str) -> str:
@@ -531,8 +557,36 @@ def grep(
         ignore_case: Match without regard to case.
     """
     search = _Search(Regex(pattern, ignore_case=ignore_case), current_stop())
-    _search_in(ctx, search, ctx.workspace.open(path), path, glob_spec(glob) if glob else None)
+    try:
+        target = ctx.workspace.open(path)
+    except ToolError as exc:
+        split = _wildcard_path(path) if glob is None else None
+        if split is None or not str(exc).endswith("does not exist"):
+            raise
+        (path, glob), asked = split, path
+        try:
+            target = ctx.workspace.open(path)
+        except ToolError:
+            raise exc from None
+        search.notes.append(
+            f"path {asked!r} has a wildcard: searched {path} for files named {glob}, at any depth"
+        )
+    _search_in(ctx, search, target, path, glob_spec(glob) if glob else None)
     return search.report(pattern)
+
+
+def _wildcard_path(path: str) -> tuple[str, str] | None:
+    """A path written with a wildcard (`docs/**`, `src/*.py`, `docs/**/*.md`) as grep's
+    arguments: the folder before the wildcard and a glob of file names; None when what follows
+    the folder is no single name pattern."""
+    parts = path.split("/")
+    first = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), None)
+    if first is None:
+        return None
+    names = [part for part in parts[first:] if part not in ("**", "")]
+    if len(names) > 1:
+        return None
+    return "/".join(parts[:first]) or ".", names[0] if names else "*"
 
 
 def _search_in(

@@ -10,7 +10,8 @@ Here, when the exact text is nowhere, `old` is matched once more with each white
 standing for any whitespace run, either quote for either, and a backslash before punctuation
 dropped. Where that finds it, `new` is written the way the file writes it: the file's
 whitespace between the same words, its quote where `old` had the other, and no regex
-backslashes if `old` had them. When `new` cannot be carried over word for word (it has another
+backslashes if `old` had them; a `new` that holds `old` as written (a header put above it)
+gets the file's text in its place. When `new` cannot be carried over word for word (it has another
 number of words), the caller changes nothing and shows the file's text to copy; when `old` is
 nowhere even so, `similar_lines` offers the lines most like it.
 """
@@ -72,15 +73,20 @@ def _differences(old: str, found: str) -> str:
 
 
 def _carried(old: str, new: str, found: str) -> str | None:
-    """`new` written as the file writes it where `old` was `found`: word i of `new` followed
-    by the file's whitespace after word i, `old`'s quotes swapped for the file's, regex
-    backslashes dropped if `old` had them. None if `new` has another number of words, or
-    other whitespace around it than `old` (the place it goes would be a guess)."""
+    """`new` written as the file writes it where `old` was `found`: with `old` in it as
+    written (a line added above it), that part as the file has it; else word i of `new`
+    followed by the file's whitespace after word i, `old`'s quotes swapped for the file's,
+    regex backslashes dropped if `old` had them. None if `new` has another number of words,
+    or other whitespace around it than `old` (the place it goes would be a guess)."""
     if _ESCAPED.search(old):
         new = _ESCAPED.sub(r"\1", new)
         old = _ESCAPED.sub(r"\1", old)
     if not new.strip():
         return ""
+    if new.count(old) == 1:  # lines put above or below `old` as written: the file's goes in
+        before, after = new.split(old)
+        if before[-1:] in ("", "\n") and after[:1] in ("", "\n"):
+            return before + found + after
     old_words, new_words = old.split(), new.split()
     if len(new_words) != len(old_words) or _around(new) != _around(old):
         return None
