@@ -82,11 +82,11 @@ async def test_an_excluded_tool_stays_in_the_prompt_and_is_never_sampled(
     goal = "Read the file notes.txt"
     messages = [SystemMessage(content="You are an agent."), UserMessage(content=goal)]
     free = await local.request(messages, TOOLS, ModelSettings(max_tokens=256))
-    assert [c.name for c in free.message.tool_calls] == ["read_file"]  # what it does unbarred
-    barred = ModelSettings(max_tokens=256, excluded_tools=frozenset({"read_file"}))
+    [chosen] = free.message.tool_calls  # what it does unbarred
+    barred = ModelSettings(max_tokens=256, excluded_tools=frozenset({chosen.name}))
     response = await local.request(messages, TOOLS, barred)
     [call] = response.message.tool_calls
-    assert call.name in {"write_file", "list_files", "final_answer"}
+    assert call.name in {t.name for t in TOOLS} - {chosen.name}
     # the same prompt (its prefix reused whole): only the grammar changed
     assert response.usage.input_tokens == free.usage.input_tokens
 
