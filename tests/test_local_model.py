@@ -92,23 +92,6 @@ async def test_an_excluded_tool_stays_in_the_prompt_and_is_never_sampled(
 
 
 @pytest.mark.real_model
-async def test_the_thought_is_capped_as_told(monkeypatch: pytest.MonkeyPatch) -> None:
-    messages = [SystemMessage(content="You are an agent."), UserMessage(content=GOALS[0])]
-    settings = ModelSettings(max_tokens=256)
-    for chars in (0, 30):
-        model = LocalModel(embedded="smollm2", thought_chars=chars)
-        response = await model.request(messages, TOOLS, settings)
-        assert response.message.tool_calls
-        assert len(response.message.text) <= chars
-    monkeypatch.setenv("REINS_THOUGHT_CHARS", "0")
-    response = await LocalModel(embedded="smollm2").request(messages, TOOLS, settings)
-    assert response.message.text == ""
-    monkeypatch.setenv("REINS_THOUGHT_CHARS", "many")
-    with pytest.raises(UsageError, match="REINS_THOUGHT_CHARS='many'"):
-        await LocalModel(embedded="smollm2").request(messages, TOOLS, settings)
-
-
-@pytest.mark.real_model
 def test_the_grammar_consulted_last_picks_the_tokens_it_would_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -44,9 +44,7 @@ SCALAR = 24
 """Characters a number (at most 16 digits in llama.cpp's JSON grammar), boolean or null takes."""
 
 
-def action_schema(
-    tools: Sequence[ToolSpec], max_chars: int | None = None, thought_chars: int = THOUGHT_CHARS
-) -> dict[str, Any]:
+def action_schema(tools: Sequence[ToolSpec], max_chars: int | None = None) -> dict[str, Any]:
     """A JSON schema that only valid actions satisfy, for constrained decoding.
 
     With `max_chars`, every action also fits in that many characters: the free-text arguments
@@ -57,7 +55,7 @@ def action_schema(
 
     Every action starts with a thought (required here, optional to the parser): a model held
     to JSON has nowhere else to reason before it acts."""
-    chars = thought_cap(max_chars, thought_chars)
+    chars = thought_cap(max_chars)
     thought = {"thought": {"type": "string", "maxLength": chars}} if chars else {}
     # the rest of the envelope: {"thought": "", "name": "", "arguments": }
     room = None if max_chars is None else max_chars - 30 - (chars + 15 if chars else 0)
@@ -80,12 +78,12 @@ def action_schema(
     }
 
 
-def thought_cap(max_chars: int | None, limit: int = THOUGHT_CHARS) -> int:
-    """The longest thought: `limit`, or a fifth of a smaller budget (the arguments get the
-    rest); none at all below `MIN_THOUGHT_BUDGET`, where the action needs every character."""
+def thought_cap(max_chars: int | None) -> int:
+    """The longest thought: `THOUGHT_CHARS`, or a fifth of a smaller budget (the arguments get
+    the rest); none at all below `MIN_THOUGHT_BUDGET`, where the action needs every character."""
     if max_chars is None:
-        return limit
-    return min(limit, max_chars // 5) if max_chars >= MIN_THOUGHT_BUDGET else 0
+        return THOUGHT_CHARS
+    return min(THOUGHT_CHARS, max_chars // 5) if max_chars >= MIN_THOUGHT_BUDGET else 0
 
 
 def _fit(schema: dict[str, Any], chars: int) -> dict[str, Any]:

@@ -61,10 +61,6 @@ class LocalModel(Retried):
     median), but every load slower: by 0.5 s when the last process repacked too, by 3.5-4.5 s
     after other work (benchmarks/first_action.py). Off suits a one-shot run whose first
     action matters more than its later steps. None: `$REINS_LOCAL_REPACK` (1 or 0), else on."""
-    thought_chars: int | None = None
-    """The longest thought an action may start with (the grammar's cap; each character of it
-    is decoding time, about 0.08 s a token of 4 characters on 2 cores for the default model).
-    None: `$REINS_THOUGHT_CHARS`, else `THOUGHT_CHARS` (200)."""
     actions: ClassVar[str] = "json"
     vision: ClassVar[bool] = False
     """It reads text only: the loop tells it of an image or document in place of sending it."""
@@ -239,11 +235,8 @@ class LocalModel(Retried):
         """Only valid actions, short enough to end within `max_tokens` (no cut-off action)."""
         from llama_cpp.llama_grammar import LlamaGrammar
 
-        thought = self.thought_chars
-        if thought is None:
-            thought = _env_int("REINS_THOUGHT_CHARS", _json_actions.THOUGHT_CHARS)
-        schema = _json_actions.action_schema(tools, max_chars=max_tokens, thought_chars=thought)
-        return LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        schema = json.dumps(_json_actions.action_schema(tools, max_chars=max_tokens))
+        return LlamaGrammar.from_json_schema(schema, verbose=False)
 
 
 _PARAMS_LOCK = threading.Lock()
@@ -269,15 +262,6 @@ def _model_params(**settings: Any) -> Iterator[None]:
             yield
         finally:
             C.llama_model_default_params = defaults
-
-
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    if not raw.isdigit():
-        raise UsageError(f"{name}={raw!r} is not a whole number of characters (0 or more)")
-    return int(raw)
 
 
 def _default_repack() -> bool:
