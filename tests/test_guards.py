@@ -40,7 +40,6 @@ from reins.events import (
     RunStarted,
     ToolCallFinished,
 )
-from reins.policies._guards import wants_change
 from reins.testing import FunctionModel, ScriptedModel
 
 from .helpers import call, reply
@@ -130,46 +129,6 @@ async def test_goal_without_a_file_is_answered_at_once(workspace: Path) -> None:
             "hi",
             1,
         )
-
-
-async def test_a_change_claimed_with_no_change_made_is_refused_once(workspace: Path) -> None:
-    # Seen on the default model: "renamed everywhere" at step 1, nothing done.
-    (workspace / "users.py").write_text("def get_user(): ...\n")
-    goal = "Rename the function get_user to fetch_user everywhere."
-    result = await agent_for(["renamed", "renamed, really"], workspace).run(goal)
-    [refusal] = [
-        m.content
-        for m in result.messages
-        if isinstance(m, UserMessage) and m.content.startswith("No change was made")
-    ]
-    assert refusal == (
-        "No change was made in this run: no file was written or edited, and the goal asks "
-        "for a change. A final answer does not change files: make the change with the tools "
-        "first, then answer. If nothing needed to change, give your answer again."
-    )
-    assert (result.final_answer, result.steps) == ("renamed, really", 2)
-    edit = call("edit_file", "e", path="users.py", old="get_user", new="fetch_user")
-    changed = await agent_for([reply("", edit), "renamed"], workspace).run(goal)
-    assert (changed.final_answer, changed.steps) == ("renamed", 2)
-
-
-def test_a_change_is_asked_for_by_an_imperative_not_by_a_question() -> None:
-    for goal in (
-        "Fix is_leap_year in dates.py: the tests fail.",
-        "pytest fails. Fix the code so that the tests pass.",
-        "Our docs moved: replace http://a.org with https://b.org under docs/",
-        "In compose.yml, publish the web service on port 8080",
-        "Run the tests and fix the bug they find.",
-        "Create a directory named build",
-    ):
-        assert wants_change(goal), goal
-    for goal in (
-        "How many lines are in fruits.txt?",
-        "Where is the class OrderRepository defined? Answer with the file path.",
-        "Which version of requests does requirements.txt pin?",
-        "Explain what the fix in calc.py does",
-    ):
-        assert not wants_change(goal), goal
 
 
 async def test_file_action_guard_can_be_switched_off(workspace: Path) -> None:

@@ -69,7 +69,6 @@ DONE = "Already done: "
 NOT_RUN = "Not run: "
 """How the result of a call refused before it ran begins (a guard's, a rejected response's)."""
 FILE_NOTE = "You have not written the file yet"
-NO_CHANGE_NOTE = "No change was made"
 LOOP_NOTE = "Warning: you are going in circles"
 ANCHOR_NOTE = "Reminder of your goal"
 CHANGE_NOTE = "That change"
@@ -368,7 +367,7 @@ class RunFacts:
         return tuple(_norm(str(call.arguments.get(name, "."))) for name in names)
 
     def _note(self, text: str) -> None:
-        if text.startswith((FILE_NOTE, NO_CHANGE_NOTE)):
+        if text.startswith(FILE_NOTE):
             self.file_refusals += 1
         elif text.startswith(LOOP_NOTE):
             self.warned = True
@@ -593,20 +592,6 @@ def wants_file(goal: str) -> bool:
     return _WANTS_FILE.search(goal) is not None
 
 
-_WANTS_CHANGE = re.compile(
-    r"(?:^|[.!?:;,]\s+|\b(?:and|then|please)\s+)"  # an imperative: "Fix ...", "...: replace"
-    r"(?:rename|replace|fix|add|update|bump|set|change|delete|remove|append|insert|move|copy"
-    r"|edit|modify|publish|convert|upgrade|downgrade|pin|uncomment|comment\s+out|make|create)\b",
-    re.IGNORECASE,
-)
-
-
-def wants_change(goal: str) -> bool:
-    """Whether a goal asks for files to be changed ("Rename ...", "Fix the code", "Our docs
-    moved: replace ..."), not a question about them."""
-    return _WANTS_CHANGE.search(goal) is not None
-
-
 class DoneCheck(Policy):
     """After a round whose change succeeded, the model is asked whether the goal is reached,
     the goal beside it: small models that wrote the file went on to "confirm" it and then
@@ -695,34 +680,21 @@ def _rename_call(
 
 class FileActionGuard(Policy):
     """A final answer (by any route) is refused when the goal asks for a file to be written
-    and no write succeeded in this run, `refusals` times at most; when it asks for a change
-    (`wants_change`: "Rename ...", "Fix ...") and no write succeeded, once. Then it is let
-    through."""
+    and no write succeeded in this run; `refusals` times at most, then it is let through."""
 
     def __init__(self, facts: RunFacts, refusals: int = 2) -> None:
         self.facts = facts
         self.refusals = refusals
-        self._goal: tuple[str, str | None] = ("", None)
+        self._goal: tuple[str, bool] = ("", False)
 
     async def on_final(self, state: RunState, answer: str) -> OnFinal:
         if self._goal[0] != state.goal:
-            goal = state.goal
-            wants = "file" if wants_file(goal) else "change" if wants_change(goal) else None
-            self._goal = (goal, wants)
-        wants = self._goal[1]
-        if wants is None:
+            self._goal = (state.goal, wants_file(state.goal))
+        if not self._goal[1]:
             return CONTINUE
         facts = self.facts.update(state)
-        cap = self.refusals if wants == "file" else 1
-        if facts.written or facts.file_refusals >= cap:
+        if facts.written or facts.file_refusals >= self.refusals:
             return CONTINUE
-        if wants == "change":
-            return Reject(
-                f"{NO_CHANGE_NOTE} in this run: no file was written or edited, and the goal "
-                "asks for a change. A final answer does not change files: make the change "
-                "with the tools first, then answer. If nothing needed to change, give your "
-                "answer again."
-            )
         return Reject(
             f"{FILE_NOTE}: the goal asks for a file, and no write succeeded in this run. "
             "Printing the content in your reply does not create the file. Gather what you "

@@ -57,6 +57,8 @@ class ReadFirst(Policy):
         path = call.arguments.get("path")
         if not isinstance(path, str) or _appends(call):
             return CONTINUE
+        if self.workspace.runs_code(path) is not None:
+            return CONTINUE  # a person is asked for each write there: not a guess to repair
         if self.facts.update(state).has_read(path) or self.refused(call):
             return CONTINUE
         text = _text(self.workspace, path)
