@@ -165,6 +165,8 @@ async def test_what_the_goal_asks_to_replace_is_looked_for_too(workspace: Path) 
     (workspace / "docs").mkdir()
     (workspace / "docs/index.md").write_text("[guide](http://docs.old-site.org/guide)\n")
     (workspace / "docs/faq.md").write_text("See http://docs.old-site.org/faq.\n")
+    # outside the folder the goal names: not shown (seen: the model went to change it)
+    (workspace / "README.md").write_text("Old docs: http://docs.old-site.org (archived).\n")
     edit = call(
         "edit_file",
         "e1",
@@ -180,5 +182,6 @@ async def test_what_the_goal_asks_to_replace_is_looked_for_too(workspace: Path) 
     [review] = reviews(result)
     assert review.startswith(
         "Before your answer stands: you replaced `http://docs.old-site.org`, and it still "
-        "occurs here:\ndocs/faq.md:1: See http://docs.old-site.org/faq.\n"
+        "occurs here:\ndocs/faq.md:1: See http://docs.old-site.org/faq.\nWhat you changed:"
     )
+    assert "README.md" not in review

@@ -43,7 +43,7 @@ from reins.models._json_actions import (
 )
 from reins.policies._repair import REPEAT_TEMPERATURE
 from reins.testing import FunctionModel, ScriptedModel
-from reins.tools import final_answer, list_files, read_file, write_file
+from reins.tools import edit_file, final_answer, list_files, read_file, write_file
 
 TOOLS = [write_file.spec, read_file.spec, list_files.spec, final_answer.spec]
 GOALS = [
@@ -89,6 +89,41 @@ async def test_an_excluded_tool_stays_in_the_prompt_and_is_never_sampled(
     assert call.name in {t.name for t in TOOLS} - {chosen.name}
     # the same prompt (its prefix reused whole): only the grammar changed
     assert response.usage.input_tokens == free.usage.input_tokens
+
+
+CONFIG = '{\n  "log_level": "info",\n  "http": {\n    "timeout": 10\n  }\n}'
+HELD = {"edit_file": {"path": {"const": "config.json"}, "old": {"enum": CONFIG.splitlines()}}}
+
+
+def test_argument_schemas_hold_a_tool_to_them() -> None:
+    schema = action_schema([edit_file.spec, final_answer.spec], max_chars=512, arguments=HELD)
+    ok = {"path": "config.json", "old": '  "http": {', "new": "x"}
+    jsonschema.validate({"thought": "", "name": "edit_file", "arguments": ok}, schema)
+    for wrong in ({"old": "http:"}, {"path": "other.json"}, {"old": '"http": {'}):
+        action = {"thought": "", "name": "edit_file", "arguments": ok | wrong}
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(action, schema)
+    # the other tools as they were
+    answer = {"thought": "", "name": "final_answer", "arguments": {"answer": "done"}}
+    jsonschema.validate(answer, schema)
+
+
+@pytest.mark.real_model
+async def test_an_edit_held_to_a_files_lines_takes_old_from_them(local: LocalModel) -> None:
+    # The failure it repairs, reproduced: shown the file, the model guesses at old.
+    goal = f'config.json holds:\n{CONFIG}\nAdd "retries": 3 to its "http" section.'
+    messages = [SystemMessage(content="You are an agent."), UserMessage(content=goal)]
+    tools = [edit_file.spec, final_answer.spec]
+    edit = frozenset({"final_answer"})
+    free = await local.request(messages, tools, ModelSettings(max_tokens=256, excluded_tools=edit))
+    [guess] = free.message.tool_calls
+    assert guess.arguments["old"] not in CONFIG.splitlines()
+    settings = ModelSettings(max_tokens=256, excluded_tools=edit, argument_schemas=HELD)
+    held = await local.request(messages, tools, settings)
+    [call] = held.message.tool_calls
+    assert call.arguments["path"] == "config.json"
+    assert call.arguments["old"] in CONFIG.splitlines()
+    assert held.usage.input_tokens == free.usage.input_tokens  # the same prompt
 
 
 @pytest.mark.real_model

@@ -540,6 +540,41 @@ async def test_grep_reads_a_path_with_a_wildcard_as_a_folder_and_a_glob(workspac
         )
 
 
+async def test_a_missing_path_is_answered_with_where_that_name_is(workspace: Path) -> None:
+    # Seen on the default model: `install.md` for `docs/install.md`, and grep given two files
+    # in one path, until the step cap.
+    make_tree(workspace)
+    (workspace / "README.md").write_text("TODO top\n")
+    for name in ("read_file", "grep", "edit_file"):
+        args = {"pattern": "TODO"} if name == "grep" else {}
+        args |= {"old": "x", "new": "y"} if name == "edit_file" else {}
+        assert await error(workspace, name, path="util.py", **args) == (
+            "'util.py' does not exist; a file of that name is at `src/util.py`"
+        )
+    assert await error(workspace, "grep", pattern="TODO", path="README.md util.py") == (
+        "'README.md util.py' does not exist; a path names one file or folder, not 2: call "
+        "once for each of `README.md`, `src/util.py`"
+    )
+    # ignored files are not offered; no file of that name: how to make one
+    assert await error(workspace, "read_file", path="generated.py") == (
+        "'generated.py' does not exist; list_files shows what is there, and write_file "
+        "creates a file"
+    )
+
+
+async def test_an_edit_of_a_folder_names_the_files_that_hold_old(workspace: Path) -> None:
+    # Seen on the default model: a rename across a project sent to edit_file with path `.`.
+    make_tree(workspace)
+    assert await error(workspace, "edit_file", path=".", old="TODO", new="DONE") == (
+        "'.' is a folder: edit_file changes one file. old occurs in 2 files under it: change "
+        "each: edit_file with path `src/app.py`, old `TODO`, new `DONE`, replace_all true "
+        "(then the same for `src/util.py`)"
+    )
+    assert await error(workspace, "edit_file", path="docs", old="TODO", new="DONE") == (
+        "'docs' is a folder: edit_file changes one file, and no file under it holds old"
+    )
+
+
 async def test_find_and_list_files(workspace: Path) -> None:
     make_tree(workspace)
     assert await ok(workspace, "find_files", pattern="*.py") == (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -258,6 +258,8 @@ class ResponseRejected(_Event):
     """The next request samples at this temperature at least (a repair that must differ)."""
     excluded_tools: tuple[str, ...] = ()
     """Tools the next reply may not call (`ModelSettings.excluded_tools`)."""
+    argument_schemas: dict[str, dict[str, Any]] = {}
+    """Schemas of some arguments for the next reply (`ModelSettings.argument_schemas`)."""
 
 
 class AnswerRejected(_Event):

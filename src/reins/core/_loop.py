@@ -249,6 +249,8 @@ class RunLoop:
             )
         if state.excluded_tools:
             settings = replace(settings, excluded_tools=frozenset(state.excluded_tools))
+        if state.argument_schemas:
+            settings = replace(settings, argument_schemas=state.argument_schemas)
         stream = self.model.stream(messages, self.executor.specs, settings)
         streamed = False  # deltas of the attempt under way: a retry discards them
         try:
@@ -442,7 +444,7 @@ class RunLoop:
             match verdict:
                 case Continue():
                     pass
-                case Reject(observation, temperature, excluded):
+                case Reject(observation, temperature, excluded, schemas):
                     return await self._emit(
                         ResponseRejected,
                         step=state.step,
@@ -450,6 +452,7 @@ class RunLoop:
                         source=policy.name,
                         temperature=temperature,
                         excluded_tools=excluded,
+                        argument_schemas={tool: dict(args) for tool, args in schemas.items()},
                     )
                 case Stop(reason, detail):
                     return await self._finish(reason, detail=detail)

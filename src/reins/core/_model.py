@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from ._catalog import lookup
 from ._errors import UsageError
@@ -40,6 +40,13 @@ class ModelSettings:
     """Tools the reply may not call, though they stay offered: the prompt (and a provider's
     cache of it) does not change. The embedded model's grammar leaves them out; the other
     providers have no such setting and ignore it. Set for one request by a repair."""
+    argument_schemas: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=dict[str, Mapping[str, Any]]
+    )
+    """JSON schemas that replace some arguments' of a tool in the reply, by tool and
+    argument (an edit's `old` held to the lines of the file it failed on): the embedded
+    model's grammar holds to them; the other providers ignore them, and the tool's own
+    schema in the prompt stays as it is. Set for one request by a repair."""
     thinking_budget: int | None = None
     """Tokens the model may spend reasoning before it answers (Anthropic's extended thinking,
     Claude's on Bedrock, Gemini's thinking budget); None: the provider's default."""

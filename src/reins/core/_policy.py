@@ -22,9 +22,9 @@ passed over.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._messages import AssistantMessage, ToolCall, ToolResultMessage
 from ._state import RunState
@@ -75,6 +75,9 @@ class Reject:
     deterministic model does not send the rejected reply again."""
     excluded_tools: tuple[str, ...] = ()
     """From `after_response`: tools the next reply may not call (`ModelSettings`)."""
+    argument_schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """From `after_response`: for the next reply, schemas that replace some arguments' of a
+    tool, by tool and argument (`ModelSettings.argument_schemas`)."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -86,6 +86,10 @@ class RunState:
     """The temperature the next model request samples at least (set by a rejection)."""
     excluded_tools: tuple[str, ...] = ()
     """Tools the next reply may not call (set by a rejection)."""
+    argument_schemas: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=dict[str, Mapping[str, Any]]
+    )
+    """Schemas of some arguments for the next reply (set by a rejection)."""
     cost: float = 0.0
     """US dollars spent on model calls whose price is known."""
     cutoffs: int = 0
@@ -220,6 +224,7 @@ class RunState:
         self.step = event.step
         self.temperature = None  # it was for the request just answered
         self.excluded_tools = ()
+        self.argument_schemas = {}
         self._spend(event.usage, event.cost)
         message = event.message
         if self.config.reflect and REFLECTION_TAG in message.text:
@@ -277,6 +282,7 @@ class RunState:
             self.rejections += 1
             self.temperature = event.temperature
             self.excluded_tools = event.excluded_tools
+            self.argument_schemas = event.argument_schemas
             why = "the response was rejected"
         for call in self.pending:
             self.results.setdefault(call.id, _not_run(call, why))

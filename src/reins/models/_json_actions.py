@@ -5,7 +5,7 @@ tool calls. A reply that does not parse stays text, for the `StrictActions` poli
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core._actions import ENVELOPE, ActionError, parse_action
@@ -44,7 +44,11 @@ SCALAR = 24
 """Characters a number (at most 16 digits in llama.cpp's JSON grammar), boolean or null takes."""
 
 
-def action_schema(tools: Sequence[ToolSpec], max_chars: int | None = None) -> dict[str, Any]:
+def action_schema(
+    tools: Sequence[ToolSpec],
+    max_chars: int | None = None,
+    arguments: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A JSON schema that only valid actions satisfy, for constrained decoding.
 
     With `max_chars`, every action also fits in that many characters: the free-text arguments
@@ -54,7 +58,10 @@ def action_schema(tools: Sequence[ToolSpec], max_chars: int | None = None) -> di
     cap no action is cut off, however the model loops inside a string.
 
     Every action starts with a thought (required here, optional to the parser): a model held
-    to JSON has nowhere else to reason before it acts."""
+    to JSON has nowhere else to reason before it acts.
+
+    `arguments`, by tool and argument: schemas that replace those of the tool's parameters,
+    made required (a repair holding an edit to the file it failed on)."""
     chars = thought_cap(max_chars)
     thought = {"thought": {"type": "string", "maxLength": chars}} if chars else {}
     # the rest of the envelope: {"thought": "", "name": "", "arguments": }
@@ -66,9 +73,12 @@ def action_schema(tools: Sequence[ToolSpec], max_chars: int | None = None) -> di
                 "properties": {
                     **thought,
                     "name": {"const": tool.name},
-                    "arguments": tool.parameters
+                    "arguments": _held(tool.parameters, (arguments or {}).get(tool.name))
                     if room is None
-                    else _fit(tool.parameters, room - len(tool.name)),
+                    else _fit(
+                        _held(tool.parameters, (arguments or {}).get(tool.name)),
+                        room - len(tool.name),
+                    ),
                 },
                 "required": [*thought, "name", "arguments"],
                 "additionalProperties": False,
@@ -76,6 +86,15 @@ def action_schema(tools: Sequence[ToolSpec], max_chars: int | None = None) -> di
             for tool in tools
         ]
     }
+
+
+def _held(parameters: dict[str, Any], arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`parameters` with the schemas of `arguments` in place of those arguments' own."""
+    if not arguments:
+        return parameters
+    properties = {**parameters.get("properties", {}), **arguments}
+    required = list(dict.fromkeys([*parameters.get("required", []), *arguments]))
+    return {**parameters, "properties": properties, "required": required}
 
 
 def thought_cap(max_chars: int | None) -> int:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import threading
-from collections.abc import AsyncGenerator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -153,7 +152,11 @@ class LocalModel(Retried):
         actions = () if settings.tool_choice == "none" else tools
         # A tool a repair excludes stays in the prompt (its prefix is cached), not the grammar.
         allowed = [t for t in actions if t.name not in settings.excluded_tools] or actions
-        grammar = self._grammar(allowed, max_tokens) if self.constrained and actions else None
+        grammar = (
+            self._grammar(allowed, max_tokens, settings.argument_schemas)
+            if self.constrained and actions
+            else None
+        )
         chat = _json_actions.chat(messages, actions)
 
         def work() -> None:
@@ -231,12 +234,35 @@ class LocalModel(Retried):
             model_name=self.name,
         )
 
-    def _grammar(self, tools: Sequence[ToolSpec], max_tokens: int) -> Any:
-        """Only valid actions, short enough to end within `max_tokens` (no cut-off action)."""
+    def _grammar(
+        self,
+        tools: Sequence[ToolSpec],
+        max_tokens: int,
+        arguments: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> Any:
+        """Only valid actions, short enough to end within `max_tokens` (no cut-off action);
+        `arguments`: schemas that replace some arguments' of a tool."""
         from llama_cpp.llama_grammar import LlamaGrammar
 
-        schema = json.dumps(_json_actions.action_schema(tools, max_chars=max_tokens))
-        return LlamaGrammar.from_json_schema(schema, verbose=False)
+        schema = _json_actions.action_schema(tools, max_chars=max_tokens, arguments=arguments)
+        return LlamaGrammar.from_string(_gbnf(schema), verbose=False)
+
+
+def _gbnf(schema: dict[str, Any]) -> str:
+    """llama-cpp-python's JSON schema to GBNF, with a backslash in a literal escaped: its
+    converter leaves it (a `const` or `enum` string holding a quote, `"http": {`, came out as
+    `\\"`, which closes the literal; the grammar failed to parse and nothing was held)."""
+    from llama_cpp import llama_grammar
+
+    base: Any = llama_grammar.SchemaConverter  # untyped
+
+    class Converter(base):  # type: ignore[misc]
+        def _format_literal(self, literal: str) -> str:
+            return str(super()._format_literal(literal.replace("\\", "\\\\")))
+
+    converter: Any = Converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+    converter.visit(converter.resolve_refs(schema, "stdin"), "")
+    return str(converter.format_grammar())
 
 
 _PARAMS_LOCK = threading.Lock()

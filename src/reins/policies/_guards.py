@@ -55,7 +55,7 @@ from ..core._policy import (
 from ..core._state import FINAL_ANSWER_TOOL, RunState
 from ..core._stop import StopReason
 from ..core._threads import in_thread
-from ._leftovers import edit_names, edits_shown, goal_names, leftovers, renamed
+from ._leftovers import edit_names, edits_shown, goal_folders, goal_names, leftovers, renamed
 from ._read_first import READ_NOTE, ReadFirst
 from ._reflect import FAILED_NOTE
 from ._repeat_block import RepeatBlock
@@ -113,7 +113,8 @@ def guard_policies(
     cached = frozenset(reads) - frozenset(uncached)
     if guards.repeat_block:
         changes = {name for name, args in path_args.items() if args and name not in read_only}
-        policies.append(RepeatBlock(facts, cached | changes | set(command_args)))
+        watched = cached | changes | set(command_args)
+        policies.append(RepeatBlock(facts, watched, tool_names, workspace))
     if (guards.repeat_cache or guards.rereads) and reads:
         rereads = workspace if guards.rereads else None
         policies.append(RepeatCache(facts, cached, rereads, exact=guards.repeat_cache))
@@ -180,8 +181,8 @@ class RunFacts:
         """Successful changes by a file tool, by call key: doing one again changes nothing
         (until another change touches its path)."""
         self.failed: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
-        """Failed changes by a file tool, by call key: one fails again the same way (until
-        another change touches its path)."""
+        """Failed reads and failed changes by a file tool, by call key: one fails again the
+        same way (until a change touches its path)."""
         self.ran: dict[tuple[str, str], str] = {}
         """The last command's result by its call key, until anything else changes or runs."""
         self.written = False
@@ -269,7 +270,10 @@ class RunFacts:
         if self._changed and (started := self._changed.get(call.id)) is not None:
             call = started.call  # what ran: the reads it made stale are those of its paths
         if result.name in self.read_only:
-            if result.is_error or result.content.startswith(CACHED):
+            if result.is_error:  # a read that failed fails again until its paths change
+                self.failed[call_key(call)] = (result.content, self._paths(call))
+                return
+            if result.content.startswith(CACHED):
                 return
             paths = self._paths(call)
             self.cache[call_key(call)] = (result.content, paths)
@@ -642,7 +646,8 @@ class ChangeReview(Policy):
         if not names:
             return CONTINUE
         touched = list(dict.fromkeys(path for _, paths in edits for path in paths))
-        found = await in_thread(leftovers, self.workspace, names, touched, limit=None)
+        within = goal_folders(state.goal)
+        found = await in_thread(leftovers, self.workspace, names, touched, within, limit=None)
         if not found:
             return CONTINUE
         words = ", ".join(f"`{name}`" for name in names)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import keyword
 import os
+import posixpath
 import re
 import stat
 from collections.abc import Iterable, Sequence
@@ -104,10 +105,27 @@ def goal_names(goal: str, edits: Iterable[ToolCall]) -> list[str]:
     ]
 
 
-def leftovers(workspace: Workspace, names: Sequence[str], touched: Sequence[str]) -> list[str]:
+_GOAL_FOLDER = re.compile(r"(?<![\w./:-])((?:[\w.-]+/)+)(?![\w/])")
+"""A folder written with its slash (`docs/`, `src/app/`), not a URL's path."""
+
+
+def goal_folders(goal: str) -> list[str]:
+    """The folders a goal names ("in every file under docs/"): where the rest of a change
+    belongs, not the README beside them."""
+    folders = (posixpath.normpath(m[1]) for m in _GOAL_FOLDER.finditer(goal))
+    return list(dict.fromkeys(f for f in folders if f != "."))
+
+
+def leftovers(
+    workspace: Workspace,
+    names: Sequence[str],
+    touched: Sequence[str],
+    within: Sequence[str] = (),
+) -> list[str]:
     """Lines (`path:line: text`) where one of `names` still occurs as a whole word: the files
-    in `touched` first, then the workspace's others that its .gitignore files keep (at most
-    `MAX_FILES` files of `MAX_FILE_BYTES`, `MAX_TOTAL_BYTES` in all); `MAX_HITS` at most."""
+    in `touched` first, then the workspace's others that its .gitignore files keep (only those
+    under the folders `within`, if given; at most `MAX_FILES` files of `MAX_FILE_BYTES`,
+    `MAX_TOTAL_BYTES` in all); `MAX_HITS` at most."""
     from ..tools._stop import Stop  # the walk checks in with one; nobody abandons this one
 
     # as a whole word: no word character next to it (a URL may begin or end with none)
@@ -130,7 +148,7 @@ def leftovers(workspace: Workspace, names: Sequence[str], touched: Sequence[str]
         return hits
     try:
         for found in workspace.walk(root, Stop()):
-            if found.rel in seen:
+            if found.rel in seen or not _under(found.rel, within):
                 continue
             if budget[0] <= 0 or budget[1] <= 0:
                 break
@@ -144,6 +162,10 @@ def leftovers(workspace: Workspace, names: Sequence[str], touched: Sequence[str]
     finally:
         os.close(root.fd)
     return hits
+
+
+def _under(path: str, folders: Sequence[str]) -> bool:
+    return not folders or any(path.startswith(folder + "/") for folder in folders)
 
 
 def _search(

@@ -61,7 +61,7 @@ class ReadFirst(Policy):
             return CONTINUE  # a person is asked for each write there: not a guess to repair
         if self.facts.update(state).has_read(path) or self.refused(call):
             return CONTINUE
-        text = _text(self.workspace, path)
+        text = file_text(self.workspace, path)
         if text is None or (call.name == "edit_file" and _applies(call, text)):
             return CONTINUE
         return Replace(refusal(call.name, path, text))
@@ -79,7 +79,7 @@ def _applies(call: ToolCall, text: str) -> bool:
     return old in text or near_match(text, old, new) is not None
 
 
-def _text(workspace: Workspace, path: str) -> str | None:
+def file_text(workspace: Workspace, path: str) -> str | None:
     """The text of the file at `path` (read through the workspace, as read_file reads it);
     None for a file that is missing, empty, not text, too big or refused: the tool reports
     those itself."""

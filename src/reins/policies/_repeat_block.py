@@ -7,22 +7,49 @@ repeat (of one of the last two steps, with nothing changed since) is rejected wi
 result, and the next reply may not call that tool (`ModelSettings.excluded_tools`: the embedded
 model's grammar leaves it out; the prompt, and its cached prefix, stay as they are), so the
 model moves on: it answers, or takes another step.
+
+Two repeats get more than that. An edit whose `old` was not in the file is held instead: the
+next reply's `old` must be one line of that file, or two in a row, as they are
+(`ModelSettings.argument_schemas`), for the 1.5B model wrote the same guess (`http:` for
+`"http": {`) after it was shown the file's text and the lines most like it. And when the goal
+is a question and the repeat's earlier result stands, the next reply may only answer: barred
+from one tool, the model went on to another (`run_command` with the `grep` it was barred from,
+a `find_files` after the `wc -w` that had counted) until the step cap, its answer in sight.
 """
 
 from __future__ import annotations
 
-from collections.abc import Set
+import re
+from collections.abc import Sequence, Set
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from ..core._messages import AssistantMessage
+from ..core._messages import AssistantMessage, ToolCall
 from ..core._policy import CONTINUE, AfterResponse, Policy, Reject
 from ..core._state import FINAL_ANSWER_TOOL, RunState
+from ._read_first import file_text
 
 if TYPE_CHECKING:
+    from ..tools import Workspace
     from ._guards import RunFacts
 
 REPEAT_NOTE = "Not run: you made this exact call"
 SHOWN_CHARS = 300
+EDIT_TOOL = "edit_file"
+NOT_FOUND = "old text not found"
+MAX_HELD_LINES = 200
+"""A file longer than this is not held to its lines: the grammar would be too big."""
+_CHANGE_VERB = re.compile(
+    r"\b(?:rename|replace|fix|add|update|bump|set|change|delete|remove|append|insert|move|copy"
+    r"|edit|modify|write|create|save|convert|upgrade|downgrade|pin|make|run|install)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_question(goal: str) -> bool:
+    """Whether a goal is a question about the workspace ("How many ...?", "Where is ...
+    defined?"), not a request to change it ("Can you fix ...?")."""
+    return "?" in goal and _CHANGE_VERB.search(goal) is None
 
 
 class RepeatBlock(Policy):
@@ -31,11 +58,21 @@ class RepeatBlock(Policy):
     the last command, with nothing changed or run since, is rejected (once in a row) with the
     earlier result; the next reply may not call that tool."""
 
-    def __init__(self, facts: RunFacts, watched: Set[str]) -> None:
+    def __init__(
+        self,
+        facts: RunFacts,
+        watched: Set[str],
+        tool_names: Sequence[str],
+        workspace: Workspace | None = None,
+    ) -> None:
         self.facts = facts
         self.watched = watched
         """The tools whose repeat may give the same result: cached reads, file changes and
         commands (`RunFacts.repeated` tells when it does)."""
+        self.tool_names = tuple(tool_names)
+        self.workspace = workspace
+        """Where an edit's file is read, to hold the next `old` to its lines."""
+        self._goal: tuple[str, bool] = ("", False)
 
     async def after_response(self, state: RunState, response: AssistantMessage) -> AfterResponse:
         calls = response.tool_calls
@@ -50,13 +87,49 @@ class RepeatBlock(Policy):
         shown = earlier if len(earlier) <= SHOWN_CHARS else earlier[:SHOWN_CHARS] + "…"
         if how == "failed":
             said = f"and it failed: {shown}\nNothing has changed since: it would fail again"
+            if earlier.startswith(NOT_FOUND) and (held := self._held(calls[0])) is not None:
+                return Reject(
+                    f"{REPEAT_NOTE} ({name}) {when}, {said}. old must be text the file holds: "
+                    "copy one or two of its lines exactly as they are, whitespace included, "
+                    "and write new as those lines should read.",
+                    argument_schemas={name: held},
+                )
         elif how == "done":
             said = f"and it succeeded: {shown}\nIt is done"
         else:
             said = f"and nothing has changed since. Its result was:\n{shown}\n"
             said += "It would be the same again"
+            if self._question(state.goal):
+                return Reject(
+                    f"{REPEAT_NOTE} ({name}) {when}, {said}. Your goal is a question: answer "
+                    f"it now from what you have found, with {FINAL_ANSWER_TOOL}.",
+                    excluded_tools=tuple(t for t in self.tool_names if t != FINAL_ANSWER_TOOL),
+                )
         return Reject(
             f"{REPEAT_NOTE} ({name}) {when}, {said}. Use what you have: if it answers the "
             f"goal, call {FINAL_ANSWER_TOOL} now; if not, take a different step.",
             excluded_tools=(name,),
         )
+
+    def _question(self, goal: str) -> bool:
+        if self._goal[0] != goal:
+            self._goal = (goal, asks_question(goal))
+        return self._goal[1]
+
+    def _held(self, call: ToolCall) -> dict[str, object] | None:
+        """Schemas that hold an edit to `call`'s file: its path, and an `old` of one line of
+        the file or two in a row, as they are."""
+        path = call.arguments.get("path")
+        if call.name != EDIT_TOOL or self.workspace is None or not isinstance(path, str):
+            return None
+        text = file_text(self.workspace, path)
+        if text is None:
+            return None
+        lines = text.splitlines()
+        if len(lines) > MAX_HELD_LINES:
+            return None
+        pairs = ["\n".join(pair) for pair in pairwise(lines)]
+        olds = list(dict.fromkeys(t for t in [*lines, *pairs] if t.strip()))
+        if not olds:
+            return None
+        return {"path": {"const": path}, "old": {"enum": olds}}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import posixpath
 import re
 import stat
 from bisect import bisect_right
@@ -263,13 +264,15 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
         target = ctx.workspace.locate_for_write(path, stop, make_folders=False)
     except ToolError as exc:
         if str(exc).endswith("does not exist"):
-            raise ToolError(f"{exc}; {MISSING}") from None
+            raise ToolError(f"{exc}; {_not_there(ctx, path)}") from None
+        if " is a folder" in str(exc) and old.strip():
+            raise ToolError(_folder_edit(ctx, path, old, new)) from None
         raise
     try:
         if target.mode is None:
             if not old:
                 raise ToolError("old must not be empty; to create a file use write_file")
-            raise ToolError(f"{path!r} does not exist; {MISSING}")
+            raise ToolError(f"{path!r} does not exist; {_not_there(ctx, path)}")
         text = _whole_text(target, path)
         if not old:
             raise ToolError(_empty_old(path, text))
@@ -331,6 +334,24 @@ def _empty_old(path: str, text: str) -> str:
         f"old must not be empty. To add text at the top of {path}, give its first line as "
         f"old (`{_shown(first)}`) and your text followed by that line as new; write_file would "
         "replace the whole file"
+    )
+
+
+def _folder_edit(ctx: ToolContext, path: str, old: str, new: str) -> str:
+    """edit_file given a folder: the files under it that hold `old`, and the call for the
+    first (a small model renaming across a project sent the workspace `.` as the path)."""
+    said = f"{path!r} is a folder: edit_file changes one file"
+    line = next(line for line in old.splitlines() if line.strip())
+    search = _Search(Regex.literal(line), current_stop(), limit=TEXT_MATCHES_SHOWN)
+    _search_in(ctx, search, ctx.workspace.open(path, folder=True), path)
+    files = list(search.files)
+    if not files:
+        return f"{said}, and no file under it holds old"
+    more = f" (then the same for {', '.join(f'`{f}`' for f in files[1:])})" if files[1:] else ""
+    return (
+        f"{said}. old occurs in {len(files)} file{'s' if files[1:] else ''} under it: change "
+        f"each: edit_file with path `{files[0]}`, old `{old}`, new `{new}`, replace_all true"
+        f"{more}"
     )
 
 
@@ -560,9 +581,11 @@ def grep(
     try:
         target = ctx.workspace.open(path)
     except ToolError as exc:
-        split = _wildcard_path(path) if glob is None else None
-        if split is None or not str(exc).endswith("does not exist"):
+        if not str(exc).endswith("does not exist"):
             raise
+        split = _wildcard_path(path) if glob is None else None
+        if split is None:
+            raise ToolError(f"{exc}; {_not_there(ctx, path)}") from None
         (path, glob), asked = split, path
         try:
             target = ctx.workspace.open(path)
@@ -778,13 +801,46 @@ def _checked(opened: Opened, path: str) -> Iterator[Opened]:
         os.close(opened.fd)
 
 
+def _not_there(ctx: ToolContext, path: str) -> str:
+    """What to do after "`path` does not exist": where files of that name are (a small model
+    drops the folder a result showed: `install.md` for `docs/install.md`), that a path names
+    one file (`README.md install.md`), or how to create one."""
+    names = path.split()
+    if not names:
+        return MISSING
+    wanted = {posixpath.basename(name.rstrip("/")): name for name in names}
+    places: dict[str, list[str]] = {name: [] for name in names}
+    try:
+        root = ctx.workspace.open(".", folder=True)
+    except ToolError:
+        return MISSING
+    try:
+        for seen, found in enumerate(ctx.workspace.walk(root, current_stop())):
+            if seen >= MAX_SCAN_FILES:
+                break
+            if (name := wanted.get(found.name)) is not None and len(places[name]) < 3:
+                places[name].append(as_listed(found.rel))
+    finally:
+        os.close(root.fd)
+    if len(names) > 1:
+        each = ", ".join(f"`{n if n in places[n] else (places[n] or [n])[0]}`" for n in names)
+        return f"a path names one file or folder, not {len(names)}: call once for each of {each}"
+    if found_at := places[names[0]]:
+        return f"a file of that name is at {', '.join(f'`{p}`' for p in found_at)}"
+    return MISSING
+
+
+MAX_SCAN_FILES = 5000
+"""How many files `_not_there` looks through for one of a missing name."""
+
+
 @contextmanager
 def _regular_file(ctx: ToolContext, path: str) -> Iterator[Opened]:
     try:
         opened = ctx.workspace.open(path)
     except ToolError as exc:
         if str(exc).endswith("does not exist"):
-            raise ToolError(f"{exc}; {MISSING}") from None
+            raise ToolError(f"{exc}; {_not_there(ctx, path)}") from None
         raise
     with _checked(opened, path) as checked:
         yield checked
@@ -796,7 +852,7 @@ def _folder(ctx: ToolContext, path: str) -> Iterator[Opened]:
         opened = ctx.workspace.open(path, folder=True)
     except ToolError as exc:
         if str(exc).endswith("does not exist"):
-            raise ToolError(f"{exc}; {MISSING}") from None
+            raise ToolError(f"{exc}; {_not_there(ctx, path)}") from None
         raise
     try:
         yield opened
