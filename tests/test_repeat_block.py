@@ -245,3 +245,21 @@ async def test_an_edit_whose_old_was_not_found_is_held_to_the_files_lines(worksp
     assert rejection.excluded_tools == ()
     assert model.held == [{}, {}, {}, held, {}]  # the next request only
     assert '"retries": 3' in (workspace / "config.json").read_text()
+
+
+async def test_an_edit_given_a_folder_is_held_to_the_files_that_hold_old(workspace: Path) -> None:
+    # Seen on the default model: a rename sent to edit_file with path `.`, until the cap.
+    (workspace / "loader.py").write_text("class DataLoader:\n    pass\n")
+    (workspace / "tests").mkdir()
+    (workspace / "tests/test_loader.py").write_text("from loader import DataLoader\n")
+    (workspace / "notes.md").write_text("nothing here\n")
+    folder = call("edit_file", "e1", path=".", old="DataLoader", new="DatasetLoader")
+    replies = [reply("", folder), reply("", folder), "done"]
+    model, events = await run(workspace, replies, guards=Guards().without("done-check"))
+    [rejection] = rejected(events)
+    assert rejection.observation.endswith(
+        "path must name one file: change each of those that hold old in turn."
+    )
+    held = {"edit_file": {"path": {"enum": ["loader.py", "tests/test_loader.py"]}}}
+    assert rejection.argument_schemas == held
+    assert model.held[-1] == held

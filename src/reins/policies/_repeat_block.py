@@ -11,7 +11,8 @@ model moves on: it answers, or takes another step.
 Two repeats get more than that. An edit whose `old` was not in the file is held instead: the
 next reply's `old` must be one line of that file, or two in a row, as they are
 (`ModelSettings.argument_schemas`), for the 1.5B model wrote the same guess (`http:` for
-`"http": {`) after it was shown the file's text and the lines most like it. And when the goal
+`"http": {`) after it was shown the file's text and the lines most like it; an edit given a
+folder (`.`, for a rename) is held to the files under it that hold `old`. And when the goal
 is a question and the repeat's earlier result stands, the next reply may only answer: barred
 from one tool, the model went on to another (`run_command` with the `grep` it was barred from,
 a `find_files` after the `wc -w` that had counted) until the step cap, its answer in sight.
@@ -27,6 +28,8 @@ from typing import TYPE_CHECKING
 from ..core._messages import AssistantMessage, ToolCall
 from ..core._policy import CONTINUE, AfterResponse, Policy, Reject
 from ..core._state import FINAL_ANSWER_TOOL, RunState
+from ..core._threads import in_thread
+from ._leftovers import leftovers
 from ._read_first import file_text
 
 if TYPE_CHECKING:
@@ -37,6 +40,7 @@ REPEAT_NOTE = "Not run: you made this exact call"
 SHOWN_CHARS = 300
 EDIT_TOOL = "edit_file"
 NOT_FOUND = "old text not found"
+FOLDER = " is a folder: edit_file changes one file"
 MAX_HELD_LINES = 200
 """A file longer than this is not held to its lines: the grammar would be too big."""
 _CHANGE_VERB = re.compile(
@@ -87,12 +91,11 @@ class RepeatBlock(Policy):
         shown = earlier if len(earlier) <= SHOWN_CHARS else earlier[:SHOWN_CHARS] + "…"
         if how == "failed":
             said = f"and it failed: {shown}\nNothing has changed since: it would fail again"
-            if earlier.startswith(NOT_FOUND) and (held := self._held(calls[0])) is not None:
+            if (held := await self._held(calls[0], earlier)) is not None:
+                schemas, advice = held
                 return Reject(
-                    f"{REPEAT_NOTE} ({name}) {when}, {said}. old must be text the file holds: "
-                    "copy one or two of its lines exactly as they are, whitespace included, "
-                    "and write new as those lines should read.",
-                    argument_schemas={name: held},
+                    f"{REPEAT_NOTE} ({name}) {when}, {said}. {advice}",
+                    argument_schemas={name: schemas},
                 )
         elif how == "done":
             said = f"and it succeeded: {shown}\nIt is done"
@@ -116,13 +119,29 @@ class RepeatBlock(Policy):
             self._goal = (goal, asks_question(goal))
         return self._goal[1]
 
-    def _held(self, call: ToolCall) -> dict[str, object] | None:
-        """Schemas that hold an edit to `call`'s file: its path, and an `old` of one line of
-        the file or two in a row, as they are."""
-        path = call.arguments.get("path")
+    async def _held(self, call: ToolCall, failure: str) -> tuple[dict[str, object], str] | None:
+        """For an edit that failed as it will again, schemas that hold the next one, and what
+        to do: an `old` not found, to one line of the file or two in a row, as they are; a
+        folder for a path, to the files under it that hold `old`."""
+        path, old = call.arguments.get("path"), call.arguments.get("old")
         if call.name != EDIT_TOOL or self.workspace is None or not isinstance(path, str):
             return None
-        text = file_text(self.workspace, path)
+        if failure.startswith(NOT_FOUND):
+            return self._lines(self.workspace, path)
+        if FOLDER in failure and isinstance(old, str) and old.strip():
+            within = () if path.strip("./") == "" else (path.strip("/"),)
+            found = await in_thread(
+                leftovers, self.workspace, [old.strip()], (), within, limit=None
+            )
+            files = list(dict.fromkeys(place.split(":", 1)[0] for place in found))
+            if files:
+                advice = "path must name one file: change each of those that hold old in turn."
+                return {"path": {"enum": files}}, advice
+        return None
+
+    @staticmethod
+    def _lines(workspace: Workspace, path: str) -> tuple[dict[str, object], str] | None:
+        text = file_text(workspace, path)
         if text is None:
             return None
         lines = text.splitlines()
@@ -132,4 +151,8 @@ class RepeatBlock(Policy):
         olds = list(dict.fromkeys(t for t in [*lines, *pairs] if t.strip()))
         if not olds:
             return None
-        return {"path": {"const": path}, "old": {"enum": olds}}
+        advice = (
+            "old must be text the file holds: copy one or two of its lines exactly as they "
+            "are, whitespace included, and write new as those lines should read."
+        )
+        return {"path": {"const": path}, "old": {"enum": olds}}, advice
