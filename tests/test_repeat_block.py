@@ -56,6 +56,15 @@ def rejected(events: list[object]) -> list[ResponseRejected]:
     return [e for e in events if isinstance(e, ResponseRejected)]
 
 
+async def rejected_once(
+    workspace: Path, replies: Sequence[AssistantMessage | str]
+) -> tuple[Recording, list[object], ResponseRejected]:
+    """A run of a change goal (no done-check) with one response rejected, and that one."""
+    model, events = await run(workspace, replies, guards=Guards().without("done-check"))
+    [rejection] = rejected(events)
+    return model, events, rejection
+
+
 def ran(events: list[object], name: str) -> int:
     return sum(1 for e in events if isinstance(e, ToolCallFinished) and e.result.name == name)
 
@@ -212,8 +221,7 @@ async def test_a_read_that_failed_is_not_run_again_until_its_path_changes(worksp
     both = call("grep", "g1", pattern="old.org", path="README.md install.md")
     make = call("write_file", "w1", path="README.md install.md", content="old.org\n")
     replies = [reply("", both), reply("", both), reply("", make), reply("", both), "done"]
-    model, events = await run(workspace, replies, guards=Guards().without("done-check"))
-    [rejection] = rejected(events)
+    model, events, rejection = await rejected_once(workspace, replies)
     assert rejection.observation.startswith(
         "Not run: you made this exact call (grep) in your last step, and it failed: "
         "'README.md install.md' does not exist; a path names one file or folder, not 2"
@@ -232,8 +240,7 @@ async def test_an_edit_whose_old_was_not_found_is_held_to_the_files_lines(worksp
         "edit_file", "e2", path="config.json", old='  "http": {', new='  "http": {"retries": 3,'
     )
     replies = [reply("", read), reply("", guess), reply("", guess), reply("", right), "done"]
-    model, events = await run(workspace, replies, guards=Guards().without("done-check"))
-    [rejection] = rejected(events)
+    model, _, rejection = await rejected_once(workspace, replies)
     assert rejection.observation.endswith(
         "old must be text the file holds: copy one or two of its lines exactly as they are, "
         "whitespace included, and write new as those lines should read."
@@ -255,8 +262,7 @@ async def test_an_edit_given_a_folder_is_held_to_the_files_that_hold_old(workspa
     (workspace / "notes.md").write_text("nothing here\n")
     folder = call("edit_file", "e1", path=".", old="DataLoader", new="DatasetLoader")
     replies = [reply("", folder), reply("", folder), "done"]
-    model, events = await run(workspace, replies, guards=Guards().without("done-check"))
-    [rejection] = rejected(events)
+    model, _, rejection = await rejected_once(workspace, replies)
     assert rejection.observation.endswith(
         "path must name one file: change each of those that hold old in turn."
     )
