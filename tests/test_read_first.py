@@ -9,18 +9,14 @@ from reins.testing import ScriptedModel
 
 from .helpers import call, reply
 
-READ = reply("", call("read_file", "r0", path="a.txt"))
 CONFIG = '{\n  "http": {\n    "timeout": 10\n  }\n}\n'
 
 
 async def run(
-    workspace: Path,
-    replies: list[AssistantMessage | str],
-    goal: str = "add retries to config.json",
-    **kw: object,
+    workspace: Path, replies: list[AssistantMessage | str], **kw: object
 ) -> tuple[RunResult, list[ToolResultMessage]]:
     agent = Agent(model=ScriptedModel(replies), workspace=workspace, approval="allow", **kw)  # type: ignore[arg-type]
-    result = await agent.run(goal)
+    result = await agent.run("add retries to config.json")
     return result, [m for m in result.messages if isinstance(m, ToolResultMessage)]
 
 
@@ -161,27 +157,3 @@ async def test_an_empty_old_in_a_file_that_exists_says_how_to_add_at_its_top(
         "the whole file"
     )
     assert missing.content == "old must not be empty; to create a file use write_file"
-
-
-async def test_a_new_file_made_from_a_file_the_goal_names_gets_that_files_text_first(
-    workspace: Path,
-) -> None:
-    # Seen on the default model: "Copy a.txt to b.txt" answered with `Copy of a.txt` in b.txt.
-    (workspace / "a.txt").write_text("alpha\nbeta\n")
-    blind = call("write_file", "w1", path="b.txt", content="Copy of a.txt")
-    copied = call("write_file", "w2", path="b.txt", content="alpha\nbeta\n")
-    replies = [reply("", blind), reply("", copied), "FINAL_ANSWER: copied"]
-    _, (shown, wrote) = await run(workspace, replies, "Copy a.txt to b.txt")
-    assert shown.content == (
-        "Not run: this run has not read a.txt, which the goal names, and b.txt is to be made "
-        "for that goal. Its text (2 lines):\nalpha\nbeta\n[2 lines in all]\n"
-        "Now write b.txt from this text, as the goal asks."
-    )
-    assert wrote.content == "Wrote 11 bytes to b.txt"  # shown once: then it runs
-    # a goal naming no file of the workspace, or one read already: the write runs at once
-    for goal, first in [("Create notes.md saying hi", []), ("Copy a.txt to c.txt", [READ])]:
-        write = call(
-            "write_file", "w3", path="c.txt" if "c.txt" in goal else "notes.md", content="x"
-        )
-        _, results = await run(workspace, [*first, reply("", write), "done"], goal)
-        assert results[-1].content.startswith("Wrote 1 byte")

@@ -56,7 +56,7 @@ from ..core._state import FINAL_ANSWER_TOOL, RunState
 from ..core._stop import StopReason
 from ..core._threads import in_thread
 from ._leftovers import edit_names, edits_shown, goal_folders, goal_names, leftovers, renamed
-from ._read_first import READ_NOTE, ReadFirst, shown_path
+from ._read_first import READ_NOTE, ReadFirst
 from ._reflect import FAILED_NOTE
 from ._repeat_block import RepeatBlock
 from ._rereads import READ_TOOL, lines_asked, unchanged, whole_read
@@ -290,7 +290,6 @@ class RunFacts:
             return  # not run again: no change, no progress
         if result.content.startswith(READ_NOTE):  # not run: the file's text was shown
             self.read.update(self._paths(call))
-            self.read.add(_norm(shown_path(result.content)))
             self.progress = True
             return
         if result.content.startswith(NOT_RUN):

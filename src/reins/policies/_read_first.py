@@ -6,16 +6,11 @@ Code's Edit and Write tools refuse a file not read first; here the refusal carri
 text (its head, for a long one), so no step is spent reading it. An edit whose `old` is in the
 file (as written, or loosely: `tools._near_match`) runs all the same: the guess was right, and a
 refusal cost a 1.5B model the task (it wrote the text it was shown to a new file).
-
-A new file is written from the files its goal names: asked to "Copy a.txt to b.txt", the model
-wrote `Copy of a.txt` into b.txt, a.txt unread. A write_file that creates a file while the goal
-names an existing text file the run has not read gets that file's text first, once.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -37,8 +32,6 @@ SHOWN_LINES = 120
 SHOWN_CHARS = 6000
 MAX_CHECKED = 256 * 1024
 """The largest file whose text is checked for an edit's `old` here (a larger one: the tool's)."""
-_FILE_NAME = re.compile(r"(?<![\w./:-])([\w.-]+(?:/[\w.-]+)*\.[A-Za-z0-9]{1,8})(?![\w/])")
-"""A file named in a goal: a name with an extension, and not inside a URL."""
 
 
 class ReadFirst(Policy):
@@ -66,26 +59,12 @@ class ReadFirst(Policy):
             return CONTINUE
         if self.workspace.runs_code(path) is not None:
             return CONTINUE  # a person is asked for each write there: not a guess to repair
-        facts = self.facts.update(state)
-        if facts.has_read(path) or self.refused(call):
+        if self.facts.update(state).has_read(path) or self.refused(call):
             return CONTINUE
         text = file_text(self.workspace, path)
-        if text is None:
-            return self._source(state.goal, call.name, path)
-        if call.name == "edit_file" and _applies(call, text):
+        if text is None or (call.name == "edit_file" and _applies(call, text)):
             return CONTINUE
         return Replace(refusal(call.name, path, text))
-
-    def _source(self, goal: str, tool: str, path: str) -> BeforeTool:
-        """A new file written while the goal names an existing one, unread: that one's text."""
-        if tool != "write_file" or not _missing(self.workspace, path):
-            return CONTINUE
-        for name in dict.fromkeys(m[1] for m in _FILE_NAME.finditer(goal)):
-            if name == path or self.facts.has_read(name):
-                continue
-            if (text := file_text(self.workspace, name)) is not None:
-                return Replace(refusal(tool, name, text, written=path))
-        return CONTINUE
 
 
 def _appends(call: ToolCall) -> bool:
@@ -122,24 +101,8 @@ def file_text(workspace: Workspace, path: str) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def _missing(workspace: Workspace, path: str) -> bool:
-    try:
-        os.close(workspace.open(path).fd)
-    except ToolError as exc:
-        return str(exc).endswith("does not exist")
-    except OSError:
-        return False
-    return False
-
-
-def shown_path(note: str) -> str:
-    """The file whose text a refusal showed."""
-    return note.removeprefix(READ_NOTE).strip().split(", ", 1)[0]
-
-
-def refusal(tool: str, path: str, text: str, written: str = "") -> str:
-    """What the model is told instead of the change: the file's text and what to do next;
-    `written`: the new file the change would have made (the text is of a file the goal names)."""
+def refusal(tool: str, path: str, text: str) -> str:
+    """What the model is told instead of the change: the file's text and what to do next."""
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()
@@ -157,10 +120,7 @@ def refusal(tool: str, path: str, text: str, written: str = "") -> str:
     else:
         said = f"Its first {len(shown)} lines:\n{head}[read_file with start_line={len(shown) + 1}"
         said += " reads on]"
-    if written:
-        why = f"which the goal names, and {written} is to be made for that goal"
-        then = f"Now write {written} from this text, as the goal asks."
-    elif tool == "write_file":
+    if tool == "write_file":
         why = "and write_file would replace all of it"
         then = (
             "To change part of it, use edit_file with old taken from this text exactly as "
