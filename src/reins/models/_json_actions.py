@@ -73,17 +73,15 @@ def action_schema(
                 "properties": {
                     **thought,
                     "name": {"const": tool.name},
-                    "arguments": _held(tool.parameters, (arguments or {}).get(tool.name))
+                    "arguments": parameters
                     if room is None
-                    else _fit(
-                        _held(tool.parameters, (arguments or {}).get(tool.name)),
-                        room - len(tool.name),
-                    ),
+                    else _fit(parameters, room - len(tool.name)),
                 },
                 "required": [*thought, "name", "arguments"],
                 "additionalProperties": False,
             }
             for tool in tools
+            for parameters in [_held(tool.parameters, (arguments or {}).get(tool.name))]
         ]
     }
 

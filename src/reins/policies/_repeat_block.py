@@ -76,7 +76,6 @@ class RepeatBlock(Policy):
         self.tool_names = tuple(tool_names)
         self.workspace = workspace
         """Where an edit's file is read, to hold the next `old` to its lines."""
-        self._goal: tuple[str, bool] = ("", False)
 
     async def after_response(self, state: RunState, response: AssistantMessage) -> AfterResponse:
         calls = response.tool_calls
@@ -102,7 +101,7 @@ class RepeatBlock(Policy):
         else:
             said = f"and nothing has changed since. Its result was:\n{shown}\n"
             said += "It would be the same again"
-            if self._question(state.goal):
+            if asks_question(state.goal):
                 return Reject(
                     f"{REPEAT_NOTE} ({name}) {when}, {said}. Your goal is a question: answer "
                     f"it now from what you have found, with {FINAL_ANSWER_TOOL}.",
@@ -113,11 +112,6 @@ class RepeatBlock(Policy):
             f"goal, call {FINAL_ANSWER_TOOL} now; if not, take a different step.",
             excluded_tools=(name,),
         )
-
-    def _question(self, goal: str) -> bool:
-        if self._goal[0] != goal:
-            self._goal = (goal, asks_question(goal))
-        return self._goal[1]
 
     async def _held(self, call: ToolCall, failure: str) -> tuple[dict[str, object], str] | None:
         """For an edit that failed as it will again, schemas that hold the next one, and what
