@@ -5,16 +5,17 @@ and the decoding choices on a file edit.
 
 First action: each run is a fresh `reins run --json` process (its imports, the model's load
 and its first request included), timed from its start to its first action; the step time
-is the gap between its first and second model responses. Three kinds of run alternate, so
+is the gap between its first and second model responses. Four kinds of run alternate, so
 they share the machine's noise: cold (`REINS_PREFIX_CACHE=0`), warm (the cache holds this
-very prompt) and warm with a goal never seen (only the system prompt and the tools are
-shared). With `--no-repack`, runs with llama.cpp's weight repacking off (`REINS_LOCAL_REPACK=0`)
-alternate with them too. The cache lives in a folder of the benchmark's own (the models' folder
-linked in).
+very prompt), warm with a goal never seen (only the system prompt and the tools are shared)
+and warm without drafted tokens (`REINS_LOCAL_DRAFTS=0`). With `--no-repack`, runs with
+llama.cpp's weight repacking off (`REINS_LOCAL_REPACK=0`) alternate with them too. The cache
+lives in a folder of the benchmark's own (the models' folder linked in).
 
 Decoding (`--decoding N`, N rounds of paired requests, 0: skip), on a request to rewrite a file
 just read: the decode rate and whether the reply is the same, for reins's sampler (the grammar
-consulted for the top token first, `reins.models._greedy_grammar`), llama-cpp-python's own
+consulted for the top token first, `reins.models._greedy_grammar`, with and without drafted
+tokens checked in one batch, `reins.models._drafts`), llama-cpp-python's own
 (the grammar filters the whole vocabulary before every token), and its
 `LlamaPromptLookupDecoding` (draft tokens taken from the prompt).
 """
@@ -80,10 +81,16 @@ def first_actions(runs: int, model: str, plain: bool) -> None:
     cold_env = {**base, "REINS_PREFIX_CACHE": "0"}
     warm_env = {**base, "REINS_PREFIX_CACHE": "1"}
     plain_env = {**warm_env, "REINS_LOCAL_REPACK": "0"}  # an entry of its own (its key)
+    undrafted_env = {**warm_env, "REINS_LOCAL_DRAFTS": "0"}
     new_run(GOAL, warm_env, model)  # fills the cache
     if plain:
         new_run(GOAL, plain_env, model)
-    kinds: dict[str, list[tuple[float, float | None]]] = {"cold": [], "warm": [], "new goal": []}
+    kinds: dict[str, list[tuple[float, float | None]]] = {
+        "cold": [],
+        "warm": [],
+        "new goal": [],
+        "warm, no drafts": [],
+    }
     if plain:
         kinds |= {"warm, not repacked": [], "new goal, not repacked": []}
     for n in range(runs):
@@ -91,6 +98,7 @@ def first_actions(runs: int, model: str, plain: bool) -> None:
         kinds["warm"].append(new_run(GOAL, warm_env, model))
         other = f"Create the file note{n}.txt containing the text: run {n} of the benchmark"
         kinds["new goal"].append(new_run(other, warm_env, model))
+        kinds["warm, no drafts"].append(new_run(GOAL, undrafted_env, model))
         if plain:
             kinds["warm, not repacked"].append(new_run(GOAL, plain_env, model))
             other = f"Create the file plain{n}.txt containing the text: run {n}"
@@ -195,6 +203,7 @@ async def decoding(pairs: int, embedded: str | None) -> None:
     }
     models = {
         "reins": LocalModel(embedded=embedded, prefix_cache=False),
+        "no drafts": LocalModel(embedded=embedded, prefix_cache=False, drafts=False),
         "grammar first": Stock(embedded=embedded, prefix_cache=False, options={}),
         "prompt lookup": Stock(embedded=embedded, prefix_cache=False, options=lookup),
     }

@@ -41,6 +41,7 @@ from reins.models._json_actions import (
     chat,
     thought_cap,
 )
+from reins.models._local import _grammar
 from reins.policies._repair import REPEAT_TEMPERATURE
 from reins.testing import FunctionModel, ScriptedModel
 from reins.tools import edit_file, final_answer, list_files, read_file, write_file
@@ -147,7 +148,7 @@ def test_the_grammar_consulted_last_picks_the_tokens_it_would_first(
     path = str(embedded_gguf("smollm2"))
     settings: dict[str, Any] = {"model_path": path, "n_ctx": 2048, "verbose": False}
     stock, greedy = Llama(**settings), _greedy_grammar.GreedyGrammarLlama(**settings)
-    grammar = LocalModel()._grammar(TOOLS, 256)
+    grammar = _grammar(action_schema(TOOLS, max_chars=256))
     for goal in GOALS:
         messages = chat(
             [SystemMessage(content="You are an agent."), UserMessage(content=goal)], TOOLS
@@ -543,6 +544,19 @@ def test_the_weights_are_repacked_unless_told_not_to(monkeypatch: pytest.MonkeyP
     assert C.llama_model_default_params is defaults  # unwrapped once the models are made
     monkeypatch.setenv("REINS_LOCAL_REPACK", "yes")
     with pytest.raises(UsageError, match="REINS_LOCAL_REPACK='yes' is neither 1"):
+        LocalModel(embedded="smollm2").load()
+
+
+def test_tokens_are_drafted_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("REINS_LOCAL_DRAFTS", raising=False)
+    plain, asked = LocalModel(embedded="smollm2"), LocalModel(embedded="smollm2", drafts=False)
+    plain.load(), asked.load()
+    monkeypatch.setenv("REINS_LOCAL_DRAFTS", "0")
+    by_env, overruled = LocalModel(embedded="smollm2"), LocalModel(embedded="smollm2", drafts=True)
+    by_env.load(), overruled.load()
+    assert [m._drafting for m in (plain, asked, by_env, overruled)] == [True, False, False, True]
+    monkeypatch.setenv("REINS_LOCAL_DRAFTS", "on")
+    with pytest.raises(UsageError, match="REINS_LOCAL_DRAFTS='on' is neither 1"):
         LocalModel(embedded="smollm2").load()
 
 

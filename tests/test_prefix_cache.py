@@ -29,9 +29,11 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 @pytest.fixture(autouse=True)
 def cache_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """The cache on, in a folder of this test's."""
+    """The cache on, in a folder of this test's; no drafted tokens (llama.cpp counts a
+    drafted batch as prompt evaluated, the counter these tests read)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("REINS_PREFIX_CACHE", "1")
+    monkeypatch.setenv("REINS_LOCAL_DRAFTS", "0")
     return tmp_path / "cache" / "reins" / "prefix"
 
 

@@ -5,12 +5,20 @@ llama-cpp-python's sampler filters the whole vocabulary through the grammar befo
 temperature 0 the model's own top token is the answer whenever the grammar allows it, so it is
 tried alone first; the whole vocabulary is filtered only for a token the grammar refuses. The
 tokens chosen are the same (llama.cpp's server samples the same way: grammar last, and first
-only on a rejection)."""
+only on a rejection).
+
+It also checks drafted tokens (`reins.models._drafts`, set as `draft_model` for a request):
+llama-cpp-python's generate evaluates a drafted run with the last token and samples each
+position in turn, keeping the drafted tokens up to the first the model would not have chosen.
+The library computes every position's logits for that only if the whole context keeps them
+(`logits_all`: 152,000 floats a token, copied after every batch); here only a drafted run's
+positions get them."""
 
 from __future__ import annotations
 
 import ctypes
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -38,7 +46,22 @@ class GreedyGrammarLlama(Llama):
         self._greedy = _GreedyGrammar(self, grammar) if grammar is not None and plain else None
         if self._greedy is not None:
             settings["grammar"] = None  # the chain is not used: `sample` below takes over
+        else:
+            self.draft_model = None  # drafts are checked by the greedy sampler only
         return super()._init_sampler(**settings)
+
+    def eval(self, tokens: Sequence[int]) -> None:
+        drafts = self.draft_model
+        if drafts is None or getattr(drafts, "start", None) is None or len(tokens) < 2:
+            super().eval(tokens)  # the prompt, or a token alone
+            return
+        # A token and its draft (a few tokens: one batch): each position's logits are kept.
+        self._ctx.kv_cache_seq_rm(-1, self.n_tokens, -1)
+        self._batch.set_batch(batch=tokens, n_past=self.n_tokens, logits_all=True)
+        self._ctx.decode(self._batch)
+        self.input_ids[self.n_tokens : self.n_tokens + len(tokens)] = tokens
+        self.n_tokens += len(tokens)
+        self._requires_eval = False
 
     def sample(self, **settings: Any) -> int:  # type: ignore[override]
         idx = settings.get("idx")

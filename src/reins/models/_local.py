@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -51,6 +51,10 @@ class LocalModel(Retried):
     """The sampling seed of every request: above temperature 0 (a repair's bump), the same
     conversation gets the same reply, run after run. None: llama-cpp-python's own (it
     changes from request to request)."""
+    drafts: bool | None = None
+    """Draft the next tokens of an action (its structure, text the prompt holds) and check
+    them in one batch (`reins.models._drafts`). None: `$REINS_LOCAL_DRAFTS` (1 or 0), else
+    on."""
     prefix_cache: bool = True
     """Keep the state of a prompt's evaluated prefix on disk for later processes
     (`reins.models._prefix_cache`; `REINS_PREFIX_CACHE=0` turns it off for every model)."""
@@ -67,6 +71,7 @@ class LocalModel(Retried):
     _llm: Any = field(default=None, init=False, repr=False)
     _busy: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _prefixes: Any = field(default=None, init=False, repr=False)
+    _drafting: bool = field(default=False, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -106,7 +111,7 @@ class LocalModel(Retried):
             if not path.is_file():
                 raise UsageError(f"no GGUF model file at {path}")
             threads = self.threads or _default_threads()
-            repack = _default_repack() if self.repack is None else self.repack
+            repack = _switch("REINS_LOCAL_REPACK", "repack") if self.repack is None else self.repack
             with _model_params(use_extra_bufts=repack):
                 llm = GreedyGrammarLlama(
                     model_path=str(path),
@@ -116,6 +121,9 @@ class LocalModel(Retried):
                     verbose=False,
                 )
             self._prefixes = self._prefix_store(llm, path)
+            self._drafting = (
+                _switch("REINS_LOCAL_DRAFTS", "draft") if self.drafts is None else self.drafts
+            )
             self._llm = llm
         return self._llm
 
@@ -152,8 +160,10 @@ class LocalModel(Retried):
         actions = () if settings.tool_choice == "none" else tools
         # A tool a repair excludes stays in the prompt (its prefix is cached), not the grammar.
         allowed = [t for t in actions if t.name not in settings.excluded_tools] or actions
-        grammar = (
-            self._grammar(allowed, max_tokens, settings.argument_schemas)
+        schema = (
+            _json_actions.action_schema(
+                allowed, max_chars=max_tokens, arguments=settings.argument_schemas
+            )
             if self.constrained and actions
             else None
         )
@@ -170,9 +180,11 @@ class LocalModel(Retried):
 
                     hook = PromptHook(llm, self._prefixes)
                     llm.cache = hook  # consulted with the prompt's tokens, then gone
+                    if schema is not None and self._drafting:
+                        llm.draft_model = _action_drafts(llm, schema)
                     chunks = llm.create_chat_completion(
                         messages=chat,
-                        grammar=grammar,
+                        grammar=None if schema is None else _grammar(schema),
                         max_tokens=max_tokens,
                         temperature=0.0 if settings.temperature is None else settings.temperature,
                         seed=self.seed,
@@ -193,12 +205,13 @@ class LocalModel(Retried):
                             put("text", text)
                     if hook.worth_saving():
                         hook.save()
-                    put("done", (finish, tokens, llm.n_tokens - tokens, hook.reused))
+                    put("done", (finish, tokens, hook.prompt, hook.reused))
             except BaseException as exc:  # reported to the awaiting side, never lost in a thread
                 put("error", exc)
             finally:
                 if self._llm is not None:
                     self._llm.cache = None
+                    self._llm.draft_model = None
 
         worker = threading.Thread(target=work, name="reins-local-model", daemon=True)
         worker.start()
@@ -234,18 +247,22 @@ class LocalModel(Retried):
             model_name=self.name,
         )
 
-    def _grammar(
-        self,
-        tools: Sequence[ToolSpec],
-        max_tokens: int,
-        arguments: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> Any:
-        """Only valid actions, short enough to end within `max_tokens` (no cut-off action);
-        `arguments`: schemas that replace some arguments' of a tool."""
-        from llama_cpp.llama_grammar import LlamaGrammar
 
-        schema = _json_actions.action_schema(tools, max_chars=max_tokens, arguments=arguments)
-        return LlamaGrammar.from_string(_gbnf(schema), verbose=False)
+def _grammar(schema: dict[str, Any]) -> Any:
+    """Only valid actions: those `schema` (`_json_actions.action_schema`) admits."""
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    return LlamaGrammar.from_string(_gbnf(schema), verbose=False)
+
+
+def _action_drafts(llm: Any, schema: dict[str, Any]) -> Any:
+    from ._drafts import ActionDrafts, Shape
+
+    return ActionDrafts(
+        Shape(schema),
+        tokenize=lambda text: llm.tokenize(text.encode(), add_bos=False),
+        detokenize=lambda token: llm.detokenize([token]),
+    )
 
 
 def _gbnf(schema: dict[str, Any]) -> str:
@@ -290,10 +307,11 @@ def _model_params(**settings: Any) -> Iterator[None]:
             C.llama_model_default_params = defaults
 
 
-def _default_repack() -> bool:
-    raw = os.environ.get("REINS_LOCAL_REPACK", "1")
+def _switch(variable: str, verb: str) -> bool:
+    """An on-by-default setting's environment variable: 1 (or unset) or 0."""
+    raw = os.environ.get(variable, "1")
     if raw not in ("0", "1"):
-        raise UsageError(f"REINS_LOCAL_REPACK={raw!r} is neither 1 (repack) nor 0 (do not)")
+        raise UsageError(f"{variable}={raw!r} is neither 1 ({verb}) nor 0 (do not)")
     return raw == "1"
 
 
