@@ -2,8 +2,10 @@
 
 On 2 cores llama.cpp evaluates four tokens in one batch in about the time of two alone. So
 after each token, a few likely next tokens are drafted and evaluated with it; at temperature 0
-each is kept only while it is the token the model picks itself (`GreedyGrammarLlama`), so the
-reply is the one it would have been, sooner. Drafts come from two places:
+each is kept only while it is the token the model picks itself (`GreedyGrammarLlama`). The
+reply is the model's own greedy choice, sooner, though not always the same text: a batch's
+logits differ from a lone token's by rounding, so a near tie can go the other way. Drafts come
+from two places:
 
 - the action's own structure, known from its schema: `{"thought": "`, the keys that follow a
   value (`", "name": "`, a tool's next required argument), the rest of a tool's name once its
@@ -245,7 +247,6 @@ class ActionDrafts:
         the reply's first token."""
         self._reply: list[int] = []
         self._bytes: list[bytes] = []
-        self.drafted = 0
 
     def __call__(self, input_ids: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         if self.start is None:
@@ -263,5 +264,4 @@ class ActionDrafts:
             draft = []
         else:
             draft = lookup(input_ids)
-        self.drafted += len(draft)
         return np.asarray(draft, dtype=np.intc)
