@@ -7,12 +7,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-DEVELOPMENT_ONLY = ("pytest", "ruff", "mypy", "uvicorn", "fastapi", "mcp-server-", "smolagents")
+DEVELOPMENT_ONLY = ("pytest", "ruff", "mypy", "mcp-server-", "smolagents", "sse-starlette")
 
 
 def test_extras_hold_only_what_users_run() -> None:
     extras = PROJECT["project"]["optional-dependencies"]
-    assert set(extras) >= {"local", "smollm2", "otel"}
+    assert set(extras) >= {"local", "smollm2", "otel", "server"}
     for name, requirements in extras.items():
         for requirement in requirements:
             assert not requirement.startswith(DEVELOPMENT_ONLY), (name, requirement)
@@ -20,9 +20,9 @@ def test_extras_hold_only_what_users_run() -> None:
 
 def test_tests_and_benchmarks_install_from_dependency_groups() -> None:
     groups = PROJECT["dependency-groups"]
-    assert {"dev", "bench", "server"} <= set(groups)
+    assert {"dev", "bench", "llama-server"} <= set(groups)
     assert any(str(r).startswith("pytest") for r in groups["dev"])
-    assert {"include-group": "server"} in groups["dev"]
+    assert {"include-group": "llama-server"} in groups["dev"]
     makefile = (ROOT / "Makefile").read_text()
     assert "--group dev" in makefile
 

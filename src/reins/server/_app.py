@@ -1,0 +1,211 @@
+"""The HTTP API: runs started, watched as server-sent events, steered and stopped.
+
+Every route under `/api` but `/api/health` needs `Authorization: Bearer TOKEN`; a wrong or
+missing token is a 401 that says nothing more, after a constant-time compare. Errors carry one
+line in `detail`: an unknown run is 404, one that is not going on here (a steer or a stop after
+its end) or a session that has a turn going on is 409, an unusable request is 422.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, FastAPI, Header, Request
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+from pydantic import BaseModel, Field
+
+from ..agent import Agent
+from ..core._errors import RunNotFound, SessionBusy, UsageError
+from ..core._events import EVENT, StreamEvent, SubagentEvent
+from ..core._messages import Usage
+from ..core._state import RunState
+from ..core._stop import StopReason
+from ._runs import Runs, journaled
+
+
+class RunRequest(BaseModel):
+    """A run to start: its goal, and the session it continues (else a new one)."""
+
+    goal: str = Field(min_length=1, max_length=100_000)
+    session_id: str | None = None
+    max_steps: int | None = Field(default=None, ge=1, le=10_000)
+
+
+class Started(BaseModel):
+    run_id: str
+    session_id: str
+
+
+class SteerRequest(BaseModel):
+    text: str = Field(min_length=1, max_length=100_000)
+
+
+RunStatus = Literal["running", "waiting", "finished", "interrupted"]
+
+
+class RunView(BaseModel):
+    """A run as `GET /api/runs/{run_id}` shows it."""
+
+    run_id: str
+    session_id: str
+    goal: str
+    status: RunStatus
+    """`running` here or in another process; `waiting` for a person's answer; `finished`;
+    `interrupted`: its process ended before it did (resume continues it)."""
+    stop_reason: StopReason | None
+    detail: str
+    answer: str | None
+    steps: int
+    usage: Usage
+    cost: float
+    """US dollars, for the model calls whose price is known."""
+    awaiting: list[str]
+    """The call ids waiting for an approval or an answer."""
+
+
+AgentFactory = Callable[[RunRequest], Agent]
+"""Builds the agent of a run the server starts (its model, tools, permissions, log): the
+front end that serves decides."""
+
+_bearer = HTTPBearer(auto_error=False)
+
+
+def create_app(runs: Runs, make_agent: AgentFactory, token: str) -> FastAPI:
+    """The API over `runs` (their log is the store it serves), starting runs with the agents
+    `make_agent` builds, open to whoever holds `token`."""
+    if not token:
+        raise UsageError("the server needs a token: an empty one would let anyone in")
+    expected = token.encode()
+
+    def authorized(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    ) -> None:
+        given = credentials.credentials.encode() if credentials is not None else b""
+        if not hmac.compare_digest(given, expected):
+            raise _Unauthorized
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await runs.close()  # the runs going on end as cancelled, in their logs
+
+    app = FastAPI(title="reins", version=_version(), lifespan=lifespan)
+    app.add_exception_handler(_Unauthorized, _unauthorized)
+    for error, status in ((RunNotFound, 404), (SessionBusy, 409), (UsageError, 422)):
+        app.add_exception_handler(error, _answer_with(status))
+
+    @app.get("/api/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok", "version": _version()}
+
+    api = APIRouter(prefix="/api", dependencies=[Depends(authorized)])
+
+    @api.post("/runs", status_code=201)
+    async def start(request: RunRequest) -> Started:
+        first = await runs.start(make_agent(request), request.goal, request.session_id)
+        return Started(run_id=first.run_id, session_id=first.session_id)
+
+    @api.get("/runs/{run_id}")
+    async def show(run_id: str) -> RunView:
+        state = await runs.state(run_id)
+        return _view(state, _status(runs, state))
+
+    async def known(run_id: str) -> None:
+        """A dependency, so that an unknown run is a 404 before a stream's headers go out."""
+        await runs.state(run_id)
+
+    @api.get(
+        "/runs/{run_id}/events",
+        response_class=EventSourceResponse,
+        dependencies=[Depends(known)],
+    )
+    async def events(
+        run_id: str,
+        after: int | None = None,
+        last_event_id: Annotated[int | None, Header()] = None,
+    ) -> AsyncIterator[ServerSentEvent]:
+        """The run's events as server-sent events, each its journal JSON with its `seq` as
+        the `id`; text deltas and subagents' events come with no id. `Last-Event-ID` (or
+        `?after=SEQ`) resumes after that event."""
+        since = last_event_id if last_event_id is not None else after or 0
+        async for event in runs.follow(run_id, since):
+            yield _sse(event)
+
+    @api.post("/runs/{run_id}/steer", status_code=202, dependencies=[Depends(known)])
+    async def steer(run_id: str, request: SteerRequest) -> dict[str, str]:
+        runs.steer(run_id, request.text)
+        return {"status": "queued"}
+
+    @api.post("/runs/{run_id}/stop", status_code=202, dependencies=[Depends(known)])
+    async def stop(run_id: str) -> dict[str, str]:
+        runs.stop(run_id)
+        return {"status": "stopping"}
+
+    app.include_router(api)
+    return app
+
+
+def _status(runs: Runs, state: RunState) -> RunStatus:
+    if (finished := state.finished) is not None:
+        return "waiting" if finished.stop_reason is StopReason.WAITING else "finished"
+    if state.run_id in runs.live:
+        return "waiting" if state.awaiting() or state.unanswered() else "running"
+    return "running" if runs.log.journals.writing(state.session_id) else "interrupted"
+
+
+def _view(state: RunState, status: RunStatus) -> RunView:
+    finished = state.finished
+    return RunView(
+        run_id=state.run_id,
+        session_id=state.session_id,
+        goal=state.goal,
+        status=status,
+        stop_reason=finished.stop_reason if finished else None,
+        detail=finished.detail if finished else "",
+        answer=finished.final_answer if finished else None,
+        steps=state.step,
+        usage=state.usage,
+        cost=state.cost,
+        awaiting=[r.call.id for r in state.awaiting()] + [q.call_id for q in state.unanswered()],
+    )
+
+
+def _sse(event: StreamEvent) -> ServerSentEvent:
+    if isinstance(event, SubagentEvent):  # {"subagent": [call ids], "event": {...}}
+        inner = EVENT.dump_json(event.event).decode()
+        return ServerSentEvent(
+            raw_data=f'{{"subagent": {json.dumps(list(event.path))}, "event": {inner}}}'
+        )
+    data = EVENT.dump_json(event).decode()
+    return ServerSentEvent(raw_data=data, id=str(event.seq) if journaled(event) else None)
+
+
+class _Unauthorized(Exception):
+    pass
+
+
+async def _unauthorized(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(
+        {"detail": "unauthorized"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+    )
+
+
+def _answer_with(status: int) -> Callable[[Request, Exception], Any]:
+    async def answer(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=status)
+
+    return answer
+
+
+def _version() -> str:
+    try:
+        return version("reins")
+    except PackageNotFoundError:  # run from a source tree
+        return "unknown"
