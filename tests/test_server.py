@@ -16,7 +16,8 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from reins import Agent, Budgets, Message, ToolSpec, UserMessage
+from reins import Agent, Ask, Budgets, Message, ToolSpec, UserMessage
+from reins.events import RunStarted
 from reins.server import RunRequest, Runs, create_app
 from reins.store import SQLiteLog
 from reins.testing import FunctionModel, ScriptedModel
@@ -55,12 +56,15 @@ async def serving(app: FastAPI, token: str = TOKEN) -> AsyncIterator[httpx.Async
 async def stream(
     client: httpx.AsyncClient, run_id: str, headers: dict[str, str] | None = None, **params: Any
 ) -> list[Sse]:
-    """The run's server-sent events until the server ends the stream."""
+    """The run's server-sent events until the server ends the stream (30 s at most)."""
     events: list[Sse] = []
     event_id: str | None = None
     data: list[str] = []
     url = f"/api/runs/{run_id}/events"
-    async with client.stream("GET", url, params=params, headers=headers) as response:
+    async with (
+        asyncio.timeout(30),  # keep-alive comments would keep a stream that never ends open
+        client.stream("GET", url, params=params, headers=headers) as response,
+    ):
         assert response.status_code == 200, await response.aread()
         assert response.headers["content-type"].startswith("text/event-stream")
         async for line in response.aiter_lines():
@@ -78,9 +82,14 @@ def served(workspace: Path, log: SQLiteLog, model: Any) -> tuple[Runs, FastAPI]:
     runs = Runs(log)
 
     def make_agent(request: RunRequest) -> Agent:
-        budgets = Budgets(max_steps=request.max_steps or 10)
         return Agent(
-            model=model, tools=BUILTIN_TOOLS, workspace=workspace, log=log, budgets=budgets
+            model=model,
+            tools=BUILTIN_TOOLS,
+            workspace=workspace,
+            log=log,
+            budgets=Budgets(max_steps=request.max_steps or 10),
+            approval=runs.approval,
+            ask=Ask(answer=runs.question),
         )
 
     return runs, create_app(runs, make_agent, TOKEN)
@@ -203,6 +212,77 @@ async def test_a_stopped_run_ends_cancelled_in_its_log(
     assert finished.kind == "run_finished"
 
 
+async def until(
+    client: httpx.AsyncClient, run_id: str, status: str, awaiting: list[str] | None = None
+) -> dict[str, Any]:
+    """The run's view once it has `status` (and waits for the calls `awaiting`)."""
+    for _ in range(500):
+        view: dict[str, Any] = (await client.get(f"/api/runs/{run_id}")).json()
+        if view["status"] == status and awaiting in (None, view["awaiting"]):
+            return view
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"run {run_id} never {status}: {view}")
+
+
+async def test_an_approval_waits_for_its_answer_over_http(
+    workspace: Path, sqlite_log: SQLiteLog
+) -> None:
+    touch = call("run_command", "c1", command="touch made.txt")
+    touch_again = call("run_command", "c2", command="touch again.txt")
+    script = ScriptedModel([reply("", touch), reply("", touch_again), "FINAL_ANSWER: done"])
+    _, app = served(workspace, sqlite_log, script)
+    async with serving(app) as client:
+        run_id = (await client.post("/api/runs", json={"goal": "touch"})).json()["run_id"]
+        waiting = await until(client, run_id, "waiting")
+        unknown = await client.post(f"/api/runs/{run_id}/approvals/c9", json={"approve": True})
+        bad = await client.post(f"/api/runs/{run_id}/approvals/c1", json={"approve": "maybe"})
+        approved = await client.post(f"/api/runs/{run_id}/approvals/c1", json={"approve": True})
+        second = await until(client, run_id, "waiting", awaiting=["c2"])
+        denied = await client.post(f"/api/runs/{run_id}/approvals/c2", json={"approve": False})
+        events = await stream(client, run_id)
+    assert waiting["awaiting"] == ["c1"]
+    assert unknown.status_code == 404
+    assert "waits for no answer to an approval of call c9" in unknown.json()["detail"]
+    assert bad.status_code == 422
+    assert approved.status_code == denied.status_code == 202
+    assert second["awaiting"] == ["c2"]
+    decided = [e.data for e in events if e.data["kind"] == "permission_decided"]
+    assert [(d["call_id"], d["allowed"], d["by"]) for d in decided] == [
+        ("c1", True, "user"),
+        ("c2", False, "user"),
+    ]
+    assert (workspace / "made.txt").exists()
+    assert not (workspace / "again.txt").exists()
+    assert events[-1].data["stop_reason"] == "end_turn"
+
+
+async def test_a_question_is_answered_over_http_and_the_model_gets_it(
+    workspace: Path, sqlite_log: SQLiteLog
+) -> None:
+    question = call("ask_user", "q1", question="Overwrite report.md?", default="no")
+
+    def model(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Any:
+        results = [m for m in messages if m.role == "tool"]
+        if not results:
+            return reply("", question)
+        return reply("", call("final_answer", "f1", answer=str(results[-1].content)))
+
+    _, app = served(workspace, sqlite_log, FunctionModel(model))
+    async with serving(app) as client:
+        run_id = (await client.post("/api/runs", json={"goal": "write"})).json()["run_id"]
+        waiting = await until(client, run_id, "waiting")
+        as_approval = await client.post(f"/api/runs/{run_id}/approvals/q1", json={"approve": 1})
+        answered = await client.post(f"/api/runs/{run_id}/answers/q1", json={"text": "yes, do"})
+        events = await stream(client, run_id)
+    assert waiting["awaiting"] == ["q1"]
+    assert as_approval.status_code == 404
+    assert answered.status_code == 202
+    assert [e.data["answer"] for e in events if e.data["kind"] == "question_answered"] == [
+        "yes, do"
+    ]
+    assert "yes, do" in events[-1].data["final_answer"]
+
+
 async def test_a_run_another_process_writes_is_followed_until_it_ends(
     workspace: Path, tmp_path: Path
 ) -> None:
@@ -219,6 +299,7 @@ async def test_a_run_another_process_writes_is_followed_until_it_ends(
         async with serving(app) as client:
             run = terminal.iter("look around")
             first = await anext(run)
+            assert isinstance(first, RunStarted)
             rest = asyncio.create_task(_drain(run))
             await gate.waiting.wait()
             running = (await client.get(f"/api/runs/{first.run_id}")).json()

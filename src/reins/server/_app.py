@@ -47,6 +47,18 @@ class SteerRequest(BaseModel):
     text: str = Field(min_length=1, max_length=100_000)
 
 
+class ApprovalAnswer(BaseModel):
+    approve: bool
+    always: bool = False
+    """Allow what the request names for the rest of the session (not for a write to a file
+    that runs code later: only this call)."""
+
+
+class QuestionAnswer(BaseModel):
+    text: str | None = Field(default=None, max_length=100_000)
+    """The answer; none (or blank): dismissed, the model goes on with its default."""
+
+
 RunStatus = Literal["running", "waiting", "finished", "interrupted"]
 
 
@@ -142,6 +154,18 @@ def create_app(runs: Runs, make_agent: AgentFactory, token: str) -> FastAPI:
     async def steer(run_id: str, request: SteerRequest) -> dict[str, str]:
         runs.steer(run_id, request.text)
         return {"status": "queued"}
+
+    @api.post("/runs/{run_id}/approvals/{call_id}", status_code=202, dependencies=[Depends(known)])
+    async def approve(run_id: str, call_id: str, answer: ApprovalAnswer) -> dict[str, str]:
+        runs.answer_approval(run_id, call_id, answer.approve, answer.always)
+        return {"status": "answered"}
+
+    @api.post(
+        "/runs/{run_id}/answers/{question_id}", status_code=202, dependencies=[Depends(known)]
+    )
+    async def reply(run_id: str, question_id: str, answer: QuestionAnswer) -> dict[str, str]:
+        runs.answer_question(run_id, question_id, answer.text)
+        return {"status": "answered"}
 
     @api.post("/runs/{run_id}/stop", status_code=202, dependencies=[Depends(known)])
     async def stop(run_id: str) -> dict[str, str]:

@@ -14,8 +14,10 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from ..agent import Agent, AgentRun
+from ..core._approval import Approval, ApprovalRequest
 from ..core._cancel import Cancel
 from ..core._errors import RunNotFound, SessionBusy, UsageError
 from ..core._events import (
@@ -27,6 +29,7 @@ from ..core._events import (
     TextDelta,
     ThinkingDelta,
 )
+from ..core._questions import QuestionRequest
 from ..core._state import RunState
 from ..store import SQLiteLog
 
@@ -73,6 +76,9 @@ class Runs:
         self.log = log
         self.live: dict[str, Live] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._asked: dict[tuple[str, str, str], asyncio.Future[Any]] = {}
+        """Approvals and questions of the runs going on, waiting for a client's answer, by
+        (what is asked, run id, call id)."""
 
     async def start(self, agent: Agent, goal: str, session_id: str | None = None) -> RunStarted:
         """Start a run of `agent` on `goal` (a new session, or the next turn of
@@ -135,6 +141,37 @@ class Runs:
         if not events:
             raise RunNotFound(f"no run {run_id} in this store")
         return events
+
+    async def approval(self, request: ApprovalRequest) -> Approval:
+        """An agent's `approval` handler: the request waits for `answer_approval` (a stop
+        cancels the wait; the run ends cancelled, resumable)."""
+        return cast(Approval, await self._wait(("an approval", request.run_id, request.call.id)))
+
+    async def question(self, request: QuestionRequest) -> str | None:
+        """An agent's `Ask(answer=...)` handler: the question waits for `answer_question`
+        (or the `Ask`'s timeout, then the model goes on with its default)."""
+        return cast(str | None, await self._wait(("a question", request.run_id, request.call_id)))
+
+    async def _wait(self, key: tuple[str, str, str]) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._asked[key] = future
+        try:
+            return await future
+        finally:
+            self._asked.pop(key, None)
+
+    def answer_approval(self, run_id: str, call_id: str, approve: bool, always: bool) -> None:
+        self._answer(run_id, call_id, Approval(approve, always=always), "an approval")
+
+    def answer_question(self, run_id: str, call_id: str, text: str | None) -> None:
+        self._answer(run_id, call_id, text, "a question")
+
+    def _answer(self, run_id: str, call_id: str, answer: object, what: str) -> None:
+        self._running(run_id)
+        future = self._asked.get((what, run_id, call_id))
+        if future is None or future.done():
+            raise RunNotFound(f"run {run_id} waits for no answer to {what} of call {call_id}")
+        future.set_result(answer)
 
     def stop(self, run_id: str) -> None:
         self._running(run_id).cancel.cancel()
