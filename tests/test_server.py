@@ -371,3 +371,59 @@ async def test_bad_requests_get_one_clear_error_each(
     assert "no session s-none" in no_session.json()["detail"]
     assert busy.status_code == 409
     assert "has a run going on" in busy.json()["detail"]
+
+
+async def test_sessions_are_listed_shown_and_removed(
+    workspace: Path, sqlite_log: SQLiteLog
+) -> None:
+    model = ScriptedModel([*WRITE_THEN_ANSWER, *WRITE_THEN_ANSWER])
+    _, app = served(workspace, sqlite_log, model)
+    async with serving(app) as client:
+        first = (await client.post("/api/runs", json={"goal": "write hello.txt"})).json()
+        await stream(client, first["run_id"])
+        again = {"goal": "once more", "session_id": first["session_id"]}
+        second = (await client.post("/api/runs", json=again)).json()
+        await stream(client, second["run_id"])
+        other = (await client.post("/api/runs", json={"goal": "a new one"})).json()
+        await stream(client, other["run_id"])
+        listed = (await client.get("/api/sessions")).json()
+        paged = (await client.get("/api/sessions", params={"offset": 1, "limit": 1})).json()
+        shown = (await client.get(f"/api/sessions/{first['session_id']}")).json()
+        removed = await client.delete(f"/api/sessions/{first['session_id']}")
+        gone = await client.get(f"/api/sessions/{first['session_id']}")
+        gone_run = await client.get(f"/api/runs/{first['run_id']}")
+        again_removed = await client.delete(f"/api/sessions/{first['session_id']}")
+        bad_page = await client.get("/api/sessions", params={"limit": 0})
+    assert second["session_id"] == first["session_id"]
+    assert listed["total"] == 2
+    assert [(s["session_id"], s["goal"], s["runs"]) for s in listed["sessions"]] == [
+        (other["session_id"], "a new one", 1),
+        (first["session_id"], "write hello.txt", 2),
+    ]
+    assert listed["sessions"][1]["last_run_id"] == second["run_id"]
+    assert listed["sessions"][1]["last_status"] == "finished"
+    assert [s["session_id"] for s in paged["sessions"]] == [first["session_id"]]
+    assert [r["run_id"] for r in shown["runs"]] == [first["run_id"], second["run_id"]]
+    said = [m.get("content") for m in shown["messages"] if m["role"] == "user"]
+    assert said[0] == "write hello.txt"
+    assert "once more" in said
+    assert removed.status_code == 204
+    assert gone.status_code == gone_run.status_code == again_removed.status_code == 404
+    assert bad_page.status_code == 422
+
+
+async def test_a_session_with_a_run_going_on_is_not_removed(
+    workspace: Path, sqlite_log: SQLiteLog
+) -> None:
+    gate = Gate()
+    _, app = served(workspace, sqlite_log, FunctionModel(gate))
+    async with serving(app) as client:
+        started = (await client.post("/api/runs", json={"goal": "look around"})).json()
+        await gate.waiting.wait()
+        busy = await client.delete(f"/api/sessions/{started['session_id']}")
+        gate.open.set()
+        await stream(client, started["run_id"])
+        done = await client.delete(f"/api/sessions/{started['session_id']}")
+    assert busy.status_code == 409
+    assert "has a run going on" in busy.json()["detail"]
+    assert done.status_code == 204

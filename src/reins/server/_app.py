@@ -12,10 +12,11 @@ import hmac
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Request
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.sse import EventSourceResponse, ServerSentEvent
@@ -24,7 +25,8 @@ from pydantic import BaseModel, Field
 from ..agent import Agent
 from ..core._errors import RunNotFound, SessionBusy, UsageError
 from ..core._events import EVENT, StreamEvent, SubagentEvent
-from ..core._messages import Usage
+from ..core._log import RunInfo
+from ..core._messages import Message, Usage
 from ..core._state import RunState
 from ..core._stop import StopReason
 from ._runs import Runs, journaled
@@ -80,6 +82,32 @@ class RunView(BaseModel):
     """US dollars, for the model calls whose price is known."""
     awaiting: list[str]
     """The call ids waiting for an approval or an answer."""
+
+
+class SessionRow(BaseModel):
+    """A session in `GET /api/sessions`: its first goal and its latest run."""
+
+    session_id: str
+    goal: str
+    runs: int
+    last_run_id: str
+    last_status: RunStatus
+    started_at: datetime
+    """When its latest run started."""
+
+
+class SessionPage(BaseModel):
+    sessions: list[SessionRow]
+    total: int
+
+
+class SessionView(BaseModel):
+    """A session in `GET /api/sessions/{id}`: its runs, oldest first, and its transcript
+    (the messages its latest run holds, earlier turns included)."""
+
+    session_id: str
+    runs: list[RunView]
+    messages: list[Message]
 
 
 AgentFactory = Callable[[RunRequest], Agent]
@@ -167,6 +195,50 @@ def create_app(runs: Runs, make_agent: AgentFactory, token: str) -> FastAPI:
         runs.answer_question(run_id, question_id, answer.text)
         return {"status": "answered"}
 
+    @api.get("/sessions")
+    async def sessions(
+        offset: Annotated[int, Query(ge=0)] = 0, limit: Annotated[int, Query(ge=1, le=500)] = 50
+    ) -> SessionPage:
+        """The store's sessions, the latest active first."""
+        by_session: dict[str, list[RunInfo]] = {}
+        for info in await runs.log.runs():
+            by_session.setdefault(info.session_id, []).append(info)
+        ordered = sorted(by_session.values(), key=lambda rs: rs[-1].started_at, reverse=True)
+        rows = [
+            SessionRow(
+                session_id=rs[0].session_id,
+                goal=rs[0].goal,
+                runs=len(rs),
+                last_run_id=rs[-1].run_id,
+                last_status=_indexed_status(runs, rs[-1]),
+                started_at=rs[-1].started_at,
+            )
+            for rs in ordered[offset : offset + limit]
+        ]
+        return SessionPage(sessions=rows, total=len(ordered))
+
+    @api.get("/sessions/{session_id}")
+    async def session(session_id: str) -> SessionView:
+        infos = await runs.log.runs(session_id)
+        if not infos:
+            raise RunNotFound(f"no session {session_id} in this store")
+        states = [await runs.state(info.run_id) for info in infos]
+        return SessionView(
+            session_id=session_id,
+            runs=[_view(state, _status(runs, state)) for state in states],
+            messages=states[-1].transcript(whole=True),
+        )
+
+    @api.delete("/sessions/{session_id}", status_code=204)
+    async def remove(session_id: str) -> None:
+        """Deletes the session for good (its log and saved outputs); 409 while a run of it
+        goes on, here or in another process."""
+        if not await runs.log.runs(session_id):
+            raise RunNotFound(f"no session {session_id} in this store")
+        if any(live.first.session_id == session_id for live in runs.live.values()):
+            raise SessionBusy(f"session {session_id} has a run going on; stop it first")
+        await runs.log.remove(session_id)
+
     @api.post("/runs/{run_id}/stop", status_code=202, dependencies=[Depends(known)])
     async def stop(run_id: str) -> dict[str, str]:
         runs.stop(run_id)
@@ -182,6 +254,16 @@ def _status(runs: Runs, state: RunState) -> RunStatus:
     if state.run_id in runs.live:
         return "waiting" if state.awaiting() or state.unanswered() else "running"
     return "running" if runs.log.journals.writing(state.session_id) else "interrupted"
+
+
+def _indexed_status(runs: Runs, info: RunInfo) -> RunStatus:
+    """A run's status from the index alone (a list does not fold every run's log)."""
+    if info.stop_reason is not None:
+        return "waiting" if info.stop_reason is StopReason.WAITING else "finished"
+    if info.run_id in runs.live:
+        state = runs.live[info.run_id].state
+        return "waiting" if state.awaiting() or state.unanswered() else "running"
+    return "running" if runs.log.journals.writing(info.session_id) else "interrupted"
 
 
 def _view(state: RunState, status: RunStatus) -> RunView:
