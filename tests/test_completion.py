@@ -288,7 +288,7 @@ def test_fish_runs_the_script_and_completes(on_path: dict[str, str], tmp_path: P
 
 COMMANDS = [
     [],
-    *([name] for name in ("run", "resume", "show", "compact", "replay", "doctor", "chat")),
+    *([name] for name in ("run", "resume", "show", "compact", "replay", "doctor", "chat", "serve")),
     ["sessions"],
     ["sessions", "rm"],
     ["sessions", "prune"],

@@ -15,6 +15,7 @@ from ._completion import SHELLS, install_completion, shell_named, shells, show_c
 from ._console import _silence_stdout, out
 from ._doctor import doctor
 from ._help import plain_help
+from ._http import serve
 from ._mcp import mcp_app
 from ._resume import resume
 from ._run import run
@@ -85,7 +86,7 @@ def _main(
 
 
 # The commands, in the order `reins --help` lists them; the groups (sessions, mcp) come after.
-for command in (run, resume, show, compact, replay, doctor, chat):
+for command in (run, resume, show, compact, replay, doctor, chat, serve):
     app.command()(command)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(mcp_app, name="mcp")

@@ -1,0 +1,157 @@
+"""`reins serve`: the HTTP API (`reins.server`) over a store, until interrupted."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from ._agent_parts import _config, _mcp_servers, _permissions, _stop_hooks
+from ._console import _one_line_errors, err
+from ._options import (
+    ModelOpt,
+    NetworkOpt,
+    SandboxOpt,
+    StoreOpt,
+    TrustProjectOpt,
+    WorkspaceOpt,
+    YesOpt,
+)
+
+if TYPE_CHECKING:
+    from ..agent._agent import Agent
+    from ..server import RunRequest
+
+
+def serve(
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (default: this machine only).")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free).")
+    ] = 8765,
+    workspace: WorkspaceOpt = Path("."),
+    model: ModelOpt = None,
+    max_steps: Annotated[
+        int | None,
+        typer.Option(
+            "--max-steps",
+            min=1,
+            help="Cap on each run's model calls (default: the config's, else 30); a client "
+            "may ask for fewer, not more.",
+        ),
+    ] = None,
+    yes: YesOpt = False,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
+    store: StoreOpt = None,
+    trust_project: TrustProjectOpt = False,
+) -> None:
+    """Serve reins over HTTP: runs started, watched as server-sent events, steered, stopped,
+    their approvals and questions answered, by whoever holds the token ($REINS_SERVER_TOKEN,
+    else made at the first start and kept in the store)."""
+    import asyncio
+
+    import uvicorn
+
+    from ..agent._agent import Agent
+    from ..agent._budgets import Budgets
+    from ..agent._groups import Ask, Checks
+    from ..agent._resolve import default_model, resolve_model
+    from ..server import TOKEN_VARIABLE, Runs, create_app, server_token
+    from ..store import SQLiteLog
+    from ..store._placement import check_placement
+    from ..tools import builtin_tools
+    from ..tools._workspace import Workspace
+    from ._execute import _store_of
+
+    config = _config(trust_project)
+    spec = model or config.model
+    if not spec:
+        spec, why = default_model()
+        if why:
+            err.print(f"[dim]{escape(why)}[/]")
+    directory = _store_of(store)
+    with _one_line_errors():  # a bad model or workspace is said now, not at each run
+        Workspace(workspace)
+        check_placement(directory, workspace)
+        resolve_model(spec, config)
+        config.sandbox.policy(mode=sandbox, network=network)
+        token, made = server_token(directory)
+    if not _loopback(host):
+        err.print(
+            f"[yellow]warning:[/] listening on {escape(host)} without TLS: the token and "
+            "every run's events cross the network in the clear; put a TLS proxy in front"
+        )
+
+    async def go() -> None:
+        log = SQLiteLog(directory)
+        runs = Runs(log)
+        cap = max_steps or config.max_steps or 30
+
+        def make_agent(request: RunRequest) -> Agent:
+            return Agent(
+                model=resolve_model(spec, config),
+                tools=builtin_tools(None),
+                workspace=workspace,
+                budgets=Budgets(
+                    max_steps=min(request.max_steps or cap, cap),
+                    token_budget=config.token_budget,
+                    time_budget=config.time_budget,
+                    cost_budget=config.cost_budget,
+                ),
+                log=log,
+                permissions=_permissions(config),
+                approval="allow" if yes or config.approval == "allow" else runs.approval,
+                ask=Ask(answer=runs.question),
+                sandbox=config.sandbox.policy(mode=sandbox, network=network),
+                guards=config.guards.guards(),
+                checks=Checks(
+                    commands=config.checks,
+                    stop_hooks=_stop_hooks(config),
+                    max_rejections=config.stop_max_rejections,
+                ),
+                hooks=config.hooks.in_order(),
+                context=config.context.settings(),
+                instruction_files=config.instruction_files,
+                mcp_servers=_mcp_servers(config, None),
+                skills=config.skill_folders,
+            )
+
+        app = create_app(runs, make_agent, token)
+        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+        serving = asyncio.create_task(server.serve())
+        try:
+            while not server.started and not serving.done():  # noqa: ASYNC110 (a flag, no event)
+                await asyncio.sleep(0.05)
+            if server.started:
+                bound = server.servers[0].sockets[0].getsockname()[1]
+                kept = directory / "server.token"
+                err.print(f"reins serve: http://{_url_host(host)}:{bound} (store {directory})")
+                if made:
+                    err.print(f"token (shown this once; kept in {kept}): {token}")
+                elif not os.environ.get(TOKEN_VARIABLE, "").strip():
+                    err.print(f"token: in {kept}")
+            await serving
+        finally:
+            await log.close()
+
+    with _one_line_errors():
+        asyncio.run(go())
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
