@@ -12,11 +12,14 @@ from ._console import _one_line_errors, err
 from ._stdin import LineSource
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
+    from ..agent._agent import Agent
     from ..agent._config import Config
+    from ..agent._groups import Ask
     from ..core._questions import Asker, AskMode
     from ..mcp import MCPServerConfig
     from ..permissions import ApprovalHandler, ApprovalMode, Permissions
     from ..policies import CapHandler, CommandHook
+    from ..store import SQLiteLog
     from ..tools import Tool
 
 
@@ -102,3 +105,55 @@ def _on_cap(lines: LineSource) -> CapHandler | None:
 
         return TerminalCapOffer(err, lines)
     return None
+
+
+def _served_agent(
+    config: Config,
+    spec: str,
+    *,
+    workspace: Path,
+    log: SQLiteLog,
+    max_steps: int,
+    approval: ApprovalHandler | ApprovalMode,
+    ask: Ask | None = None,
+    sandbox: str | None = None,
+    network: bool | None = None,
+    token_budget: int | None = None,
+    time_budget: float | None = None,
+    cost_budget: float | None = None,
+) -> Agent:
+    """The agent of a run a server starts (`reins mcp serve`, `reins serve`): the config's
+    tools, rules, guards, checks, hooks and context, with no person at a terminal."""
+    from ..agent._agent import Agent
+    from ..agent._budgets import Budgets
+    from ..agent._groups import Checks
+    from ..agent._resolve import resolve_model
+    from ..tools import builtin_tools
+
+    return Agent(
+        model=resolve_model(spec, config),
+        tools=builtin_tools(None),
+        workspace=workspace,
+        budgets=Budgets(
+            max_steps=max_steps,
+            token_budget=token_budget or config.token_budget,
+            time_budget=time_budget or config.time_budget,
+            cost_budget=cost_budget or config.cost_budget,
+        ),
+        log=log,
+        permissions=_permissions(config),
+        approval=approval,
+        ask=ask,
+        sandbox=config.sandbox.policy(mode=sandbox, network=network),
+        guards=config.guards.guards(),
+        checks=Checks(
+            commands=config.checks,
+            stop_hooks=_stop_hooks(config),
+            max_rejections=config.stop_max_rejections,
+        ),
+        hooks=config.hooks.in_order(),
+        context=config.context.settings(),
+        instruction_files=config.instruction_files,
+        mcp_servers=_mcp_servers(config, None),
+        skills=config.skill_folders,
+    )

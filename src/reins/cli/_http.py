@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from ._agent_parts import _config, _mcp_servers, _permissions, _stop_hooks
+from ._agent_parts import _config, _served_agent
 from ._console import _one_line_errors, err
 from ._options import (
     ModelOpt,
@@ -24,6 +24,7 @@ from ._options import (
 
 if TYPE_CHECKING:
     from ..agent._agent import Agent
+    from ..permissions import ApprovalHandler, ApprovalMode
     from ..server import RunRequest
 
 
@@ -58,14 +59,11 @@ def serve(
 
     import uvicorn
 
-    from ..agent._agent import Agent
-    from ..agent._budgets import Budgets
-    from ..agent._groups import Ask, Checks
+    from ..agent._groups import Ask
     from ..agent._resolve import default_model, resolve_model
     from ..server import TOKEN_VARIABLE, Runs, create_app, server_token
     from ..store import SQLiteLog
     from ..store._placement import check_placement
-    from ..tools import builtin_tools
     from ..tools._workspace import Workspace
     from ._execute import _store_of
 
@@ -92,34 +90,22 @@ def serve(
         log = SQLiteLog(directory)
         runs = Runs(log)
         cap = max_steps or config.max_steps or 30
+        # nobody asked with --yes or approval = "allow" / "deny"; else the client
+        approval: ApprovalHandler | ApprovalMode = runs.approval
+        if yes or config.approval in ("allow", "deny"):
+            approval = "allow" if yes else config.approval
 
         def make_agent(request: RunRequest) -> Agent:
-            return Agent(
-                model=resolve_model(spec, config),
-                tools=builtin_tools(None),
+            return _served_agent(
+                config,
+                spec,
                 workspace=workspace,
-                budgets=Budgets(
-                    max_steps=min(request.max_steps or cap, cap),
-                    token_budget=config.token_budget,
-                    time_budget=config.time_budget,
-                    cost_budget=config.cost_budget,
-                ),
                 log=log,
-                permissions=_permissions(config),
-                approval="allow" if yes or config.approval == "allow" else runs.approval,
+                max_steps=min(request.max_steps or cap, cap),
+                approval=approval,
                 ask=Ask(answer=runs.question),
-                sandbox=config.sandbox.policy(mode=sandbox, network=network),
-                guards=config.guards.guards(),
-                checks=Checks(
-                    commands=config.checks,
-                    stop_hooks=_stop_hooks(config),
-                    max_rejections=config.stop_max_rejections,
-                ),
-                hooks=config.hooks.in_order(),
-                context=config.context.settings(),
-                instruction_files=config.instruction_files,
-                mcp_servers=_mcp_servers(config, None),
-                skills=config.skill_folders,
+                sandbox=sandbox,
+                network=network,
             )
 
         app = create_app(runs, make_agent, token)

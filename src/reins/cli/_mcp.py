@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ._agent_parts import _config, _mcp_servers
+from ._agent_parts import _config, _mcp_servers, _served_agent
 from ._console import _one_line_errors, err, out
 from ._options import (
     CostBudgetOpt,
@@ -132,14 +132,10 @@ def serve(
     run id), `sessions` and `read_run` (the log). Calls that would ask a person are denied,
     unless --yes or the config's approval = "allow" approves them."""
     from ..agent._agent import Agent
-    from ..agent._budgets import Budgets
-    from ..agent._groups import Checks
     from ..agent._resolve import default_model, resolve_model
     from ..store import SQLiteLog
     from ..store._placement import check_placement
-    from ..tools import builtin_tools
     from ..tools._workspace import Workspace
-    from ._agent_parts import _permissions, _stop_hooks
     from ._execute import _store_of
     from ._serve import reins_server
 
@@ -161,31 +157,18 @@ def serve(
 
             def make_agent(asked: int | None) -> Agent:
                 cap = max_steps or config.max_steps or 30
-                return Agent(
-                    model=resolve_model(spec, config),
-                    tools=builtin_tools(None),
+                return _served_agent(
+                    config,
+                    spec,
                     workspace=workspace,
-                    budgets=Budgets(
-                        max_steps=min(asked, max_steps) if asked and max_steps else asked or cap,
-                        token_budget=token_budget or config.token_budget,
-                        time_budget=time_budget or config.time_budget,
-                        cost_budget=cost_budget or config.cost_budget,
-                    ),
                     log=log,
-                    permissions=_permissions(config),
+                    max_steps=min(asked, max_steps) if asked and max_steps else asked or cap,
                     approval="allow" if yes or config.approval == "allow" else "deny",
-                    sandbox=config.sandbox.policy(mode=sandbox, network=network),
-                    guards=config.guards.guards(),
-                    checks=Checks(
-                        commands=config.checks,
-                        stop_hooks=_stop_hooks(config),
-                        max_rejections=config.stop_max_rejections,
-                    ),
-                    hooks=config.hooks.in_order(),
-                    context=config.context.settings(),
-                    instruction_files=config.instruction_files,
-                    mcp_servers=_mcp_servers(config, None),
-                    skills=config.skill_folders,
+                    sandbox=sandbox,
+                    network=network,
+                    token_budget=token_budget,
+                    time_budget=time_budget,
+                    cost_budget=cost_budget,
                 )
 
             await reins_server(make_agent, log).run_stdio_async()
