@@ -16,6 +16,7 @@ from ._options import (
     ModelOpt,
     NetworkOpt,
     SandboxOpt,
+    ServedMaxStepsOpt,
     StoreOpt,
     TrustProjectOpt,
     WorkspaceOpt,
@@ -37,15 +38,7 @@ def serve(
     ] = 8765,
     workspace: WorkspaceOpt = Path("."),
     model: ModelOpt = None,
-    max_steps: Annotated[
-        int | None,
-        typer.Option(
-            "--max-steps",
-            min=1,
-            help="Cap on each run's model calls (default: the config's, else 30); a client "
-            "may ask for fewer, not more.",
-        ),
-    ] = None,
+    max_steps: ServedMaxStepsOpt = None,
     yes: YesOpt = False,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,

@@ -20,6 +20,7 @@ from ._options import (
     ModelOpt,
     NetworkOpt,
     SandboxOpt,
+    ServedMaxStepsOpt,
     StoreOpt,
     TimeBudgetOpt,
     TokenBudgetOpt,
@@ -110,15 +111,7 @@ def _row(server: MCPServer) -> dict[str, Any]:
 def serve(
     workspace: WorkspaceOpt = Path("."),
     model: ModelOpt = None,
-    max_steps: Annotated[
-        int | None,
-        typer.Option(
-            "--max-steps",
-            min=1,
-            help="Cap on each run's model calls (default: the config's, else 30); a client's "
-            "`run` may ask for fewer, not more.",
-        ),
-    ] = None,
+    max_steps: ServedMaxStepsOpt = None,
     token_budget: TokenBudgetOpt = None,
     time_budget: TimeBudgetOpt = None,
     cost_budget: CostBudgetOpt = None,

@@ -184,6 +184,15 @@ WorkspaceOpt = Annotated[
         help="Folder the tools work in: a project's, not / or your home folder (refused).",
     ),
 ]
+ServedMaxStepsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-steps",
+        min=1,
+        help="Cap on each run's model calls (default: the config's, else 30); a client may "
+        "ask for fewer, not more.",
+    ),
+]
 MaxStepsOpt = Annotated[
     int | None, typer.Option("--max-steps", min=1, help="Cap on model calls (default 30).")
 ]
