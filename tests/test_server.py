@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import stat
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -17,8 +18,9 @@ import uvicorn
 from fastapi import FastAPI
 
 from reins import Agent, Ask, Budgets, Message, ToolSpec, UserMessage
+from reins.core._errors import UsageError
 from reins.events import RunStarted
-from reins.server import RunRequest, Runs, create_app
+from reins.server import RunRequest, Runs, create_app, server_token
 from reins.store import SQLiteLog
 from reins.testing import FunctionModel, ScriptedModel
 from reins.tools import BUILTIN_TOOLS
@@ -427,3 +429,21 @@ async def test_a_session_with_a_run_going_on_is_not_removed(
     assert busy.status_code == 409
     assert "has a run going on" in busy.json()["detail"]
     assert done.status_code == 204
+
+
+def test_the_token_is_made_once_kept_private_and_an_empty_one_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("REINS_SERVER_TOKEN", raising=False)
+    made, new = server_token(tmp_path / "store")
+    kept, again = server_token(tmp_path / "store")
+    assert (new, again) == (True, False)
+    assert kept == made
+    assert len(made) >= 40
+    assert stat.S_IMODE((tmp_path / "store" / "server.token").stat().st_mode) == 0o600
+    (tmp_path / "store" / "server.token").write_text("\n")
+    with pytest.raises(UsageError, match=r"server\.token is empty: delete it"):
+        server_token(tmp_path / "store")
+    monkeypatch.setenv("REINS_SERVER_TOKEN", "given")
+    assert server_token(tmp_path / "elsewhere") == ("given", False)
+    assert not (tmp_path / "elsewhere").exists()

@@ -7,6 +7,8 @@ import os
 import secrets
 from pathlib import Path
 
+from ..core._errors import UsageError
+
 TOKEN_FILE = "server.token"
 TOKEN_VARIABLE = "REINS_SERVER_TOKEN"
 
@@ -23,7 +25,7 @@ def server_token(store: Path) -> tuple[str, bool]:
     except FileExistsError:
         kept = path.read_text().strip()
         if not kept:
-            raise OSError(f"{path} is empty: delete it, and a new token is made") from None
+            raise UsageError(f"{path} is empty: delete it, and a new token is made") from None
         return kept, False
     with os.fdopen(fd, "w") as file:
         file.write(made + "\n")
