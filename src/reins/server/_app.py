@@ -249,21 +249,24 @@ def create_app(runs: Runs, make_agent: AgentFactory, token: str) -> FastAPI:
 
 
 def _status(runs: Runs, state: RunState) -> RunStatus:
-    if (finished := state.finished) is not None:
-        return "waiting" if finished.stop_reason is StopReason.WAITING else "finished"
-    if state.run_id in runs.live:
-        return "waiting" if state.awaiting() or state.unanswered() else "running"
-    return "running" if runs.log.journals.writing(state.session_id) else "interrupted"
+    reason = state.finished.stop_reason if state.finished else None
+    return _run_status(runs, state.run_id, state.session_id, reason)
 
 
 def _indexed_status(runs: Runs, info: RunInfo) -> RunStatus:
     """A run's status from the index alone (a list does not fold every run's log)."""
-    if info.stop_reason is not None:
-        return "waiting" if info.stop_reason is StopReason.WAITING else "finished"
-    if info.run_id in runs.live:
-        state = runs.live[info.run_id].state
-        return "waiting" if state.awaiting() or state.unanswered() else "running"
-    return "running" if runs.log.journals.writing(info.session_id) else "interrupted"
+    return _run_status(runs, info.run_id, info.session_id, info.stop_reason)
+
+
+def _run_status(
+    runs: Runs, run_id: str, session_id: str, stop_reason: StopReason | None
+) -> RunStatus:
+    if stop_reason is not None:
+        return "waiting" if stop_reason is StopReason.WAITING else "finished"
+    if (live := runs.live.get(run_id)) is not None:
+        waits = live.state.awaiting() or live.state.unanswered()
+        return "waiting" if waits else "running"
+    return "running" if runs.log.journals.writing(session_id) else "interrupted"
 
 
 def _view(state: RunState, status: RunStatus) -> RunView:
