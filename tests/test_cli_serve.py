@@ -9,6 +9,7 @@ import re
 import signal
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import httpx
@@ -115,3 +116,113 @@ def test_reins_serve_takes_the_token_from_the_environment(tmp_path: Path) -> Non
     assert ok.status_code == 200
     assert "from-env-token" not in said
     assert not (tmp_path / "store" / "server.token").exists()
+
+
+SLEEP_THEN_TOUCH = [
+    {"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 30"}, "id": "c1"}]},
+    {
+        "tool_calls": [
+            {"name": "run_command", "arguments": {"command": "touch approved.txt"}, "id": "c2"}
+        ]
+    },
+    "FINAL_ANSWER: done",
+]
+
+
+def _until(client: httpx.Client, run_id: str, status: str) -> dict[str, object]:
+    view: dict[str, object] = {}
+    for _ in range(600):
+        view = client.get(f"/api/runs/{run_id}").json()
+        if view["status"] == status:
+            return view
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} never {status}: {view}")
+
+
+def _events(client: httpx.Client, run_id: str, after: int = 0) -> list[tuple[int, str]]:
+    """The run's logged events (id, kind) after `after`, read until the stream ends."""
+    seen: list[tuple[int, str]] = []
+    with client.stream("GET", f"/api/runs/{run_id}/events", params={"after": after}) as response:
+        block: dict[str, str] = {}
+        for line in response.iter_lines():
+            if line:
+                name, _, value = line.partition(": ")
+                block[name] = value
+                continue
+            if "id" in block:  # a logged event (a text delta has no id)
+                seen.append((int(block["id"]), json.loads(block["data"])["kind"]))
+            block = {}
+    return seen
+
+
+def test_a_killed_server_leaves_runs_to_resume_and_approvals_to_answer(tmp_path: Path) -> None:
+    """`kill -9` mid-run: after a restart the run is interrupted and resumes from the API; a
+    run waiting for approval when the server dies still waits after the restart, and the
+    approval given then lets it finish; its events read once, in order, with none lost."""
+    project = tmp_path / "project"
+    project.mkdir()
+    model = script(tmp_path / "slow.json", SLEEP_THEN_TOUCH)
+    env = {**os.environ, "REINS_SERVER_TOKEN": "tok", "COLUMNS": "200"}
+    args = ["serve", "--port", "0", "--store", str(tmp_path / "store"), "--model", model]
+
+    def start() -> tuple[subprocess.Popen[str], httpx.Client]:
+        server = subprocess.Popen(
+            [*REINS, *args, "-w", "."],
+            cwd=project,
+            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        url, _ = _started(server, then=0)
+        return server, httpx.Client(
+            base_url=url, headers={"Authorization": "Bearer tok"}, timeout=30
+        )
+
+    server, client = start()
+    try:
+        run_id = client.post("/api/runs", json={"goal": "sleep, then touch"}).json()["run_id"]
+        first_wait = _until(client, run_id, "waiting")
+        client.post(f"/api/runs/{run_id}/approvals/c1", json={"approve": True})
+        _until(client, run_id, "running")
+        time.sleep(1)  # `sleep 30` runs
+    finally:
+        server.kill()  # SIGKILL: nothing of the server's own runs after this
+        server.communicate()
+        client.close()
+
+    server, client = start()
+    try:
+        interrupted = client.get(f"/api/runs/{run_id}").json()
+        resumed = client.post(f"/api/runs/{run_id}/resume", json={})
+        second_wait = _until(client, run_id, "waiting")
+    finally:
+        server.kill()
+        server.communicate()
+        client.close()
+
+    server, client = start()
+    try:
+        still = client.get(f"/api/runs/{run_id}").json()
+        approved = client.post(f"/api/runs/{run_id}/approvals/c2", json={"approve": True})
+        finished = _until(client, run_id, "finished")
+        events = _events(client, run_id)
+        tail = _events(client, run_id, after=events[-3][0])
+    finally:
+        _stop(server)
+        client.close()
+    assert first_wait["awaiting"] == ["c1"]
+    assert interrupted["status"] == "interrupted"
+    assert resumed.status_code == 202
+    assert second_wait["awaiting"] == ["c2"]
+    assert still["status"] == "waiting"
+    assert still["awaiting"] == ["c2"]
+    assert approved.status_code == 202
+    assert finished["stop_reason"] == "end_turn"
+    assert finished["answer"] == "done"
+    assert (project / "approved.txt").exists()
+    assert [i for i, _ in events] == list(range(1, len(events) + 1))
+    kinds = [k for _, k in events]
+    assert kinds.count("run_resumed") == 3  # the approval of c1, the resume, the approval of c2
+    assert kinds.count("run_started") == 1
+    assert tail == events[-2:]

@@ -81,8 +81,6 @@ async def stream(
 
 
 def served(workspace: Path, log: SQLiteLog, model: Any) -> tuple[Runs, FastAPI]:
-    runs = Runs(log)
-
     def make_agent(request: RunRequest) -> Agent:
         return Agent(
             model=model,
@@ -90,11 +88,12 @@ def served(workspace: Path, log: SQLiteLog, model: Any) -> tuple[Runs, FastAPI]:
             workspace=workspace,
             log=log,
             budgets=Budgets(max_steps=request.max_steps or 10),
-            approval=runs.approval,
-            ask=Ask(answer=runs.question),
+            approval="pause",
+            ask=Ask(answer="pause"),
         )
 
-    return runs, create_app(runs, make_agent, TOKEN)
+    runs = Runs(log, make_agent)
+    return runs, create_app(runs, TOKEN)
 
 
 WRITE_THEN_ANSWER = [
@@ -339,7 +338,7 @@ async def test_the_api_needs_the_token_and_health_does_not(
     assert wrong.headers["www-authenticate"] == "Bearer"
     assert not (workspace / "hello.txt").exists()
     with pytest.raises(Exception, match="needs a token"):
-        create_app(Runs(sqlite_log), lambda request: Agent(model=ScriptedModel([])), "")
+        create_app(Runs(sqlite_log, lambda request: Agent(model=ScriptedModel([]))), "")
 
 
 async def test_bad_requests_get_one_clear_error_each(

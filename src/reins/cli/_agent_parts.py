@@ -121,6 +121,7 @@ def _served_agent(
     token_budget: int | None = None,
     time_budget: float | None = None,
     cost_budget: float | None = None,
+    mode: str | None = None,
 ) -> Agent:
     """The agent of a run a server starts (`reins mcp serve`, `reins serve`): the config's
     tools, rules, guards, checks, hooks and context, with no person at a terminal."""
@@ -156,4 +157,5 @@ def _served_agent(
         instruction_files=config.instruction_files,
         mcp_servers=_mcp_servers(config, None),
         skills=config.skill_folders,
+        mode=mode,
     )

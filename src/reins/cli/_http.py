@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from ..core._errors import UsageError
 from ._agent_parts import _config, _served_agent
 from ._console import _one_line_errors, err
 from ._options import (
@@ -25,7 +26,7 @@ from ._options import (
 
 if TYPE_CHECKING:
     from ..agent._agent import Agent
-    from ..permissions import ApprovalHandler, ApprovalMode
+    from ..permissions import ApprovalMode
     from ..server import RunRequest
 
 
@@ -81,28 +82,39 @@ def serve(
 
     async def go() -> None:
         log = SQLiteLog(directory)
-        runs = Runs(log)
         cap = max_steps or config.max_steps or 30
-        # nobody asked with --yes or approval = "allow" / "deny"; else the client
-        approval: ApprovalHandler | ApprovalMode = runs.approval
+        # nobody asked with --yes or approval = "allow" / "deny"; else the run waits for a client
+        approval: ApprovalMode = "pause"
         if yes or config.approval in ("allow", "deny"):
             approval = "allow" if yes else config.approval
 
         def make_agent(request: RunRequest) -> Agent:
+            _check_mode(request.mode)
             return _served_agent(
                 config,
-                spec,
-                workspace=workspace,
+                request.model or spec,
+                workspace=_inside(workspace, request.workspace),
                 log=log,
                 max_steps=min(request.max_steps or cap, cap),
+                time_budget=request.time_budget,
                 approval=approval,
-                ask=Ask(answer=runs.question),
+                ask=Ask(answer="pause"),
                 sandbox=sandbox,
                 network=network,
+                mode=request.mode,
             )
 
-        app = create_app(runs, make_agent, token)
-        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+        runs = Runs(log, make_agent, signing_key=token.encode())
+        app = create_app(runs, token)
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                log_level="warning",
+                timeout_graceful_shutdown=GRACE_S,  # streams of waiting runs stay open
+            )
+        )
         serving = asyncio.create_task(server.serve())
         try:
             while not server.started and not serving.done():  # noqa: ASYNC110 (a flag, no event)
@@ -121,6 +133,32 @@ def serve(
 
     with _one_line_errors():
         asyncio.run(go())
+
+
+GRACE_S = 3
+"""Seconds an interrupted server gives its open streams before it closes them."""
+
+
+def _inside(root: Path, asked: str | None) -> Path:
+    """The workspace a request names: a folder inside the server's (relative to it, or
+    absolute under it), so a client cannot point the agent at the rest of the machine."""
+    if asked is None:
+        return root
+    top = root.resolve()
+    folder = (top / asked).resolve()  # an absolute `asked` stands alone
+    if not folder.is_relative_to(top):
+        raise UsageError(f"workspace: {asked} is not inside the server's workspace {top}")
+    if not folder.is_dir():
+        raise UsageError(f"workspace: {asked} is not a folder in {top}")
+    return folder
+
+
+def _check_mode(name: str | None) -> None:
+    from ..context import MODES
+    from ..context._modes import resolve_mode
+
+    if name is not None and resolve_mode(name)[1] is not None:
+        raise UsageError(f"mode: no mode {name!r}; the modes: {', '.join(MODES)}")
 
 
 def _loopback(host: str) -> bool:

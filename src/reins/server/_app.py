@@ -1,125 +1,48 @@
-"""The HTTP API: runs started, watched as server-sent events, steered and stopped.
+"""The HTTP API: runs started, watched as server-sent events (or over a WebSocket), steered,
+stopped, answered and resumed; sessions listed, shown, compacted and removed.
 
 Every route under `/api` but `/api/health` needs `Authorization: Bearer TOKEN`; a wrong or
 missing token is a 401 that says nothing more, after a constant-time compare. Errors carry one
-line in `detail`: an unknown run is 404, one that is not going on here (a steer or a stop after
-its end) or a session that has a turn going on is 409, an unusable request is 422.
+line in `detail`: an unknown run is 404; one that is not going on here (a steer or a stop after
+its end), a session that has a turn going on, or a request that does not fit the run's state
+is 409; a body over `MAX_BODY` bytes is 413; an unusable request is 422.
 """
 
 from __future__ import annotations
 
 import hmac
-import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.sse import EventSourceResponse, ServerSentEvent
-from pydantic import BaseModel, Field
 
-from ..agent import Agent
+from ..core._approval import Approval
 from ..core._errors import RunNotFound, SessionBusy, UsageError
-from ..core._events import EVENT, StreamEvent, SubagentEvent
+from ..core._events import StreamEvent
 from ..core._log import RunInfo
-from ..core._messages import Message, Usage
-from ..core._state import RunState
-from ..core._stop import StopReason
-from ._runs import Runs, journaled
-
-
-class RunRequest(BaseModel):
-    """A run to start: its goal, and the session it continues (else a new one)."""
-
-    goal: str = Field(min_length=1, max_length=100_000)
-    session_id: str | None = None
-    max_steps: int | None = Field(default=None, ge=1, le=10_000)
-
-
-class Started(BaseModel):
-    run_id: str
-    session_id: str
-
-
-class SteerRequest(BaseModel):
-    text: str = Field(min_length=1, max_length=100_000)
-
-
-class ApprovalAnswer(BaseModel):
-    approve: bool
-    always: bool = False
-    """Allow what the request names for the rest of the session (not for a write to a file
-    that runs code later: only this call)."""
-
-
-class QuestionAnswer(BaseModel):
-    text: str | None = Field(default=None, max_length=100_000)
-    """The answer; none (or blank): dismissed, the model goes on with its default."""
-
-
-RunStatus = Literal["running", "waiting", "finished", "interrupted"]
-
-
-class RunView(BaseModel):
-    """A run as `GET /api/runs/{run_id}` shows it."""
-
-    run_id: str
-    session_id: str
-    goal: str
-    status: RunStatus
-    """`running` here or in another process; `waiting` for a person's answer; `finished`;
-    `interrupted`: its process ended before it did (resume continues it)."""
-    stop_reason: StopReason | None
-    detail: str
-    answer: str | None
-    steps: int
-    usage: Usage
-    cost: float
-    """US dollars, for the model calls whose price is known."""
-    awaiting: list[str]
-    """The call ids waiting for an approval or an answer."""
-
-
-class SessionRow(BaseModel):
-    """A session in `GET /api/sessions`: its first goal and its latest run."""
-
-    session_id: str
-    goal: str
-    runs: int
-    last_run_id: str
-    last_status: RunStatus
-    started_at: datetime
-    """When its latest run started."""
-
-
-class SessionPage(BaseModel):
-    sessions: list[SessionRow]
-    total: int
-
-
-class SessionView(BaseModel):
-    """A session in `GET /api/sessions/{id}`: its runs, oldest first, and its transcript
-    (the messages its latest run holds, earlier turns included)."""
-
-    session_id: str
-    runs: list[RunView]
-    messages: list[Message]
-
-
-AgentFactory = Callable[[RunRequest], Agent]
-"""Builds the agent of a run the server starts (its model, tools, permissions, log): the
-front end that serves decides."""
+from ._limits import MAX_BODY, limit_bodies
+from ._requests import (
+    ApprovalAnswer,
+    QuestionAnswer,
+    ResumeRequest,
+    RunRequest,
+    Started,
+    SteerRequest,
+)
+from ._runs import Conflict, Runs, event_json, journaled
+from ._views import RunView, SessionPage, SessionView, session_row
+from ._ws import websocket_route
 
 _bearer = HTTPBearer(auto_error=False)
 
 
-def create_app(runs: Runs, make_agent: AgentFactory, token: str) -> FastAPI:
-    """The API over `runs` (their log is the store it serves), starting runs with the agents
-    `make_agent` builds, open to whoever holds `token`."""
+def create_app(runs: Runs, token: str) -> FastAPI:
+    """The API over `runs` (their log is the store it serves), open to whoever holds `token`."""
     if not token:
         raise UsageError("the server needs a token: an empty one would let anyone in")
     expected = token.encode()
@@ -137,8 +60,15 @@ def create_app(runs: Runs, make_agent: AgentFactory, token: str) -> FastAPI:
         await runs.close()  # the runs going on end as cancelled, in their logs
 
     app = FastAPI(title="reins", version=_version(), lifespan=lifespan)
+    limit_bodies(app, MAX_BODY)
     app.add_exception_handler(_Unauthorized, _unauthorized)
-    for error, status in ((RunNotFound, 404), (SessionBusy, 409), (UsageError, 422)):
+    errors = (
+        (RunNotFound, 404),
+        (SessionBusy, 409),
+        (Conflict, 409),
+        (UsageError, 422),
+    )
+    for error, status in errors:
         app.add_exception_handler(error, _answer_with(status))
 
     @app.get("/api/health")
@@ -149,13 +79,12 @@ def create_app(runs: Runs, make_agent: AgentFactory, token: str) -> FastAPI:
 
     @api.post("/runs", status_code=201)
     async def start(request: RunRequest) -> Started:
-        first = await runs.start(make_agent(request), request.goal, request.session_id)
+        first = await runs.start(request)
         return Started(run_id=first.run_id, session_id=first.session_id)
 
     @api.get("/runs/{run_id}")
     async def show(run_id: str) -> RunView:
-        state = await runs.state(run_id)
-        return _view(state, _status(runs, state))
+        return await runs.view(run_id)
 
     async def known(run_id: str) -> None:
         """A dependency, so that an unknown run is a 404 before a stream's headers go out."""
@@ -173,7 +102,8 @@ def create_app(runs: Runs, make_agent: AgentFactory, token: str) -> FastAPI:
     ) -> AsyncIterator[ServerSentEvent]:
         """The run's events as server-sent events, each its journal JSON with its `seq` as
         the `id`; text deltas and subagents' events come with no id. `Last-Event-ID` (or
-        `?after=SEQ`) resumes after that event."""
+        `?after=SEQ`) resumes after that event. A waiting run's stream stays open and goes on
+        when an answer resumes it."""
         since = last_event_id if last_event_id is not None else after or 0
         async for event in runs.follow(run_id, since):
             yield _sse(event)
@@ -183,17 +113,29 @@ def create_app(runs: Runs, make_agent: AgentFactory, token: str) -> FastAPI:
         runs.steer(run_id, request.text)
         return {"status": "queued"}
 
+    @api.post("/runs/{run_id}/stop", status_code=202, dependencies=[Depends(known)])
+    async def stop(run_id: str) -> dict[str, str]:
+        runs.stop(run_id)
+        return {"status": "stopping"}
+
     @api.post("/runs/{run_id}/approvals/{call_id}", status_code=202, dependencies=[Depends(known)])
     async def approve(run_id: str, call_id: str, answer: ApprovalAnswer) -> dict[str, str]:
-        runs.answer_approval(run_id, call_id, answer.approve, answer.always)
+        await runs.approve(run_id, call_id, Approval(answer.approve, always=answer.always))
         return {"status": "answered"}
 
     @api.post(
         "/runs/{run_id}/answers/{question_id}", status_code=202, dependencies=[Depends(known)]
     )
     async def reply(run_id: str, question_id: str, answer: QuestionAnswer) -> dict[str, str]:
-        runs.answer_question(run_id, question_id, answer.text)
+        await runs.reply(run_id, question_id, answer.text)
         return {"status": "answered"}
+
+    @api.post("/runs/{run_id}/resume", status_code=202, dependencies=[Depends(known)])
+    async def resume(run_id: str, request: ResumeRequest | None = None) -> dict[str, str]:
+        """Go on with a run that stopped: at a cap (which grows by as much again unless the
+        body says new totals), cancelled, interrupted, or waiting (`approvals`, `answers`)."""
+        await runs.resume(run_id, request)
+        return {"status": "resumed"}
 
     @api.get("/sessions")
     async def sessions(
@@ -205,14 +147,7 @@ def create_app(runs: Runs, make_agent: AgentFactory, token: str) -> FastAPI:
             by_session.setdefault(info.session_id, []).append(info)
         ordered = sorted(by_session.values(), key=lambda rs: rs[-1].started_at, reverse=True)
         rows = [
-            SessionRow(
-                session_id=rs[0].session_id,
-                goal=rs[0].goal,
-                runs=len(rs),
-                last_run_id=rs[-1].run_id,
-                last_status=_indexed_status(runs, rs[-1]),
-                started_at=rs[-1].started_at,
-            )
+            session_row(rs, runs.status_of(rs[-1].run_id, rs[-1].session_id, rs[-1].stop_reason))
             for rs in ordered[offset : offset + limit]
         ]
         return SessionPage(sessions=rows, total=len(ordered))
@@ -222,12 +157,21 @@ def create_app(runs: Runs, make_agent: AgentFactory, token: str) -> FastAPI:
         infos = await runs.log.runs(session_id)
         if not infos:
             raise RunNotFound(f"no session {session_id} in this store")
-        states = [await runs.state(info.run_id) for info in infos]
-        return SessionView(
-            session_id=session_id,
-            runs=[_view(state, _status(runs, state)) for state in states],
-            messages=states[-1].transcript(whole=True),
-        )
+        views = [await runs.view(info.run_id) for info in infos]
+        last = await runs.state(infos[-1].run_id)
+        return SessionView(session_id=session_id, runs=views, messages=last.transcript(whole=True))
+
+    @api.post("/sessions/{session_id}/compact")
+    async def compact(session_id: str) -> dict[str, Any]:
+        """Compacts the session's context now: its next turn starts from the summary."""
+        done = await runs.compact(session_id)
+        return {
+            "method": done.method,
+            "tokens_before": done.tokens_before,
+            "tokens_after": done.tokens_after,
+            "messages_before": done.messages_before,
+            "messages_after": done.messages_after,
+        }
 
     @api.delete("/sessions/{session_id}", status_code=204)
     async def remove(session_id: str) -> None:
@@ -235,65 +179,19 @@ def create_app(runs: Runs, make_agent: AgentFactory, token: str) -> FastAPI:
         goes on, here or in another process."""
         if not await runs.log.runs(session_id):
             raise RunNotFound(f"no session {session_id} in this store")
-        if any(live.first.session_id == session_id for live in runs.live.values()):
+        if any(live.session_id == session_id for live in runs.live.values()):
             raise SessionBusy(f"session {session_id} has a run going on; stop it first")
         await runs.log.remove(session_id)
 
-    @api.post("/runs/{run_id}/stop", status_code=202, dependencies=[Depends(known)])
-    async def stop(run_id: str) -> dict[str, str]:
-        runs.stop(run_id)
-        return {"status": "stopping"}
-
     app.include_router(api)
+    app.add_api_websocket_route("/api/ws", websocket_route(runs, expected))
     return app
 
 
-def _status(runs: Runs, state: RunState) -> RunStatus:
-    reason = state.finished.stop_reason if state.finished else None
-    return _run_status(runs, state.run_id, state.session_id, reason)
-
-
-def _indexed_status(runs: Runs, info: RunInfo) -> RunStatus:
-    """A run's status from the index alone (a list does not fold every run's log)."""
-    return _run_status(runs, info.run_id, info.session_id, info.stop_reason)
-
-
-def _run_status(
-    runs: Runs, run_id: str, session_id: str, stop_reason: StopReason | None
-) -> RunStatus:
-    if stop_reason is not None:
-        return "waiting" if stop_reason is StopReason.WAITING else "finished"
-    if (live := runs.live.get(run_id)) is not None:
-        waits = live.state.awaiting() or live.state.unanswered()
-        return "waiting" if waits else "running"
-    return "running" if runs.log.journals.writing(session_id) else "interrupted"
-
-
-def _view(state: RunState, status: RunStatus) -> RunView:
-    finished = state.finished
-    return RunView(
-        run_id=state.run_id,
-        session_id=state.session_id,
-        goal=state.goal,
-        status=status,
-        stop_reason=finished.stop_reason if finished else None,
-        detail=finished.detail if finished else "",
-        answer=finished.final_answer if finished else None,
-        steps=state.step,
-        usage=state.usage,
-        cost=state.cost,
-        awaiting=[r.call.id for r in state.awaiting()] + [q.call_id for q in state.unanswered()],
-    )
-
-
 def _sse(event: StreamEvent) -> ServerSentEvent:
-    if isinstance(event, SubagentEvent):  # {"subagent": [call ids], "event": {...}}
-        inner = EVENT.dump_json(event.event).decode()
-        return ServerSentEvent(
-            raw_data=f'{{"subagent": {json.dumps(list(event.path))}, "event": {inner}}}'
-        )
-    data = EVENT.dump_json(event).decode()
-    return ServerSentEvent(raw_data=data, id=str(event.seq) if journaled(event) else None)
+    return ServerSentEvent(
+        raw_data=event_json(event), id=str(event.seq) if journaled(event) else None
+    )
 
 
 class _Unauthorized(Exception):

@@ -6,37 +6,58 @@ own pace. A client never holds a queue of its own, so a slow one costs no memory
 further behind in the same list. Once the run ends its record goes, and its events are read
 from the log, as are those of a run another process writes (a `reins run` in a terminal), which
 are polled until it finishes.
+
+A run that needs an approval or an answer ends `waiting` (its agent pauses), holding no task;
+the answer resumes it. So a waiting run outlives the server: after a restart it still waits,
+and the answer resumes it the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeGuard
 
 from ..agent import Agent, AgentRun
-from ..core._approval import Approval, ApprovalRequest
+from ..core._approval import Approval
 from ..core._cancel import Cancel
-from ..core._errors import RunNotFound, SessionBusy, UsageError
+from ..core._errors import ReinsError, RunNotFound, SessionBusy, UsageError
 from ..core._events import (
+    EVENT,
+    ContextCompacted,
     Event,
     RunFinished,
+    RunResumed,
     RunStarted,
     StreamEvent,
     SubagentEvent,
     TextDelta,
     ThinkingDelta,
 )
-from ..core._questions import QuestionRequest
 from ..core._state import RunState
+from ..core._stop import StopReason
 from ..store import SQLiteLog
+from ._requests import ResumeRequest, RunRequest
+from ._views import RunStatus, RunView, run_status, run_view
+from ._webhooks import deliver
 
 _logger = logging.getLogger(__name__)
 
 POLL_S = 0.5
 """How often a run written by another process is read again for new events."""
+
+AgentFactory = Callable[[RunRequest], Agent]
+"""Builds the agent of a run the server starts or resumes (its model, tools, permissions,
+log): the front end that serves decides. Its approvals and questions should pause
+(`approval="pause"`, `ask="pause"`): the server answers them by resuming the run."""
+
+
+class Conflict(ReinsError):
+    """What was asked does not fit the run's state now (a finished run's resume, a
+    compaction with nothing to compact): a 409."""
 
 
 @dataclass(eq=False)
@@ -45,10 +66,12 @@ class Live:
 
     run: AgentRun
     cancel: Cancel
-    first: RunStarted
+    run_id: str
+    session_id: str
     events: list[StreamEvent] = field(default_factory=list[StreamEvent])
     finished: bool = False
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
 
     def add(self, event: StreamEvent) -> None:
         self.events.append(event)
@@ -56,6 +79,7 @@ class Live:
 
     def end(self) -> None:
         self.finished = True
+        self.ended.set()
         self._wake()
 
     def _wake(self) -> None:
@@ -69,40 +93,94 @@ class Live:
 
 
 class Runs:
-    """The runs of one store (`log`) as a server sees them: those it started and drives,
-    and any other, read from the log."""
+    """The runs of one store (`log`) as a server sees them: those it starts and resumes with
+    the agents `make_agent` builds, and any other, read from the log. `signing_key` signs the
+    webhooks runs ask for."""
 
-    def __init__(self, log: SQLiteLog) -> None:
+    def __init__(
+        self, log: SQLiteLog, make_agent: AgentFactory, *, signing_key: bytes = b""
+    ) -> None:
         self.log = log
+        self.make_agent = make_agent
+        self.signing_key = signing_key
         self.live: dict[str, Live] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._asked: dict[tuple[str, str, str], asyncio.Future[Any]] = {}
-        """Approvals and questions of the runs going on, waiting for a client's answer, by
-        (what is asked, run id, call id)."""
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._answering: dict[str, asyncio.Lock] = {}
+        """One answer at a time resumes a run (two approvals of one step, sent together)."""
+        self._webhooks: dict[str, str] = {}
+        self._went_live = asyncio.Event()
+        """Set (and replaced) each time a run goes on here: what a waiting run's stream
+        waits for."""
+        self._closing = False
 
-    async def start(self, agent: Agent, goal: str, session_id: str | None = None) -> RunStarted:
-        """Start a run of `agent` on `goal` (a new session, or the next turn of
-        `session_id`); it goes on in a task of its own. Returns its first event."""
+    # -- starting and resuming
+
+    async def start(self, request: RunRequest) -> RunStarted:
+        """Start a run (a new session, or the next turn of `request.session_id`); it goes on
+        in a task of its own. Returns its first event."""
+        session_id = request.session_id
         if session_id is not None:
-            if any(live.first.session_id == session_id for live in self.live.values()):
-                raise SessionBusy(f"session {session_id} has a run going on; wait for its end")
+            self._idle(session_id)
             if not await self.log.runs(session_id):
                 raise RunNotFound(f"no session {session_id} in this store")
+        agent = self.make_agent(request)
         cancel = Cancel()
-        run = agent.iter(goal, session_id=session_id, cancel=cancel)
+        run = agent.iter(request.goal, session_id=session_id, cancel=cancel)
         first = await anext(run)
         if not isinstance(first, RunStarted):  # the loop's contract: a run begins so
             raise UsageError(f"a run began with {type(first).__name__}, not run_started")
+        if request.webhook is not None:
+            self._webhooks[first.run_id] = str(request.webhook)
+        self._go_on(run, cancel, first)
+        return first
+
+    async def resume(
+        self,
+        run_id: str,
+        request: ResumeRequest | None = None,
+        *,
+        approvals: Mapping[str, Approval | bool] | None = None,
+        answers: Mapping[str, str | None] | None = None,
+    ) -> RunResumed:
+        """Go on with a run that stopped (a cap, a cancel, a crash, a wait for an answer),
+        from its log, with new caps and answers; 409 if it goes on, or ended its turn."""
+        request = request or ResumeRequest()
+        state = await self.state(run_id)
+        self._idle(state.session_id)
+        if self._written(state.session_id):
+            raise SessionBusy(f"session {state.session_id} is written by another process now")
+        if state.finished is not None and state.finished.stop_reason is StopReason.END_TURN:
+            raise Conflict(f"run {run_id} ended its turn; start the session's next turn instead")
+        agent = self.make_agent(_request_of(state))
+        cancel = Cancel()
+        run = agent.resume_iter(
+            run_id,
+            max_steps=request.max_steps,
+            time_budget=request.time_budget,
+            token_budget=request.token_budget,
+            cost_budget=request.cost_budget,
+            approvals={**request.approvals, **(approvals or {})},
+            answers={**request.answers, **(answers or {})},
+            cancel=cancel,
+        )
+        first = await anext(run)
+        if not isinstance(first, RunResumed):
+            raise UsageError(f"a resume began with {type(first).__name__}, not run_resumed")
+        self._go_on(run, cancel, first)
+        return first
+
+    def _go_on(self, run: AgentRun, cancel: Cancel, first: RunStarted | RunResumed) -> None:
         live = self._track(run, cancel, first)
         task = asyncio.create_task(self._drain(live), name=f"reins-run-{first.run_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return first
 
-    def _track(self, run: AgentRun, cancel: Cancel, first: RunStarted) -> Live:
-        live = Live(run=run, cancel=cancel, first=first)
+    def _track(self, run: AgentRun, cancel: Cancel, first: Event) -> Live:
+        live = Live(run=run, cancel=cancel, run_id=first.run_id, session_id=first.session_id)
         live.add(first)
         self.live[first.run_id] = live
+        self._went_live.set()
+        self._went_live = asyncio.Event()
         return live
 
     async def _drain(self, live: Live) -> None:
@@ -110,68 +188,63 @@ class Runs:
         begins the session's next turn in the same stream: a new run, with a record of its own."""
         try:
             async for event in live.run:
-                if isinstance(event, RunStarted) and event.run_id != live.first.run_id:
-                    self._end(live)
+                if isinstance(event, RunStarted) and event.run_id != live.run_id:
+                    await self._end(live)
+                    if hook := self._webhooks.get(live.run_id):
+                        self._webhooks[event.run_id] = hook
                     live = self._track(live.run, live.cancel, event)
                     continue
                 live.add(event)
         except Exception:  # the log keeps what was recorded: the run shows as interrupted
-            _logger.exception("run %s failed", live.first.run_id)
+            _logger.exception("run %s failed", live.run_id)
         finally:
-            self._end(live)
+            await self._end(live)
 
-    def _end(self, live: Live) -> None:
+    async def _end(self, live: Live) -> None:
         live.end()
-        if self.live.get(live.first.run_id) is live:
-            del self.live[live.first.run_id]
+        if self.live.get(live.run_id) is live:
+            del self.live[live.run_id]
+        if (url := self._webhooks.get(live.run_id)) is not None:
+            view = await self.view(live.run_id)
+            body = view.model_dump_json().encode()
+            task = asyncio.create_task(deliver(url, body, self.signing_key))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
-    async def state(self, run_id: str) -> RunState:
-        """The run's state: live, or folded from the log."""
-        if (live := self.live.get(run_id)) is not None:
-            return live.state
-        return RunState.fold(await self._events(run_id))
+    # -- what a run waits on
 
-    async def _events(self, run_id: str) -> list[Event]:
-        """The run's logged events; an unknown run is one error that names no path of the
-        server's (the log's own would)."""
-        try:
-            events = await self.log.events(run_id)
-        except RunNotFound:
-            events = []
-        if not events:
-            raise RunNotFound(f"no run {run_id} in this store")
-        return events
+    async def approve(self, run_id: str, call_id: str, approval: Approval) -> None:
+        """Answer an approval the run waits on: it goes on (resumed) with the answer."""
+        await self._answer(run_id, call_id, "an approval", approvals={call_id: approval})
 
-    async def approval(self, request: ApprovalRequest) -> Approval:
-        """An agent's `approval` handler: the request waits for `answer_approval` (a stop
-        cancels the wait; the run ends cancelled, resumable)."""
-        return cast(Approval, await self._wait(("an approval", request.run_id, request.call.id)))
+    async def reply(self, run_id: str, call_id: str, text: str | None) -> None:
+        """Answer the run's question (none: dismissed): it goes on with the answer."""
+        await self._answer(run_id, call_id, "a question", answers={call_id: text})
 
-    async def question(self, request: QuestionRequest) -> str | None:
-        """An agent's `Ask(answer=...)` handler: the question waits for `answer_question`
-        (or the `Ask`'s timeout, then the model goes on with its default)."""
-        return cast(str | None, await self._wait(("a question", request.run_id, request.call_id)))
+    async def _answer(
+        self,
+        run_id: str,
+        call_id: str,
+        what: str,
+        *,
+        approvals: Mapping[str, Approval] | None = None,
+        answers: Mapping[str, str | None] | None = None,
+    ) -> None:
+        async with self._answering.setdefault(run_id, asyncio.Lock()):
+            live = self.live.get(run_id)
+            state = live.state if live is not None else await self.state(run_id)
+            asked = (
+                [r.call.id for r in state.awaiting()]
+                if approvals
+                else [q.call_id for q in state.unanswered()]
+            )
+            if call_id not in asked:
+                raise RunNotFound(f"run {run_id} waits for no answer to {what} of call {call_id}")
+            if live is not None:  # it stops to wait once the step's other calls are done
+                await live.ended.wait()
+            await self.resume(run_id, approvals=approvals, answers=answers)
 
-    async def _wait(self, key: tuple[str, str, str]) -> Any:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._asked[key] = future
-        try:
-            return await future
-        finally:
-            self._asked.pop(key, None)
-
-    def answer_approval(self, run_id: str, call_id: str, approve: bool, always: bool) -> None:
-        self._answer(run_id, call_id, Approval(approve, always=always), "an approval")
-
-    def answer_question(self, run_id: str, call_id: str, text: str | None) -> None:
-        self._answer(run_id, call_id, text, "a question")
-
-    def _answer(self, run_id: str, call_id: str, answer: object, what: str) -> None:
-        self._running(run_id)
-        future = self._asked.get((what, run_id, call_id))
-        if future is None or future.done():
-            raise RunNotFound(f"run {run_id} waits for no answer to {what} of call {call_id}")
-        future.set_result(answer)
+    # -- steering, stopping, compacting
 
     def stop(self, run_id: str) -> None:
         self._running(run_id).cancel.cancel()
@@ -184,17 +257,78 @@ class Runs:
             raise SessionBusy(f"run {run_id} is not going on in this server")
         return live
 
+    def _idle(self, session_id: str) -> None:
+        if any(live.session_id == session_id for live in self.live.values()):
+            raise SessionBusy(f"session {session_id} has a run going on; wait for its end")
+
+    async def compact(self, session_id: str) -> ContextCompacted:
+        """Compact the session's context now (its next turn starts from the summary)."""
+        self._idle(session_id)
+        infos = await self.log.runs(session_id)
+        if not infos:
+            raise RunNotFound(f"no session {session_id} in this store")
+        agent = self.make_agent(_request_of(await self.state(infos[-1].run_id)))
+        try:
+            return await agent.compact(session_id)
+        except UsageError as exc:  # unfinished, or nothing to compact
+            raise Conflict(str(exc)) from None
+
+    # -- reading runs
+
+    async def state(self, run_id: str) -> RunState:
+        """The run's state: live, or folded from the log."""
+        if (live := self.live.get(run_id)) is not None:
+            return live.state
+        return RunState.fold(await self._events(run_id))
+
+    async def view(self, run_id: str) -> RunView:
+        state = await self.state(run_id)
+        return run_view(state, self.status(state))
+
+    def status(self, state: RunState) -> RunStatus:
+        reason = state.finished.stop_reason if state.finished else None
+        return self.status_of(state.run_id, state.session_id, reason)
+
+    def status_of(self, run_id: str, session_id: str, stop_reason: StopReason | None) -> RunStatus:
+        live = self.live.get(run_id)
+        return run_status(
+            stop_reason,
+            live=live.state if live is not None else None,
+            written=live is None and self._written(session_id),
+        )
+
+    async def _events(self, run_id: str) -> list[Event]:
+        """The run's logged events; an unknown run is one error that names no path of the
+        server's (the log's own would)."""
+        try:
+            events = await self.log.events(run_id)
+        except RunNotFound:
+            events = []
+        if not events:
+            raise RunNotFound(f"no run {run_id} in this store")
+        return events
+
     async def follow(self, run_id: str, after: int = 0) -> AsyncIterator[StreamEvent]:
         """The run's events after the journal's `after`-th, then each as it comes, until the
-        run ends (or, for a run of another process, stops being written). A text delta comes
+        run ends (or, for a run of another process, stops being written). A run that waits
+        for an answer is followed on when the answer resumes it here. A text delta comes
         with the seq of the event it precedes, so a client that resumes after seq N gets the
         text that led to N+1 again, and nothing twice that it had whole."""
-        if (live := self.live.get(run_id)) is not None:
-            async for event in _from_live(live, after):
+        while True:
+            went_live = self._went_live  # taken before looking, so a resume is not missed
+            if (live := self.live.get(run_id)) is not None:
+                events = _from_live(live, after)
+            else:
+                events = self._from_log(run_id, after)
+            async for event in events:
+                if journaled(event):
+                    after = event.seq
                 yield event
-            return
-        async for event in self._from_log(run_id, after):
-            yield event
+            if run_id in self.live:
+                continue
+            if self._closing or self.status(await self.state(run_id)) != "waiting":
+                return
+            await went_live.wait()
 
     async def _from_log(self, run_id: str, after: int) -> AsyncIterator[StreamEvent]:
         events = await self._events(run_id)
@@ -214,7 +348,10 @@ class Runs:
         return self.log.journals.writing(session_id)
 
     async def close(self) -> None:
-        """Stop every run going on (each ends as cancelled, in its log) and wait for them."""
+        """Stop every run going on (each ends as cancelled, in its log), end the streams of
+        waiting runs, and wait for them."""
+        self._closing = True
+        self._went_live.set()
         for live in list(self.live.values()):
             live.cancel.cancel()
         if self._tasks:
@@ -242,7 +379,32 @@ async def _from_live(live: Live, after: int) -> AsyncIterator[StreamEvent]:
         await changed.wait()
 
 
-def journaled(event: StreamEvent) -> bool:
+def _request_of(state: RunState) -> RunRequest:
+    """The request a logged run stands for, to build the agent that resumes or compacts it
+    (not checked again: its goal may be longer than a client may send)."""
+    config = state.config
+    return RunRequest.model_construct(
+        goal=state.goal,
+        session_id=state.session_id,
+        model=config.model,
+        workspace=config.workspace,
+        mode=config.mode,
+        max_steps=None,
+        time_budget=None,
+        webhook=None,
+    )
+
+
+def journaled(event: StreamEvent) -> TypeGuard[Event]:
     """Whether the event is in the run's log (and so has an id a client can resume after):
     not a text or thinking delta, nor a subagent's event (its own run logs it)."""
     return not isinstance(event, TextDelta | ThinkingDelta | SubagentEvent)
+
+
+def event_json(event: StreamEvent) -> str:
+    """An event as a client gets it: its journal JSON; a subagent's as
+    `{"subagent": [call ids], "event": {...}}`."""
+    if isinstance(event, SubagentEvent):
+        inner = EVENT.dump_json(event.event).decode()
+        return f'{{"subagent": {json.dumps(list(event.path))}, "event": {inner}}}'
+    return EVENT.dump_json(event).decode()
