@@ -226,3 +226,56 @@ def test_a_killed_server_leaves_runs_to_resume_and_approvals_to_answer(tmp_path:
     assert kinds.count("run_resumed") == 3  # the approval of c1, the resume, the approval of c2
     assert kinds.count("run_started") == 1
     assert tail == events[-2:]
+
+
+def test_reins_run_and_sessions_talk_to_a_server(tmp_path: Path) -> None:
+    """`reins run --server` shows a run of the server as a local one, ends `waiting` (exit 10)
+    where nobody at a terminal can answer, and `reins sessions --server` lists the runs."""
+    project = tmp_path / "project"
+    project.mkdir()
+    touch = {"tool_calls": [{"name": "run_command", "arguments": {"command": "touch t.txt"}}]}
+    model = script(tmp_path / "hello.json", [*HELLO[:2], touch, "FINAL_ANSWER: touched"])
+    env = {**os.environ, "REINS_SERVER_TOKEN": "tok", "COLUMNS": "200"}
+    args = ["serve", "--port", "0", "--store", str(tmp_path / "store"), "--model", model]
+    server = subprocess.Popen(
+        [*REINS, *args, "-w", "."],
+        cwd=project,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    def reins(*argv: str, token: str = "tok") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*REINS, *argv],
+            cwd=elsewhere,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            env={**env, "REINS_SERVER_TOKEN": token},
+            timeout=60,
+        )
+
+    try:
+        url, _ = _started(server, then=0)
+        ran = reins("run", "--server", url, "write hello.txt")
+        listed = reins("sessions", "--server", url, "--json")
+        refused = reins("run", "--server", url, "write", token="")
+        wrong = reins("sessions", "--server", url, token="nope")
+    finally:
+        _stop(server)
+    assert ran.returncode == 10, ran.stderr
+    assert "hello.txt" in ran.stdout
+    assert "the run waits on the server" in ran.stderr
+    assert (project / "hello.txt").read_text() == "hi\n"
+    assert not (elsewhere / "hello.txt").exists()
+    rows = json.loads(listed.stdout)
+    assert [(r["goal"], r["last_status"]) for r in rows] == [("write hello.txt", "waiting")]
+    assert refused.returncode == 2
+    assert "set REINS_SERVER_TOKEN" in refused.stderr
+    assert wrong.returncode == 2
+    assert "refused the token" in wrong.stderr
+    assert "Traceback" not in ran.stderr + refused.stderr + wrong.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..core._stop import StopReason
@@ -14,13 +14,13 @@ from ._safe import json_visible
 from ._stdin import TerminalLines
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
-    from ..agent._run import AgentRun
     from ..core._cancel import Cancel
+    from ..core._events import StreamEvent
     from ._render import EventRenderer
 
 
 async def _drive(
-    stream: AgentRun, json_lines: bool, cancel: Cancel, lines: TerminalLines
+    stream: AsyncIterable[StreamEvent], json_lines: bool, cancel: Cancel, lines: TerminalLines
 ) -> StopReason:
     """Show the run's events; a reader that goes away (`--json | head`) cancels the run,
     which ends as cancelled, quietly. A prompt (`lines`) stops the spinner first."""

@@ -246,6 +246,15 @@ ReflectMaxRetriesOpt = Annotated[
         help="Reflections in a row judging a step failed that stop the run (default 3).",
     ),
 ]
+ServerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        metavar="URL",
+        help="A `reins serve` to do it on (e.g. http://127.0.0.1:8765), with the token in "
+        "$REINS_SERVER_TOKEN; else in this process.",
+    ),
+]
 ModeOpt = Annotated[
     str | None,
     typer.Option(

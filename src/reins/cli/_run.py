@@ -15,7 +15,7 @@ from ._agent_choices import _profile
 from ._console import _one_line_errors
 from ._event_output import _drive
 from ._execute import _execute
-from ._options import JsonOpt, SteerStdinOpt
+from ._options import JsonOpt, ServerOpt, SteerStdinOpt
 from ._run_options import RunOptions, takes_run_options
 from ._stdin import TerminalLines
 
@@ -61,12 +61,24 @@ def run(
     options: RunOptions,
     json_lines: JsonOpt = False,
     steer_stdin: SteerStdinOpt = False,
+    server: ServerOpt = None,
 ) -> None:
     """Run an agent on GOAL and show its steps live."""
     from ..tools._workspace import Workspace
 
     with _one_line_errors():
         goal = _goal(goal, steer_stdin)
+    if server is not None:
+        from ._remote import run_remote
+
+        asked_for = {
+            "session_id": session,
+            "model": options.model,
+            "max_steps": options.max_steps,
+            "time_budget": options.time_budget,
+            "mode": options.mode,
+        }
+        run_remote(server, goal, asked_for, json_lines)
 
     config = options.config()  # asked and settled before the log is opened
     choices = options.choices(config)

@@ -15,7 +15,7 @@ from ..core._stop import StopReason
 from . import _complete
 from ._console import _one_line_errors, out
 from ._execute import _execute
-from ._options import StoreOpt
+from ._options import ServerOpt, StoreOpt
 from ._run_status import _running, _say_unverified
 from ._safe import json_visible, visible
 from ._short_ids import short
@@ -43,10 +43,15 @@ def sessions(
         typer.Option("--limit", "-n", min=1, metavar="N", help="Only the latest N runs."),
     ] = None,
     store: StoreOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """List the sessions and their runs, the latest last (`rm` and `prune` remove them)."""
     if ctx.invoked_subcommand is not None:
         return
+    if server is not None:
+        from ._remote import list_remote
+
+        list_remote(server, limit, json_out)
     from ._render import render_runs
 
     async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:

@@ -7,6 +7,6 @@
 Inside: `_client` (the calls), `_sse` (reading server-sent events).
 """
 
-from ._client import Client, RemoteRun, ServerUnreachable
+from ._client import TOKEN_VARIABLE, Client, RemoteRun, ServerUnreachable
 
-__all__ = ["Client", "RemoteRun", "ServerUnreachable"]
+__all__ = ["TOKEN_VARIABLE", "Client", "RemoteRun", "ServerUnreachable"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, Self
@@ -17,6 +18,9 @@ from ..core._errors import ReinsError, RunNotFound, SessionBusy, UsageError
 from ..core._events import EVENT, RunFinished, StreamEvent, SubagentEvent
 from ._sse import messages
 
+TOKEN_VARIABLE = "REINS_SERVER_TOKEN"
+"""Where a token not given is taken from (as `reins serve` does)."""
+
 RECONNECTS = 5
 """A dropped stream is read again after its last event this many times in a row at most."""
 
@@ -26,9 +30,13 @@ class ServerUnreachable(ReinsError):
 
 
 class Client:
-    """A client of one server (`url`, e.g. `http://127.0.0.1:8765`) with its `token`."""
+    """A client of one server (`url`, e.g. `http://127.0.0.1:8765`) with its `token` (none:
+    `$REINS_SERVER_TOKEN`)."""
 
-    def __init__(self, url: str, token: str, *, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, token: str | None = None, *, timeout: float = 30.0) -> None:
+        token = token or os.environ.get(TOKEN_VARIABLE, "").strip()
+        if not token:
+            raise UsageError(f"no token for {url}: give one, or set {TOKEN_VARIABLE}")
         self.url = url.rstrip("/")
         self._http = httpx.AsyncClient(
             base_url=self.url,
