@@ -5,7 +5,7 @@ log; `create_app(runs, token)` is the ASGI app.
 
 Inside: `_runs` (the runs going on, answering and resuming them, following one's events),
 `_app` (the routes), `_ws` (the same over a WebSocket), `_requests` and `_views` (what goes
-in and out), `_limits` (the body cap), `_webhooks` (a run's end told to a URL, signed),
+in and out), `_webhooks` (a run's end told to a URL, signed),
 `_token` (the bearer token: given, or made once and kept in the store).
 """
 

@@ -17,15 +17,13 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from ..core._approval import Approval
 from ..core._errors import RunNotFound, SessionBusy, UsageError
 from ..core._events import StreamEvent
 from ..core._log import RunInfo
-from ._limits import MAX_BODY, limit_bodies
 from ._requests import (
     ApprovalAnswer,
     QuestionAnswer,
@@ -39,6 +37,10 @@ from ._views import RunView, SessionPage, SessionView, session_row
 from ._ws import websocket_route
 
 _bearer = HTTPBearer(auto_error=False)
+
+MAX_BODY = 1024 * 1024
+"""Bytes a request's body may hold (counted as it arrives, so a chunked one is capped too): a
+goal or a steer at its longest (100,000 characters) is at most 400 KB of JSON."""
 
 
 def create_app(runs: Runs, token: str) -> FastAPI:
@@ -59,8 +61,7 @@ def create_app(runs: Runs, token: str) -> FastAPI:
         yield
         await runs.close()  # the runs going on end as cancelled, in their logs
 
-    app = FastAPI(title="reins", version=_version(), lifespan=lifespan)
-    limit_bodies(app, MAX_BODY)
+    app = FastAPI(title="reins", version=_version(), lifespan=lifespan, max_body_size=MAX_BODY)
     app.add_exception_handler(_Unauthorized, _unauthorized)
     errors = (
         (RunNotFound, 404),
@@ -92,21 +93,22 @@ def create_app(runs: Runs, token: str) -> FastAPI:
 
     @api.get(
         "/runs/{run_id}/events",
-        response_class=EventSourceResponse,
+        response_class=StreamingResponse,
+        responses={200: {"content": {"text/event-stream": {}}}},
         dependencies=[Depends(known)],
     )
     async def events(
         run_id: str,
         after: int | None = None,
         last_event_id: Annotated[int | None, Header()] = None,
-    ) -> AsyncIterator[ServerSentEvent]:
+    ) -> StreamingResponse:
         """The run's events as server-sent events, each its journal JSON with its `seq` as
         the `id`; text deltas and subagents' events come with no id. `Last-Event-ID` (or
         `?after=SEQ`) resumes after that event. A waiting run's stream stays open and goes on
         when an answer resumes it."""
         since = last_event_id if last_event_id is not None else after or 0
-        async for event in runs.follow(run_id, since):
-            yield _sse(event)
+        batches = (_sse(batch) async for batch in runs.follow(run_id, since))
+        return StreamingResponse(batches, media_type="text/event-stream", headers=SSE_HEADERS)
 
     @api.post("/runs/{run_id}/steer", status_code=202, dependencies=[Depends(known)])
     async def steer(run_id: str, request: SteerRequest) -> dict[str, str]:
@@ -188,10 +190,22 @@ def create_app(runs: Runs, token: str) -> FastAPI:
     return app
 
 
-def _sse(event: StreamEvent) -> ServerSentEvent:
-    return ServerSentEvent(
-        raw_data=event_json(event), id=str(event.seq) if journaled(event) else None
-    )
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+"""No proxy keeps a stream's events back to send them together."""
+
+
+def _sse(batch: list[StreamEvent]) -> bytes:
+    """Events read together, framed as server-sent events in one write (a burst of events
+    is one send, not one each); none: a comment, that says the stream is alive."""
+    if not batch:
+        return b": ping\n\n"
+    frames = []
+    for event in batch:
+        if journaled(event):
+            frames.append(f"id: {event.seq}\ndata: {event_json(event)}\n\n")
+        else:
+            frames.append(f"data: {event_json(event)}\n\n")
+    return "".join(frames).encode()
 
 
 class _Unauthorized(Exception):

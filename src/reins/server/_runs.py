@@ -48,6 +48,8 @@ _logger = logging.getLogger(__name__)
 
 POLL_S = 0.5
 """How often a run written by another process is read again for new events."""
+HEARTBEAT_S = 15.0
+"""Seconds of nothing after which a stream says it is alive (proxies close silent ones)."""
 
 AgentFactory = Callable[[RunRequest], Agent]
 """Builds the agent of a run the server starts or resumes (its model, tools, permissions,
@@ -308,39 +310,69 @@ class Runs:
             raise RunNotFound(f"no run {run_id} in this store")
         return events
 
-    async def follow(self, run_id: str, after: int = 0) -> AsyncIterator[StreamEvent]:
-        """The run's events after the journal's `after`-th, then each as it comes, until the
-        run ends (or, for a run of another process, stops being written). A run that waits
-        for an answer is followed on when the answer resumes it here. A text delta comes
-        with the seq of the event it precedes, so a client that resumes after seq N gets the
-        text that led to N+1 again, and nothing twice that it had whole."""
+    async def follow(
+        self, run_id: str, after: int = 0, *, heartbeat: float = HEARTBEAT_S
+    ) -> AsyncIterator[list[StreamEvent]]:
+        """The run's events after the journal's `after`-th, then as they come, until the run
+        ends (or, for a run of another process, stops being written), in batches: what was
+        there to read at once. An empty batch after `heartbeat` seconds of nothing (a stream
+        says it is alive). A run that waits for an answer is followed on when the answer
+        resumes it here. A text delta comes with the seq of the event it precedes, so a
+        client that resumes after seq N gets the text that led to N+1 again, and nothing
+        twice that it had whole."""
+        last: Event | None = None  # the last logged event passed on
         while True:
             went_live = self._went_live  # taken before looking, so a resume is not missed
             if (live := self.live.get(run_id)) is not None:
-                events = _from_live(live, after)
+                batches = _from_live(live, after, heartbeat)
             else:
-                events = self._from_log(run_id, after)
-            async for event in events:
-                if journaled(event):
-                    after = event.seq
-                yield event
+                batches = self._from_log(run_id, after, heartbeat)
+            async for batch in batches:
+                for event in reversed(batch):
+                    if journaled(event):
+                        after, last = event.seq, event
+                        break
+                yield batch
             if run_id in self.live:
                 continue
-            if self._closing or self.status(await self.state(run_id)) != "waiting":
+            while not self._closing and await self._waits(run_id, last):
+                try:
+                    async with asyncio.timeout(heartbeat):
+                        await went_live.wait()
+                    break
+                except TimeoutError:
+                    yield []
+            else:
                 return
-            await went_live.wait()
 
-    async def _from_log(self, run_id: str, after: int) -> AsyncIterator[StreamEvent]:
+    async def _waits(self, run_id: str, last: Event | None) -> bool:
+        """Whether the run, which no longer goes on here, waits for an answer (as the last
+        event passed on says; none passed on: as its state says)."""
+        if isinstance(last, RunFinished) and last.stop_reason is not StopReason.WAITING:
+            return False
+        if last is not None and not isinstance(last, RunFinished):
+            return False  # its process ended first: interrupted
+        return self.status(await self.state(run_id)) == "waiting"
+
+    async def _from_log(
+        self, run_id: str, after: int, heartbeat: float
+    ) -> AsyncIterator[list[StreamEvent]]:
         events = await self._events(run_id)
         session_id = events[0].session_id
+        quiet = 0.0
         while True:
-            for event in events:
-                if event.seq > after:
-                    after = event.seq
-                    yield event
+            new = [event for event in events if event.seq > after]
+            if new:
+                after = new[-1].seq
+                quiet = 0.0
+                yield list[StreamEvent](new)
+            elif quiet >= heartbeat:
+                quiet = 0.0
+                yield []
             if isinstance(events[-1], RunFinished) or not self._written(session_id):
                 return
             await asyncio.sleep(POLL_S)
+            quiet += POLL_S
             events = await self.log.events(run_id)
 
     def _written(self, session_id: str) -> bool:
@@ -358,25 +390,32 @@ class Runs:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-async def _from_live(live: Live, after: int) -> AsyncIterator[StreamEvent]:
+async def _from_live(live: Live, after: int, heartbeat: float) -> AsyncIterator[list[StreamEvent]]:
     index = 0
     passed = 0  # the seq of the last journal event read: a subagent's events come after it
     while True:
         changed = live.changed  # taken before reading, so an append in between is not missed
+        batch: list[StreamEvent] = []
         while index < len(live.events):
             event = live.events[index]
             index += 1
             if isinstance(event, SubagentEvent):
                 if passed >= after:
-                    yield event
+                    batch.append(event)
                 continue
             if journaled(event):
                 passed = event.seq
             if event.seq > after:
-                yield event
+                batch.append(event)
+        if batch:
+            yield batch
         if live.finished:
             return
-        await changed.wait()
+        try:
+            async with asyncio.timeout(heartbeat):
+                await changed.wait()
+        except TimeoutError:
+            yield []
 
 
 def _request_of(state: RunState) -> RunRequest:

@@ -241,12 +241,14 @@ class _Session:
         self.following[run_id] = asyncio.create_task(self._events(run_id, after))
 
     async def _events(self, run_id: str, after: int) -> None:
-        async for event in self.runs.follow(run_id, after):
-            seq = event.seq if journaled(event) else None
-            self._put(
-                f'{{"type": "event", "run_id": {json.dumps(run_id)}, "id": '
-                f'{json.dumps(seq)}, "event": {event_json(event)}}}'
-            )
+        quoted = json.dumps(run_id)
+        async for batch in self.runs.follow(run_id, after):
+            for event in batch:  # none: a heartbeat, which a socket has its own of
+                seq = event.seq if journaled(event) else "null"
+                self._put(
+                    f'{{"type": "event", "run_id": {quoted}, "id": {seq}, '
+                    f'"event": {event_json(event)}}}'
+                )
             if self.dropped:
                 return
         self._put({"type": "end", "run_id": run_id})
