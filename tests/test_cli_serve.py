@@ -93,12 +93,21 @@ def test_reins_serve_runs_a_goal_over_http_with_its_token(tmp_path: Path) -> Non
     assert f"token: in {kept}" in said_again
 
 
-def test_reins_serve_takes_the_token_from_the_environment(tmp_path: Path) -> None:
+def test_reins_serve_takes_the_token_from_the_environment_and_its_port_from_the_config(
+    tmp_path: Path,
+) -> None:
     project = tmp_path / "project"
     project.mkdir()
     model = script(tmp_path / "hello.json", HELLO)
-    env = {**os.environ, "REINS_SERVER_TOKEN": "from-env-token", "COLUMNS": "200"}
-    args = ["serve", "--port", "0", "--store", str(tmp_path / "store"), "--model", model]
+    config = tmp_path / "config.toml"
+    config.write_text("[server]\nport = 0\n")  # where it listens: the config's, no flag
+    env = {
+        **os.environ,
+        "REINS_SERVER_TOKEN": "from-env-token",
+        "COLUMNS": "200",
+        "REINS_CONFIG": str(config),
+    }
+    args = ["serve", "--store", str(tmp_path / "store"), "--model", model]
     server = subprocess.Popen(
         [*REINS, *args, "-w", "."],
         cwd=project,

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reins import UnknownModel, UsageError, resolve_model
-from reins.agent._config import Config
+from reins.agent._config import Config, load_config
 from reins.cli import app
 from reins.models import AnthropicModel, OpenAIModel, OpenAIResponsesModel
 
@@ -107,7 +107,6 @@ def test_a_key_variable_that_is_not_set_is_reported(user_config: Path) -> None:
 def test_the_project_file_wins_key_by_key(
     user_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reins.agent._config import load_config
 
     project = (tmp_path / "repo").resolve()
     (project / "src").mkdir(parents=True)
@@ -129,6 +128,17 @@ def test_a_project_file_may_not_hold_a_key(user_config: Path, tmp_path: Path) ->
     (tmp_path / "reins.toml").write_text('[providers.openai]\napi_key = "sk-leak"\n')
     with pytest.raises(UsageError, match="must not hold a key; set api_key_env"):
         resolve_model("openai:gpt-4o")
+
+
+def test_where_reins_serve_listens_is_the_users_to_say(user_config: Path, tmp_path: Path) -> None:
+    user_config.write_text("[server]\nhost = '127.0.0.2'\nport = 9000\n")
+    assert (load_config(tmp_path).server.host, load_config(tmp_path).server.port) == (
+        "127.0.0.2",
+        9000,
+    )
+    (tmp_path / "reins.toml").write_text("[server]\nhost = '0.0.0.0'\n")
+    with pytest.raises(UsageError, match="may not say where `reins serve` listens"):
+        load_config(tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,10 @@ key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) w
     "git status" = "allow"
     "git push" = "ask"
 
+    [server]                          # `reins serve` (user file only; its flags win)
+    host = "127.0.0.1"
+    port = 8765
+
     [sandbox]                         # what commands may do (`reins.sandbox.SandboxPolicy`)
     mode = "workspace-write"          # or read-only, danger-full-access
     network = false
@@ -114,6 +118,16 @@ class Endpoint(BaseModel):
                 "not set; export it, or change api_key_env"
             )
         return key
+
+
+class ServerConfig(BaseModel):
+    """The `[server]` table of `reins serve` (the user's file only: a project cannot open a
+    port); its flags win."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
 
 
 class SandboxConfig(BaseModel):
@@ -421,6 +435,7 @@ class Config(BaseModel):
     project_permissions: PermissionRules = PermissionRules()
     """The project's rules: they can only make a decision stricter."""
     sandbox: SandboxConfig = SandboxConfig()
+    server: ServerConfig = ServerConfig()
     guards: GuardsConfig = GuardsConfig()
     context: ContextConfig = ContextConfig()
     profiles: dict[str, ProfileConfig] = {}
@@ -872,6 +887,11 @@ def _trusted_projects(path: Path, value: object) -> list[Path]:
 
 
 def _refuse_keys(path: Path, data: dict[str, object]) -> None:
+    if "server" in data:
+        raise UsageError(
+            f"config {path}: server: a project's file may not say where `reins serve` listens; "
+            f"set [server] in {user_config_path()}"
+        )
     providers = data.get("providers")
     for name, endpoint in providers.items() if isinstance(providers, dict) else []:
         if isinstance(endpoint, dict) and "api_key" in endpoint:

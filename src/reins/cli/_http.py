@@ -32,11 +32,22 @@ if TYPE_CHECKING:
 
 def serve(
     host: Annotated[
-        str, typer.Option("--host", help="Address to listen on (default: this machine only).")
-    ] = "127.0.0.1",
+        str | None,
+        typer.Option(
+            "--host",
+            help="Address to listen on (default: the config's [server] host, else this "
+            "machine only, 127.0.0.1).",
+        ),
+    ] = None,
     port: Annotated[
-        int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free).")
-    ] = 8765,
+        int | None,
+        typer.Option(
+            "--port",
+            min=0,
+            max=65535,
+            help="Port to listen on (0: any free; default: the config's, else 8765).",
+        ),
+    ] = None,
     workspace: WorkspaceOpt = Path("."),
     model: ModelOpt = None,
     max_steps: ServedMaxStepsOpt = None,
@@ -62,6 +73,8 @@ def serve(
     from ._execute import _store_of
 
     config = _config(trust_project)
+    host = host or config.server.host
+    port = config.server.port if port is None else port
     spec = model or config.model
     if not spec:
         spec, why = default_model()
