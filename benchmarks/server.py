@@ -231,8 +231,6 @@ def main() -> None:
             "--delay",
             str(args.delay),
         ]
-        if os.environ.get("REINS_BENCH_PROFILE"):  # the server under cProfile
-            argv = [sys.executable, os.environ["REINS_BENCH_PROFILE"], *argv[1:]]
         server = subprocess.Popen(argv)
         try:
             while not port_file.exists():
