@@ -288,7 +288,10 @@ def test_fish_runs_the_script_and_completes(on_path: dict[str, str], tmp_path: P
 
 COMMANDS = [
     [],
-    *([name] for name in ("run", "resume", "show", "compact", "replay", "doctor", "chat", "serve")),
+    *(
+        [name]
+        for name in ("run", "resume", "show", "compact", "replay", "doctor", "chat", "serve", "acp")
+    ),
     ["sessions"],
     ["sessions", "rm"],
     ["sessions", "prune"],

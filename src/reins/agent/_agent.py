@@ -233,6 +233,7 @@ class Agent(RunAssembly[DepsT, OutputT]):
         model: Model | str | None = None,
         output_type: None = None,
         message_history: History | None = None,
+        new_session: bool = False,
     ) -> AgentRun[OutputT]: ...
 
     @overload
@@ -246,6 +247,7 @@ class Agent(RunAssembly[DepsT, OutputT]):
         model: Model | str | None = None,
         output_type: type[RunOutputT],
         message_history: History | None = None,
+        new_session: bool = False,
     ) -> AgentRun[RunOutputT]: ...
 
     def iter(
@@ -258,8 +260,11 @@ class Agent(RunAssembly[DepsT, OutputT]):
         model: Model | str | None = None,
         output_type: type[Any] | None = None,
         message_history: History | None = None,
+        new_session: bool = False,
     ) -> AgentRun[Any]:
-        """Like `run`, as an async iterable of the run's events."""
+        """Like `run`, as an async iterable of the run's events. With `new_session`, the
+        run begins a new session whose id is `session_id` (a front end that named the session
+        before its first turn: an editor's ACP `session/new`); no run of the log may have it."""
         return self._stream(
             goal,
             session_id=session_id,
@@ -268,6 +273,7 @@ class Agent(RunAssembly[DepsT, OutputT]):
             model=model,
             output_type=output_type,
             message_history=message_history,
+            new_session=new_session,
         )
 
     def _stream(
@@ -280,12 +286,17 @@ class Agent(RunAssembly[DepsT, OutputT]):
         model: Model | str | None,
         output_type: type[Any] | None,
         message_history: History | None,
+        new_session: bool = False,
     ) -> AgentRun[Any]:
         agent = self._for_run(model, output_type)
         agent._check_deps(deps)
-        preface = _preface(message_history, session_id)
+        if new_session and session_id is None:
+            raise UsageError("new_session names the new session: give its session_id")
+        preface = _preface(message_history, None if new_session else session_id)
         return AgentRun(
-            lambda: start_run(agent, goal, session_id, cancel, deps=deps, preface=preface),
+            lambda: start_run(
+                agent, goal, session_id, cancel, deps=deps, preface=preface, fresh=new_session
+            ),
             agent._next_turns(cancel, deps),
             self._running,
             agent._output_spec(),

@@ -45,17 +45,21 @@ async def start_run(
     parent: tuple[str, str] | None = None,
     preface: Sequence[Message] = (),
     deps: Any = None,
+    fresh: bool = False,
 ) -> tuple[list[Event], RunLoop]:
-    """Record the start of a run of `goal` (a new session, or the next turn of `session_id`)
-    and its notices; the events recorded, and the loop that drives the run on."""
+    """Record the start of a run of `goal` (a new session, or the next turn of `session_id`;
+    with `fresh`, a new session whose id is `session_id`) and its notices; the events
+    recorded, and the loop that drives the run on."""
     asked = goal_message(goal)  # an argument that was not UTF-8 holds lone surrogates
     goal = _title(asked)
     tracer = tracer_for(agent.instrument, parent)  # settled before anything is recorded
     workspace = agent._workspace()
     mode, unknown = resolve_mode(agent.mode)
     notes = [unknown] if unknown else []
-    if session_id is None:
-        session_id = new_session_id()
+    if fresh and session_id is not None and await agent.log.runs(session_id):
+        raise UsageError(f"session {session_id} is in this log already: it cannot begin anew")
+    if session_id is None or fresh:
+        session_id = session_id or new_session_id()
         prompt = PromptContext(workspace=workspace.root, goal=goal, approvals=agent._may_ask())
         system = build_prompt(agent._sections(mode, workspace), prompt)
         history: list[Message] = [SystemMessage(content=system), *preface]

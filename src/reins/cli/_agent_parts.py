@@ -5,6 +5,7 @@ rules, who answers an approval, a question or a cap, and the built-in tools a ru
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
     from ..mcp import MCPServerConfig
     from ..permissions import ApprovalHandler, ApprovalMode, Permissions
     from ..policies import CapHandler, CommandHook
-    from ..store import SQLiteLog
+    from ..store import EventLog
     from ..tools import Tool
 
 
@@ -112,7 +113,7 @@ def _served_agent(
     spec: str,
     *,
     workspace: Path,
-    log: SQLiteLog,
+    log: EventLog,
     max_steps: int,
     approval: ApprovalHandler | ApprovalMode,
     ask: Ask | None = None,
@@ -122,9 +123,12 @@ def _served_agent(
     time_budget: float | None = None,
     cost_budget: float | None = None,
     mode: str | None = None,
+    planning: bool = False,
+    mcp_servers: Sequence[MCPServerConfig] = (),
 ) -> Agent:
-    """The agent of a run a server starts (`reins mcp serve`, `reins serve`): the config's
-    tools, rules, guards, checks, hooks and context, with no person at a terminal."""
+    """The agent of a run a server starts (`reins mcp serve`, `reins serve`, `reins acp`):
+    the config's tools, rules, guards, checks, hooks and context, with no person at a
+    terminal; `mcp_servers` besides the config's (an editor's)."""
     from ..agent._agent import Agent
     from ..agent._budgets import Budgets
     from ..agent._groups import Checks
@@ -155,7 +159,8 @@ def _served_agent(
         hooks=config.hooks.in_order(),
         context=config.context.settings(),
         instruction_files=config.instruction_files,
-        mcp_servers=_mcp_servers(config, None),
+        mcp_servers=[*_mcp_servers(config, None), *mcp_servers],
         skills=config.skill_folders,
         mode=mode,
+        planning=planning,
     )

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from ._acp import acp
 from ._chat import chat
 from ._compact import compact
 from ._completion import SHELLS, install_completion, shell_named, shells, show_completion
@@ -86,7 +87,7 @@ def _main(
 
 
 # The commands, in the order `reins --help` lists them; the groups (sessions, mcp) come after.
-for command in (run, resume, show, compact, replay, doctor, chat, serve):
+for command in (run, resume, show, compact, replay, doctor, chat, serve, acp):
     app.command()(command)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(mcp_app, name="mcp")
