@@ -110,9 +110,10 @@ class Runs:
         self._answering: dict[str, asyncio.Lock] = {}
         """One answer at a time resumes a run (two approvals of one step, sent together)."""
         self._webhooks: dict[str, str] = {}
-        self._went_live = asyncio.Event()
-        """Set (and replaced) each time a run goes on here: what a waiting run's stream
-        waits for."""
+        self._going_on: dict[str, asyncio.Event] = {}
+        """Set when the run (by id) goes on here: what a waiting run's streams wait for."""
+        self._goings = 0
+        """How many times a run went on here: a stream that waits looks again if it grew."""
         self._closing = False
 
     # -- starting and resuming
@@ -181,8 +182,9 @@ class Runs:
         live = Live(run=run, cancel=cancel, run_id=first.run_id, session_id=first.session_id)
         live.add(first)
         self.live[first.run_id] = live
-        self._went_live.set()
-        self._went_live = asyncio.Event()
+        self._goings += 1
+        if (going_on := self._going_on.pop(first.run_id, None)) is not None:
+            going_on.set()
         return live
 
     async def _drain(self, live: Live) -> None:
@@ -322,7 +324,7 @@ class Runs:
         twice that it had whole."""
         last: Event | None = None  # the last logged event passed on
         while True:
-            went_live = self._went_live  # taken before looking, so a resume is not missed
+            looked = self._goings  # taken before looking, so a resume in between is seen
             if (live := self.live.get(run_id)) is not None:
                 batches = _from_live(live, after, heartbeat)
             else:
@@ -335,15 +337,23 @@ class Runs:
                 yield batch
             if run_id in self.live:
                 continue
-            while not self._closing and await self._waits(run_id, last):
-                try:
-                    async with asyncio.timeout(heartbeat):
-                        await went_live.wait()
-                    break
-                except TimeoutError:
-                    yield []
-            else:
+            if self._closing or not await self._waits(run_id, last):
                 return
+            # It waits: until an answer resumes it here, or another process takes it on.
+            session_id = last.session_id if last else (await self.state(run_id)).session_id
+            went_live = self._going_on.setdefault(run_id, asyncio.Event())
+            if self._goings != looked:
+                continue  # a run went on while this one was looked at: look again
+            quiet = 0.0
+            while not (self._closing or went_live.is_set() or self._written(session_id)):
+                try:
+                    async with asyncio.timeout(POLL_S):
+                        await went_live.wait()
+                except TimeoutError:
+                    quiet += POLL_S
+                    if quiet >= heartbeat:
+                        quiet = 0.0
+                        yield []
 
     async def _waits(self, run_id: str, last: Event | None) -> bool:
         """Whether the run, which no longer goes on here, waits for an answer (as the last
@@ -383,7 +393,8 @@ class Runs:
         """Stop every run going on (each ends as cancelled, in its log), end the streams of
         waiting runs, and wait for them."""
         self._closing = True
-        self._went_live.set()
+        for going_on in self._going_on.values():
+            going_on.set()
         for live in list(self.live.values()):
             live.cancel.cancel()
         if self._tasks:
