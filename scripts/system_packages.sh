@@ -29,6 +29,8 @@ if [ "$group" = test ] || [ "$group" = all ]; then
     # The shells whose Tab completion the tests run (bash is there already).
     command -v zsh > /dev/null || need+=(zsh)
     command -v fish > /dev/null || need+=(fish)
+    # A real browser for the web page's tests (Playwright drives Debian's Chromium).
+    command -v chromium > /dev/null || need+=(chromium chromium-driver)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 

@@ -53,13 +53,15 @@ def test_reins_serve_runs_a_goal_over_http_with_its_token(tmp_path: Path) -> Non
     args = ("serve", "--port", "0", "--store", str(store), "--model", model, "-w", ".", "-y")
     server = _spawned(project, *args)
     try:
-        url, said = _started(server)
+        url, said = _started(server, then=2)
         made = TOKEN.search(said)
         assert made is not None, said
         token = made.group(2)
         kept = Path(made.group(1))
+        assert f"the page, signed in: {url}/#token={token}" in said
         headers = {"Authorization": f"Bearer {token}"}
         with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
+            page = client.get("/", headers={"Authorization": ""})
             refused = client.post("/api/runs", json={"goal": "x"}, headers={"Authorization": "x"})
             started = client.post("/api/runs", json={"goal": "write hello.txt"})
             run_id = started.json()["run_id"]
@@ -74,6 +76,8 @@ def test_reins_serve_runs_a_goal_over_http_with_its_token(tmp_path: Path) -> Non
         code, rest = _stop(server)
     assert code == 130  # as an interrupted `reins run`: the runs going on end cancelled
     assert "Traceback" not in rest
+    assert page.status_code == 200
+    assert "<title>reins</title>" in page.text
     assert refused.status_code == 401
     assert started.status_code == 201
     assert kinds[0] == "run_started"

@@ -27,7 +27,8 @@ def bin_dir() -> Iterator[Path]:
     shutil.copy(SCRIPT, path / "system_packages.sh")
     (path / "called").mkdir(mode=0o777)
     (path / "called").chmod(0o777)  # the stubs, run as `nobody`, leave their marks here
-    for name in ("cmake", "g++", "npm", "tmux", "zsh", "fish", "bwrap", "python3", "apt-get"):
+    commands = ("cmake", "g++", "npm", "tmux", "zsh", "fish", "chromium", "bwrap", "python3")
+    for name in (*commands, "apt-get"):
         stub = path / name
         stub.write_text(f"#!/bin/sh\n: > {path}/called/{name}\n")
         stub.chmod(0o755)

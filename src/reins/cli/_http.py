@@ -57,9 +57,9 @@ def serve(
     store: StoreOpt = None,
     trust_project: TrustProjectOpt = False,
 ) -> None:
-    """Serve reins over HTTP: runs started, watched as server-sent events, steered, stopped,
-    their approvals and questions answered, by whoever holds the token ($REINS_SERVER_TOKEN,
-    else made at the first start and kept in the store)."""
+    """Serve reins over HTTP, and its web page at /: runs started, watched as server-sent
+    events, steered, stopped, answered and resumed, by whoever holds the token
+    ($REINS_SERVER_TOKEN, else made at the first start and kept in the store)."""
     import asyncio
 
     import uvicorn
@@ -135,9 +135,11 @@ def serve(
             if server.started:
                 bound = server.servers[0].sockets[0].getsockname()[1]
                 kept = directory / "server.token"
-                err.print(f"reins serve: http://{_url_host(host)}:{bound} (store {directory})")
+                url = f"http://{_url_host(host)}:{bound}"
+                err.print(f"reins serve: {url} (store {directory})")
                 if made:
                     err.print(f"token (shown this once; kept in {kept}): {token}")
+                    err.print(f"the page, signed in: {url}/#token={token}")
                 elif not os.environ.get(TOKEN_VARIABLE, "").strip():
                     err.print(f"token: in {kept}")
             await serving

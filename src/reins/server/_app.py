@@ -34,6 +34,7 @@ from ._requests import (
 )
 from ._runs import Conflict, Runs, event_json, journaled
 from ._views import RunView, SessionPage, SessionView, session_row
+from ._web import mount_web
 from ._ws import websocket_route
 
 _bearer = HTTPBearer(auto_error=False)
@@ -187,6 +188,7 @@ def create_app(runs: Runs, token: str) -> FastAPI:
 
     app.include_router(api)
     app.add_api_websocket_route("/api/ws", websocket_route(runs, expected))
+    mount_web(app)
     return app
 
 
