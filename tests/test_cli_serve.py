@@ -35,6 +35,18 @@ def _started(server: subprocess.Popen[str], then: int = 1) -> tuple[str, str]:
     return match.group(1), said
 
 
+def _server(project: Path, args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """`reins serve ARGS -w .` in `project`, with `env`, its output piped."""
+    return subprocess.Popen(
+        [*REINS, *args, "-w", "."],
+        cwd=project,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
 def _stop(server: subprocess.Popen[str]) -> tuple[int, str]:
     """Interrupt the server as Ctrl-C does: its exit code and the rest of what it said."""
     server.send_signal(signal.SIGINT)
@@ -112,14 +124,7 @@ def test_reins_serve_takes_the_token_from_the_environment_and_its_port_from_the_
         "REINS_CONFIG": str(config),
     }
     args = ["serve", "--store", str(tmp_path / "store"), "--model", model]
-    server = subprocess.Popen(
-        [*REINS, *args, "-w", "."],
-        cwd=project,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    server = _server(project, args, env)
     try:
         url, said = _started(server, then=0)
         with httpx.Client(base_url=url, timeout=30) as client:
@@ -179,14 +184,7 @@ def test_a_killed_server_leaves_runs_to_resume_and_approvals_to_answer(tmp_path:
     args = ["serve", "--port", "0", "--store", str(tmp_path / "store"), "--model", model]
 
     def start() -> tuple[subprocess.Popen[str], httpx.Client]:
-        server = subprocess.Popen(
-            [*REINS, *args, "-w", "."],
-            cwd=project,
-            stderr=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
+        server = _server(project, args, env)
         url, _ = _started(server, then=0)
         return server, httpx.Client(
             base_url=url, headers={"Authorization": "Bearer tok"}, timeout=30
@@ -250,14 +248,7 @@ def test_reins_run_and_sessions_talk_to_a_server(tmp_path: Path) -> None:
     model = script(tmp_path / "hello.json", [*HELLO[:2], touch, "FINAL_ANSWER: touched"])
     env = {**os.environ, "REINS_SERVER_TOKEN": "tok", "COLUMNS": "200"}
     args = ["serve", "--port", "0", "--store", str(tmp_path / "store"), "--model", model]
-    server = subprocess.Popen(
-        [*REINS, *args, "-w", "."],
-        cwd=project,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    server = _server(project, args, env)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
 

@@ -61,6 +61,7 @@ from reins.testing import FunctionModel, ScriptedModel
 from reins.tools import BUILTIN_TOOLS
 
 from .helpers import call, reply
+from .test_server import Gate
 
 TOKEN = "s3cret-token"
 CHROMIUM = shutil.which("chromium")
@@ -189,25 +190,6 @@ class Held(ScriptedModel):
                 words += 1
                 if words == 2:
                     await self.release.wait()
-
-
-class Gate:
-    """A model that waits at its first request until the test opens the gate, then answers
-    with what the messages it was sent hold of a steering instruction."""
-
-    def __init__(self) -> None:
-        self.open = asyncio.Event()
-        self.waiting = asyncio.Event()
-        self.calls = 0
-
-    async def __call__(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Any:
-        self.calls += 1
-        if self.calls == 1:
-            self.waiting.set()
-            await self.open.wait()
-            return reply("reading", call("list_files", "l1", path="."))
-        told = [m.content for m in messages if isinstance(m, UserMessage) and "STEER" in m.content]
-        return reply("", call("final_answer", "f1", answer=f"told: {told}"))
 
 
 async def test_the_page_is_served_with_a_strict_policy_and_no_token(
