@@ -17,7 +17,7 @@ from fastapi import FastAPI, Request
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from reins import Agent, Ask, Budgets
+from reins import Agent, Ask, Budgets, ContextSettings
 from reins.server import SIGNATURE, RunRequest, Runs, create_app, signature
 from reins.store import SQLiteLog
 from reins.testing import FunctionModel, ScriptedModel
@@ -30,7 +30,12 @@ READS = [reply(f"look {k}", call("read_file", f"r{k}", path="notes.txt")) for k 
 
 
 def served(
-    workspace: Path, log: SQLiteLog, model: Any, *, max_steps: int = 10
+    workspace: Path,
+    log: SQLiteLog,
+    model: Any,
+    *,
+    max_steps: int = 10,
+    context: ContextSettings | None = None,
 ) -> tuple[Runs, FastAPI]:
     def make_agent(request: RunRequest) -> Agent:
         return Agent(
@@ -41,6 +46,7 @@ def served(
             budgets=Budgets(max_steps=request.max_steps or max_steps),
             approval="pause",
             ask=Ask(answer="pause"),
+            context=context or ContextSettings(),
         )
 
     runs = Runs(log, make_agent, signing_key=TOKEN.encode())
@@ -291,3 +297,35 @@ async def test_the_websocket_carries_the_same_events_and_commands(
     assert [m["event"] for m in logged] == [e.data for e in via_http]
     assert logged[-1]["event"]["stop_reason"] == "end_turn"
     assert (workspace / "made.txt").exists()
+
+
+async def read_to_the_end(ws: Any) -> None:
+    async with asyncio.timeout(30):
+        while True:
+            await ws.recv()
+
+
+async def test_a_websocket_client_that_stops_reading_is_dropped(
+    workspace: Path, sqlite_log: SQLiteLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What goes out to a socket waits in a bounded queue: a client that reads nothing while
+    a run writes megabytes fills it and is closed (1013), and the run goes on regardless."""
+    monkeypatch.setattr("reins.server._ws.QUEUE", 8)
+    chatter = "x" * 1_000_000
+    steps = [reply(chatter, call("calculate", f"c{k}", expression=f"{k} + 1")) for k in range(6)]
+    script = ScriptedModel([*steps, "FINAL_ANSWER: said"])
+    big = ContextSettings(window=50_000_000)  # the chatter is the point, not a full window
+    _, app = served(workspace, sqlite_log, script, max_steps=40, context=big)
+    async with serving(app) as client:
+        ws_url = str(client.base_url).replace("http", "ws", 1) + "/api/ws"
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with connect(ws_url, additional_headers=headers, max_queue=1, max_size=None) as ws:
+            await ws.send(json.dumps({"type": "start", "goal": "talk", "id": 1}))
+            await asyncio.sleep(3)  # reads nothing meanwhile
+            with pytest.raises(ConnectionClosed) as closed:
+                await read_to_the_end(ws)
+        run_id = (await client.get("/api/sessions")).json()["sessions"][0]["last_run_id"]
+        done = await until(client, run_id, "finished")
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1013
+    assert (done["stop_reason"], done["answer"]) == ("end_turn", "said"), done["detail"]
