@@ -290,7 +290,18 @@ COMMANDS = [
     [],
     *(
         [name]
-        for name in ("run", "resume", "show", "compact", "replay", "doctor", "chat", "serve", "acp")
+        for name in (
+            "run",
+            "resume",
+            "show",
+            "compact",
+            "replay",
+            "doctor",
+            "chat",
+            "serve",
+            "acp",
+            "eval",
+        )
     ),
     ["sessions"],
     ["sessions", "rm"],

@@ -1,0 +1,98 @@
+"""One attempt at a task: a fresh workspace (its files, its fixture, its setup), the agent's run
+on the goal, then the task's checks in the sandbox and its matchers on the answer."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..agent import Agent
+from ..sandbox import SandboxPolicy, run_process
+from ._suite import Task
+
+CHECK_TIMEOUT_S = 120.0
+SHOWN = 300
+"""Characters of a failed command's output kept in its reason."""
+
+AgentFactory = Callable[[Task, Path], Agent]
+"""Builds the agent of an attempt at a task in a workspace (its model, caps, tools): the front
+end decides."""
+
+
+@dataclass
+class Attempt:
+    """An attempt's record: `--json`'s items, one line each in the eval's file."""
+
+    task: str
+    attempt: int
+    passed: bool
+    run_id: str = ""
+    session_id: str = ""
+    stop_reason: str = ""
+    steps: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    seconds: float = 0.0
+    failures: list[str] = field(default_factory=list[str])
+    """Why it did not pass: a setup that failed, each check that failed, each matcher missed."""
+
+
+async def attempt(
+    task: Task, number: int, make_agent: AgentFactory, policy: SandboxPolicy
+) -> Attempt:
+    """Run attempt `number` at `task` in a temporary workspace, removed after its checks."""
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=f"reins-eval-{task.id}-") as folder:
+        workspace = Path(folder)
+        _lay_out(task, workspace)
+        for command in task.setup:
+            if failure := await _fails(command, workspace, policy, "setup"):
+                return Attempt(task.id, number, False, failures=[failure])
+        agent = make_agent(task, workspace)
+        async with agent:
+            result = await agent.run(task.goal)
+        failures = [
+            failure
+            for command in task.checks
+            if (failure := await _fails(command, workspace, policy, "check"))
+        ]
+    if task.answer is not None:
+        failures += [f"answer {miss}" for miss in task.answer.misses(result.final_answer)]
+    return Attempt(
+        task=task.id,
+        attempt=number,
+        passed=not failures,
+        run_id=result.run_id,
+        session_id=result.session_id,
+        stop_reason=result.stop_reason.value,
+        steps=result.steps,
+        input_tokens=result.usage.input_tokens,
+        output_tokens=result.usage.output_tokens,
+        cost=result.cost,
+        seconds=round(time.perf_counter() - began, 3),
+        failures=failures,
+    )
+
+
+def _lay_out(task: Task, workspace: Path) -> None:
+    if task.fixture is not None:
+        shutil.copytree(task.fixture, workspace, dirs_exist_ok=True, symlinks=True)
+    for name, text in task.files.items():
+        path = workspace / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+async def _fails(command: str, workspace: Path, policy: SandboxPolicy, what: str) -> str:
+    """Why `command` failed in the workspace (none: it exited 0)."""
+    done = await run_process(command, workspace=workspace, policy=policy, timeout=CHECK_TIMEOUT_S)
+    if done.exit_code == 0:
+        return ""
+    how = "timed out" if done.timed_out else f"exited {done.exit_code}"
+    said = done.output.strip()[-SHOWN:]
+    return f"{what} {how}: {command}" + (f" ({said})" if said else "")

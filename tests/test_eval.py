@@ -1,0 +1,198 @@
+"""`reins eval`: suites read (a bad one is one error naming the file, the task and the field),
+answers matched, and suites run from the command line on scripted models: attempts in fresh
+workspaces, checks in the sandbox, results as a table, JSON and a record in the store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reins.core._errors import UsageError
+from reins.eval import Answer, load_suite
+
+from .test_cli import reins
+
+HELLO = [
+    {
+        "text": "Writing.",
+        "tool_calls": [
+            {"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}
+        ],
+    },
+    "FINAL_ANSWER: wrote hello.txt, 42 bytes in all",
+]
+
+SUITE = """
+model = "script:hello.json"
+max_steps = 5
+
+[[tasks]]
+id = "hello"
+goal = "Create hello.txt containing: hi"
+files = { "notes/readme.md" = "# Notes\\n" }
+checks = ['test "$(cat hello.txt)" = hi', "test -f notes/readme.md"]
+answer = { contains = "hello.txt", number = 42 }
+tags = ["create"]
+
+[[tasks]]
+id = "bye"
+goal = "Create bye.txt"
+checks = ["test -f bye.txt"]
+tags = ["other"]
+"""
+
+
+def suite_at(folder: Path, text: str = SUITE, name: str = "suite.toml") -> Path:
+    (folder / "hello.json").write_text(json.dumps(HELLO))
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("model = ", r"suite\.toml: not valid TOML"),
+        ("max_steps = 3\n", r"suite\.toml: tasks: Field required"),
+        ("[[tasks]]\nid = 'a'\nchecks = ['true']\n", r"task a: goal: Field required"),
+        ("[[tasks]]\ngoal = 'g'\nchecks = ['true']\n", r"task #1: id: Field required"),
+        (
+            "[[tasks]]\nid = 'a'\ngoal = 'g'\nchecks = ['true']\ncheck = 'x'\n",
+            r"task a: check: Extra",
+        ),
+        ("[[tasks]]\nid = 'a'\ngoal = 'g'\n", r"task a: checks: a task needs checks"),
+        (
+            "[[tasks]]\nid = 'a'\ngoal = 'g'\nanswer = { regex = '(' }\n",
+            r"task a: answer\.regex: not a regular expression",
+        ),
+        (
+            "[[tasks]]\nid = 'a'\ngoal = 'g'\nchecks = ['true']\nfiles = { '../x' = 'y' }\n",
+            r"task a: files: '\.\./x' is not a path inside the workspace",
+        ),
+        (
+            "[[tasks]]\nid = 'a'\ngoal = 'g'\nchecks = ['true']\nmax_steps = 0\n",
+            r"task a: max_steps: Input should be greater than or equal to 1",
+        ),
+        (
+            "[[tasks]]\nid = 'a'\ngoal = 'g'\nchecks = ['true']\n"
+            "[[tasks]]\nid = 'a'\ngoal = 'h'\nchecks = ['true']\n",
+            r"task a: id: also in",
+        ),
+    ],
+)
+def test_a_bad_suite_is_one_error_naming_the_file_the_task_and_the_field(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    with pytest.raises(UsageError, match=said):
+        load_suite(suite_at(tmp_path, text))
+
+
+def test_a_folder_of_toml_and_yaml_suites_takes_each_files_defaults(tmp_path: Path) -> None:
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    suite_at(folder, SUITE, "a.toml")
+    (folder / "b.yaml").write_text(
+        "max_steps: 7\ntasks:\n  - id: listed\n    goal: list the files\n"
+        "    answer: {exact: done}\n    model: script:other.json\n"
+    )
+    suite = load_suite(folder)
+    chosen = load_suite(folder, tags=("create",), model="openai:gpt-4o")
+    assert [(t.id, t.max_steps) for t in suite.tasks] == [("hello", 5), ("bye", 5), ("listed", 7)]
+    assert suite.tasks[0].model == f"script:{folder / 'hello.json'}"
+    assert suite.tasks[2].model == f"script:{folder / 'other.json'}"  # a task's own stands
+    assert [(t.id, t.model) for t in chosen.tasks] == [("hello", "openai:gpt-4o")]
+    with pytest.raises(UsageError, match="no task is tagged nope"):
+        load_suite(folder, tags=("nope",))
+
+
+def test_the_answer_matchers_each_say_what_missed() -> None:
+    both = Answer(contains=["Paris", "france"], number=3.14, tolerance=0.01)
+    assert both.misses("Paris, France: 3.141") == []
+    assert both.misses("Lyon, 2.0") == [
+        "does not contain 'Paris'",
+        "does not contain 'france'",
+        "no number within 0.01 of 3.14",
+    ]
+    assert Answer(exact="done").misses("  done\n") == []
+    assert Answer(exact="done").misses("done.") == ["not exactly 'done'"]
+    assert Answer(regex=r"^\d{3}$").misses("404") == []
+    assert Answer(regex=r"^\d{3}$").misses("4040") == [r"does not match /^\d{3}$/"]
+    assert Answer(number=1200).misses("1,200 lines") == []
+    schema = Answer.model_validate({"schema": {"type": "object", "required": ["ok"]}})
+    assert schema.misses('{"ok": true}') == []
+    assert schema.misses("{}") == ["does not fit the schema: 'ok' is a required property"]
+    assert schema.misses("not json") == ["is not JSON"]
+    assert Answer(contains="x").misses(None) == ["does not contain 'x'"]
+
+
+def test_reins_eval_runs_a_suite_and_reports_it(tmp_path: Path) -> None:
+    suite = suite_at(tmp_path)
+    store = tmp_path / "store"
+    args = ("eval", str(suite), "--store", str(store), "--trust-suite", "--json", "out.json")
+    ran = reins(*args, "--repeat", "2", cwd=tmp_path)
+    gated = reins(*args, "--fail-under", "0.9", cwd=tmp_path)
+    refused = reins("eval", str(suite), "--store", str(store), cwd=tmp_path)
+    listed = reins("sessions", "--store", str(store), "--json", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert gated.returncode == 1  # one task of two passed: under 0.9
+    assert "1 of 2 tasks passed (50%)" in gated.stdout
+    assert refused.returncode == 2
+    assert "runs these commands (in the sandbox)" in refused.stderr
+    assert 'test "$(cat hello.txt)" = hi' in refused.stderr
+    assert "--trust-suite" in refused.stderr
+    report = json.loads((tmp_path / "out.json").read_text())  # the last run's (--fail-under)
+    assert report["repeat"] == 1
+    assert [(t["id"], t["passed"]) for t in report["tasks"]] == [("hello", True), ("bye", False)]
+    hello, bye = report["tasks"]
+    attempt = hello["attempts"][0]
+    assert (attempt["passed"], attempt["stop_reason"], attempt["steps"]) == (True, "end_turn", 2)
+    assert attempt["run_id"].startswith("r")
+    assert attempt["input_tokens"] > 0
+    assert bye["attempts"][0]["failures"] == ["check exited 1: test -f bye.txt"]
+    assert report["pass_rate"] == 0.5
+    records = sorted((store / "evals").glob("*.jsonl"))
+    assert len(records) == 2
+    lines = [json.loads(line) for line in records[0].read_text().splitlines()]
+    kinds = [next(iter(line)) for line in lines]
+    repeated = records[0] if kinds.count("attempt") == 4 else records[1]
+    attempts = [json.loads(line)["attempt"] for line in repeated.read_text().splitlines()[1:]]
+    assert [(a["task"], a["attempt"]) for a in attempts] == [
+        ("hello", 1),
+        ("hello", 2),
+        ("bye", 1),
+        ("bye", 2),
+    ]
+    runs = json.loads(listed.stdout)
+    assert len(runs) == 6  # every attempt's run is a session of its own in the store
+    assert {r["run_id"] for r in runs} >= {a["run_id"] for a in attempts}
+    assert not (tmp_path / "hello.txt").exists()  # the attempts worked in workspaces of their own
+
+
+def test_a_failed_setup_fails_its_attempt_without_a_run(tmp_path: Path) -> None:
+    fixture = tmp_path / "fixtures" / "app"
+    fixture.mkdir(parents=True)
+    (fixture / "app.py").write_text("print('hi')\n")
+    text = (
+        'model = "script:hello.json"\n'
+        "[[tasks]]\nid = 'broken'\ngoal = 'g'\nsetup = ['exit 3']\nchecks = ['true']\n"
+        "[[tasks]]\nid = 'copied'\ngoal = 'Create hello.txt'\nfixture = 'fixtures/app'\n"
+        "checks = ['test -f app.py', 'test -f hello.txt']\n"
+    )
+    suite = suite_at(tmp_path, text)
+    ran = reins(
+        "eval",
+        str(suite),
+        "--store",
+        str(tmp_path / "store"),
+        "--trust-suite",
+        "--json",
+        "out.json",
+        cwd=tmp_path,
+    )
+    assert ran.returncode == 0, ran.stderr
+    broken, copied = json.loads((tmp_path / "out.json").read_text())["tasks"]
+    assert broken["attempts"][0]["failures"] == ["setup exited 3: exit 3"]
+    assert broken["attempts"][0]["run_id"] == ""
+    assert copied["passed"] is True
