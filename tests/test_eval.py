@@ -196,3 +196,59 @@ def test_a_failed_setup_fails_its_attempt_without_a_run(tmp_path: Path) -> None:
     assert broken["attempts"][0]["failures"] == ["setup exited 3: exit 3"]
     assert broken["attempts"][0]["run_id"] == ""
     assert copied["passed"] is True
+
+
+BYE = [
+    {"tool_calls": [{"name": "write_file", "arguments": {"path": "bye.txt", "content": "bye\n"}}]},
+    "FINAL_ANSWER: wrote bye.txt",
+]
+
+
+def test_an_eval_cut_short_is_resumed_and_evals_are_listed_shown_and_compared(
+    tmp_path: Path,
+) -> None:
+    suite = suite_at(tmp_path)
+    (tmp_path / "bye.json").write_text(json.dumps(BYE))
+    store = ("--store", str(tmp_path / "store"))
+    first = reins("eval", str(suite), *store, "--trust-suite", "--repeat", "2", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    (record,) = (tmp_path / "store" / "evals").glob("*.jsonl")
+    lines = record.read_text().splitlines()
+    record.write_text("\n".join([*lines[:2], lines[2][:25]]))  # stopped mid-write
+    resumed = reins("eval", "--resume", record.stem[:9], *store, "--trust-suite", cwd=tmp_path)
+    shown = reins("eval", "show", "last", *store, "--json", cwd=tmp_path)
+    other = reins(
+        "eval", str(suite), *store, "--trust-suite", "--model", "script:bye.json", cwd=tmp_path
+    )
+    newest = max((tmp_path / "store" / "evals").glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
+    compared = reins("eval", "compare", record.stem, newest.stem, *store, cwd=tmp_path)
+    listed = reins("eval", "list", *store, cwd=tmp_path)
+    mixed = reins("eval", str(suite), "--resume", "last", *store, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr + resumed.stdout
+    assert resumed.stderr.count("#") == 3  # the three attempts the record did not hold
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    assert report["eval_id"] == record.stem
+    assert [(t["id"], [a["attempt"] for a in t["attempts"]]) for t in report["tasks"]] == [
+        ("hello", [1, 2]),
+        ("bye", [1, 2]),
+    ]
+    assert [t["passed"] for t in report["tasks"]] == [True, False]
+    assert other.returncode == 0, other.stderr
+    assert "pass rate 50% → 50% (+0%)" in compared.stdout
+    assert "now pass (1): bye" in compared.stdout
+    assert "now fail (1): hello" in compared.stdout
+    assert "McNemar's exact p = 1 on 2 flips" in compared.stdout
+    assert record.stem in listed.stdout
+    assert newest.stem in listed.stdout
+    assert mixed.returncode == 2
+    assert "--resume goes on with the eval as it was asked" in mixed.stderr
+
+
+def test_mcnemars_exact_test() -> None:
+    from reins.eval._compare import mcnemar_exact
+
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(3, 3) == 1.0
+    assert mcnemar_exact(0, 6) == pytest.approx(2 / 64)
+    assert mcnemar_exact(9, 1) == pytest.approx(2 * 11 / 1024)

@@ -15,7 +15,7 @@ from ._compact import compact
 from ._completion import SHELLS, install_completion, shell_named, shells, show_completion
 from ._console import _silence_stdout, out
 from ._doctor import doctor
-from ._eval import eval_suite
+from ._eval import eval_app
 from ._help import plain_help
 from ._http import serve
 from ._mcp import mcp_app
@@ -90,9 +90,9 @@ def _main(
 # The commands, in the order `reins --help` lists them; the groups (sessions, mcp) come after.
 for command in (run, resume, show, compact, replay, doctor, chat, serve, acp):
     app.command()(command)
-app.command("eval")(eval_suite)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(eval_app, name="eval")
 
 
 def main() -> None:

@@ -1,5 +1,6 @@
 """`reins eval SUITE`: a suite's tasks attempted, each in a fresh workspace, judged by its
-checks and answer matchers; a table, and `--json` for machines."""
+checks and answer matchers; a table, and `--json` for machines. `reins eval list`, `show` and
+`compare` read the evals the store recorded."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 from rich.table import Table
+from typer._click.core import Context
+from typer.core import TyperGroup
 
 from ..core._errors import UsageError
 from ._agent_parts import _config, _served_agent
@@ -23,10 +26,39 @@ if TYPE_CHECKING:
     from ..permissions import ApprovalMode
 
 
+class _SuiteFirst(TyperGroup):
+    """`reins eval SUITE ...` is `reins eval run SUITE ...`: a first word that names no
+    subcommand (a suite, or an option of `run`) goes to `run`."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+eval_app = typer.Typer(
+    cls=_SuiteFirst,
+    rich_markup_mode="markdown",
+    no_args_is_help=True,
+    help="Evaluate an agent: `reins eval SUITE` attempts a suite's tasks; `list`, `show` and "
+    "`compare` read the evals recorded in the store.",
+)
+
+
+@eval_app.command("run")
 def eval_suite(
     suite: Annotated[
-        Path, typer.Argument(metavar="SUITE", help="A suite file (TOML, YAML) or a folder of them.")
-    ],
+        Path | None,
+        typer.Argument(metavar="SUITE", help="A suite file (TOML, YAML) or a folder of them."),
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            metavar="EVAL",
+            help="Run what an eval stopped before (its id, a prefix, or `last`).",
+        ),
+    ] = None,
     model: ModelOpt = None,
     repeat: Annotated[
         int, typer.Option("--repeat", "-k", min=1, help="Attempts per task (pass@k, pass^k).")
@@ -62,19 +94,36 @@ def eval_suite(
     import asyncio
 
     from ..agent._resolve import default_model, resolve_model
-    from ..eval import load_suite, run_eval
+    from ..eval import load_suite, new_eval, read_record, run_eval
     from ..store import SQLiteLog
     from ._execute import _store_of
 
     config = _config(trust_project)
+    directory = _store_of(store)
     with _one_line_errors():
+        if resume is not None:
+            if suite is not None or model is not None or tag or repeat != 1:
+                raise UsageError(
+                    "--resume goes on with the eval as it was asked: give no suite, --model, "
+                    "--tag or --repeat with it"
+                )
+            started = read_record(directory, resume)
+            suite, model, tag, repeat = (
+                Path(started.suite),
+                started.model,
+                started.tags,
+                started.repeat,
+            )
+        elif suite is None:
+            raise UsageError("reins eval: name a SUITE (a file or folder), or --resume EVAL")
         loaded = load_suite(suite, tags=tuple(tag or ()), model=model)
+        if resume is None:
+            started = new_eval(loaded, repeat=repeat, tags=list(tag or ()), model=model)
         _trust(loaded, trust_suite)
         fallback = config.model or default_model()[0]
         for task in loaded.tasks:  # a model that cannot be had is said before any attempt
             resolve_model(task.model or fallback, config)
         policy = config.sandbox.policy()
-    directory = _store_of(store)
     approval: ApprovalMode = "deny" if config.approval == "deny" else "allow"
 
     async def go() -> EvalResult:
@@ -93,14 +142,19 @@ def eval_suite(
                     mode=task.mode,
                 )
 
-            return await run_eval(
-                loaded, make_agent, policy, directory, repeat=repeat, on_attempt=_said
-            )
+            return await run_eval(loaded, started, make_agent, policy, directory, on_attempt=_said)
         finally:
             await log.close()
 
     with _one_line_errors():
-        result = asyncio.run(go())
+        try:
+            result = asyncio.run(go())
+        except KeyboardInterrupt:
+            err.print(
+                f"[yellow]stopped[/]: what finished is kept; `reins eval --resume "
+                f"{started.eval_id}` runs the rest"
+            )
+            raise typer.Exit(130) from None
     _table(result)
     if json_file is not None:
         json_file.write_text(json.dumps(result.to_json(), indent=2) + "\n")
@@ -156,3 +210,73 @@ def _table(result: EvalResult) -> None:
             f"{sum(a.seconds for a in attempts):.1f}",
         )
     out.print(table)
+
+
+@eval_app.command("list")
+def list_evals(store: StoreOpt = None) -> None:
+    """The evals recorded in the store, the latest last."""
+    from ..eval import list_records
+    from ._execute import _store_of
+
+    with _one_line_errors():
+        evals = list_records(_store_of(store))
+    table = Table()
+    for name in ("eval", "started", "suite", "tasks", "passed", "attempts"):
+        table.add_column(name, justify="right" if name in ("tasks", "passed") else "left")
+    for result in evals:
+        table.add_row(
+            result.eval_id,
+            result.started_at.replace("T", " ")[:19],
+            escape(result.suite),
+            str(len(result.tasks)),
+            f"{sum(t.passed for t in result.tasks)} ({result.pass_rate:.0%})",
+            f"{len(result.attempts)} of {len(result.tasks) * result.repeat or '?'}",
+        )
+    out.print(table if evals else "no evals in this store yet: `reins eval SUITE` runs one")
+
+
+@eval_app.command("show")
+def show_eval(
+    eval_id: Annotated[str, typer.Argument(metavar="EVAL", help="Its id, a prefix, or `last`.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print it as JSON.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """An eval's results, per task."""
+    from ..eval import read_record
+    from ._execute import _store_of
+
+    with _one_line_errors():
+        result = read_record(_store_of(store), eval_id)
+    if json_out:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+        return
+    _table(result)
+    out.print(
+        f"{sum(t.passed for t in result.tasks)} of {len(result.tasks)} tasks passed "
+        f"({result.pass_rate:.0%}, pass@{result.repeat} {result.pass_at_k:.0%})"
+    )
+
+
+@eval_app.command("compare")
+def compare_evals(
+    a: Annotated[str, typer.Argument(metavar="A", help="The eval before (id, prefix).")],
+    b: Annotated[str, typer.Argument(metavar="B", help="The eval after.")],
+    store: StoreOpt = None,
+) -> None:
+    """Which tasks flipped each way from A to B, the change in pass rate with McNemar's exact
+    test on the flips, and the cost and time ratios (on the tasks both ran)."""
+    from ..eval import compare, read_record
+    from ._execute import _store_of
+
+    with _one_line_errors():
+        directory = _store_of(store)
+        seen = compare(read_record(directory, a), read_record(directory, b))
+    out.print(
+        f"{len(seen.shared)} tasks in both: pass rate {seen.rate_a:.0%} → {seen.rate_b:.0%} "
+        f"({seen.rate_b - seen.rate_a:+.0%}); McNemar's exact p = {seen.p_value:.3g} "
+        f"on {len(seen.gained) + len(seen.lost)} flips"
+    )
+    out.print(f"[green]now pass ({len(seen.gained)}):[/] {escape(', '.join(seen.gained) or '-')}")
+    out.print(f"[red]now fail ({len(seen.lost)}):[/] {escape(', '.join(seen.lost) or '-')}")
+    for what, ratio in (("cost", seen.cost_ratio), ("time", seen.time_ratio)):
+        out.print(f"{what}: {'-' if ratio is None else f'{ratio:.2f} ×'} (B / A)")

@@ -2,21 +2,31 @@
 judged by its checks (shell commands in the sandbox) and matchers on its answer.
 
 Inside: `_suite` (the suite files, and the matchers), `_attempt` (one attempt at a task), `_run`
-(an eval: every task, `repeat` times, recorded in the store).
+(an eval: every task, `repeat` times), `_record` (its record in the store, read back by
+`--resume`, `show` and `compare`), `_results` (what the attempts add up to), `_compare` (two
+evals side by side).
 """
 
 from ._attempt import AgentFactory, Attempt
-from ._run import EvalResult, TaskResult, run_eval
+from ._compare import Comparison, compare
+from ._record import list_records, read_record
+from ._results import EvalResult, TaskResult
+from ._run import new_eval, run_eval
 from ._suite import Answer, Suite, Task, load_suite
 
 __all__ = [
     "AgentFactory",
     "Answer",
     "Attempt",
+    "Comparison",
     "EvalResult",
     "Suite",
     "Task",
     "TaskResult",
+    "compare",
+    "list_records",
     "load_suite",
+    "new_eval",
+    "read_record",
     "run_eval",
 ]
