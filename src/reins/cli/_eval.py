@@ -22,6 +22,8 @@ from ._options import ModelOpt, StoreOpt, TrustProjectOpt
 
 if TYPE_CHECKING:
     from ..agent._agent import Agent
+    from ..agent._config import Config
+    from ..core._events import Event
     from ..eval import Attempt, EvalResult, Suite, Task
     from ..permissions import ApprovalMode
 
@@ -59,6 +61,25 @@ def eval_suite(
             help="Run what an eval stopped before (its id, a prefix, or `last`).",
         ),
     ] = None,
+    replay: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--replay",
+            metavar="RUN",
+            help="Drive a recorded run (its id, a prefix, `last`, or a .jsonl file of its "
+            "events) again with its model's replies; say where today's harness first differs.",
+        ),
+    ] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            metavar="DIR",
+            help="With --replay: a copy of DIR is the workspace the replay starts in "
+            "(else an empty folder).",
+        ),
+    ] = None,
     model: ModelOpt = None,
     repeat: Annotated[
         int, typer.Option("--repeat", "-k", min=1, help="Attempts per task (pass@k, pass^k).")
@@ -90,7 +111,8 @@ def eval_suite(
 ) -> None:
     """Attempt a suite's tasks, each in a fresh temporary workspace, unattended: the agent's
     calls are allowed (unless the config's approval is "deny") inside the sandbox. Each run is
-    recorded in the store; the eval's record is in its evals/ folder."""
+    recorded in the store; the eval's record is in its evals/ folder. With --replay, drive
+    recorded runs again instead (exit 1 if one differs)."""
     import asyncio
 
     from ..agent._resolve import default_model, resolve_model
@@ -100,6 +122,15 @@ def eval_suite(
 
     config = _config(trust_project)
     directory = _store_of(store)
+    if replay:
+        with _one_line_errors():
+            if suite is not None or resume is not None:
+                raise UsageError("--replay replays runs: give no suite or --resume with it")
+            if workspace is not None and not workspace.is_dir():
+                raise UsageError(f"--workspace {workspace}: not a folder")
+            files = {run: _events_in(Path(run)) for run in replay if run.endswith(".jsonl")}
+            diverged = asyncio.run(_replayed(replay, files, workspace, directory, config))
+        raise typer.Exit(1 if diverged else 0)
     with _one_line_errors():
         if resume is not None:
             if suite is not None or model is not None or tag or repeat != 1:
@@ -164,6 +195,69 @@ def eval_suite(
         f"({rate:.0%}); eval {result.eval_id}, recorded in {directory / 'evals'}"
     )
     raise typer.Exit(1 if fail_under is not None and rate < fail_under else 0)
+
+
+def _events_in(path: Path) -> list[Event]:
+    """A run's events from a file of them, one JSON event a line (`reins replay RUN --json`)."""
+    from pydantic import ValidationError
+
+    from ..core._events import EVENT
+
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--replay {path}: cannot be read: {exc}") from None
+    events = []
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                events.append(EVENT.validate_json(line))
+            except ValidationError as exc:
+                first = str(exc.errors()[0]["msg"])
+                raise UsageError(
+                    f"--replay {path}: line {number} is not an event: {first}"
+                ) from None
+    return events
+
+
+async def _replayed(
+    runs: list[str],
+    files: dict[str, list[Event]],
+    workspace: Path | None,
+    store: Path,
+    config: Config,
+) -> int:
+    """Replay each run (from the store, or its events read from a file), saying whether it
+    went as recorded or where it first differs; how many differed."""
+    from ..eval import replay_events
+    from ..store import SQLiteLog, find_run
+    from ._agent_parts import _permissions
+
+    log = SQLiteLog(store)
+    diverged = 0
+    try:
+        for run in runs:
+            if run in files:
+                events = files[run]
+            else:
+                events = await log.events(find_run(await log.runs(), run).run_id)
+            done = await replay_events(
+                events, log, workspace=workspace, permissions=_permissions(config)
+            )
+            if done.divergence is None:
+                out.print(f"[green]✓[/] {done.run_id}: as recorded ({done.compared} events)")
+                continue
+            diverged += 1
+            gap = done.divergence
+            out.print(
+                f"[red]✗[/] {done.run_id}: first differs at seq {gap.seq} "
+                f"(replay {done.replay_run_id})"
+            )
+            out.print(f"  before: {escape(json.dumps(gap.before))[:600]}")
+            out.print(f"  after:  {escape(json.dumps(gap.after))[:600]}")
+    finally:
+        await log.close()
+    return diverged
 
 
 def _trust(suite: Suite, trusted: bool) -> None:

@@ -4,12 +4,13 @@ judged by its checks (shell commands in the sandbox) and matchers on its answer.
 Inside: `_suite` (the suite files, and the matchers), `_attempt` (one attempt at a task), `_run`
 (an eval: every task, `repeat` times), `_record` (its record in the store, read back by
 `--resume`, `show` and `compare`), `_results` (what the attempts add up to), `_compare` (two
-evals side by side).
+evals side by side), `_replay` (a recorded run driven again, its first divergence).
 """
 
 from ._attempt import AgentFactory, Attempt
 from ._compare import Comparison, compare
 from ._record import list_records, read_record
+from ._replay import Divergence, Replayed, replay_events, replay_run
 from ._results import EvalResult, TaskResult
 from ._run import new_eval, run_eval
 from ._suite import Answer, Suite, Task, load_suite
@@ -19,7 +20,9 @@ __all__ = [
     "Answer",
     "Attempt",
     "Comparison",
+    "Divergence",
     "EvalResult",
+    "Replayed",
     "Suite",
     "Task",
     "TaskResult",
@@ -28,5 +31,7 @@ __all__ = [
     "load_suite",
     "new_eval",
     "read_record",
+    "replay_events",
+    "replay_run",
     "run_eval",
 ]
