@@ -59,6 +59,7 @@ bench: system-bench setup peers
 	$(BIN)/python benchmarks/mcp_client/run.py
 	$(BIN)/python benchmarks/journal_size.py
 	$(BIN)/python benchmarks/server.py
+	$(BIN)/python benchmarks/eval.py
 	$(BIN)/python benchmarks/bfcl/run.py
 	$(BIN)/python benchmarks/tasks/oracle.py
 	$(BIN)/python benchmarks/tasks/run.py --configs on,off --max-steps 6 \

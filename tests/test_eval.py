@@ -131,7 +131,7 @@ def test_reins_eval_runs_a_suite_and_reports_it(tmp_path: Path) -> None:
     suite = suite_at(tmp_path)
     store = tmp_path / "store"
     args = ("eval", str(suite), "--store", str(store), "--trust-suite", "--json", "out.json")
-    ran = reins(*args, "--repeat", "2", cwd=tmp_path)
+    ran = reins(*args, "--repeat", "2", "--jobs", "2", cwd=tmp_path)
     gated = reins(*args, "--fail-under", "0.9", cwd=tmp_path)
     refused = reins("eval", str(suite), "--store", str(store), cwd=tmp_path)
     listed = reins("sessions", "--store", str(store), "--json", cwd=tmp_path)
@@ -158,11 +158,11 @@ def test_reins_eval_runs_a_suite_and_reports_it(tmp_path: Path) -> None:
     kinds = [next(iter(line)) for line in lines]
     repeated = records[0] if kinds.count("attempt") == 4 else records[1]
     attempts = [json.loads(line)["attempt"] for line in repeated.read_text().splitlines()[1:]]
-    assert [(a["task"], a["attempt"]) for a in attempts] == [
-        ("hello", 1),
-        ("hello", 2),
+    assert sorted((a["task"], a["attempt"]) for a in attempts) == [
         ("bye", 1),
         ("bye", 2),
+        ("hello", 1),
+        ("hello", 2),
     ]
     runs = json.loads(listed.stdout)
     assert len(runs) == 6  # every attempt's run is a session of its own in the store

@@ -84,6 +84,17 @@ def eval_suite(
     repeat: Annotated[
         int, typer.Option("--repeat", "-k", min=1, help="Attempts per task (pass@k, pass^k).")
     ] = 1,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            metavar="N",
+            help="Attempts going on at once (in this process: for a hosted model; the "
+            "embedded one answers one at a time).",
+        ),
+    ] = 1,
     tag: Annotated[
         list[str] | None, typer.Option("--tag", "-t", help="Only the tasks with this tag.")
     ] = None,
@@ -173,7 +184,9 @@ def eval_suite(
                     mode=task.mode,
                 )
 
-            return await run_eval(loaded, started, make_agent, policy, directory, on_attempt=_said)
+            return await run_eval(
+                loaded, started, make_agent, policy, directory, jobs=jobs, on_attempt=_said
+            )
         finally:
             await log.close()
 

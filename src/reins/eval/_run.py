@@ -3,6 +3,7 @@ store as it ends (`_record`), so an eval stopped part way is resumed from what i
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -12,7 +13,7 @@ from ..sandbox import SandboxPolicy
 from ._attempt import AgentFactory, Attempt, attempt
 from ._record import add_attempt, mend_record, record_path, start_record
 from ._results import EvalResult, TaskResult
-from ._suite import Suite
+from ._suite import Suite, Task
 
 
 def new_eval_id() -> str:
@@ -38,26 +39,32 @@ async def run_eval(
     policy: SandboxPolicy,
     store: Path,
     *,
+    jobs: int = 1,
     on_attempt: Callable[[Attempt], None] = lambda attempt: None,
 ) -> EvalResult:
-    """Run the attempts of `suite` that `result` does not hold yet (all, for a new eval), one
-    after another, each recorded as it ends; `result` with them all, in the suite's order."""
+    """Run the attempts of `suite` that `result` does not hold yet (all, for a new eval),
+    `jobs` at a time, each recorded as it ends; `result` with them all, in the suite's order."""
     path = record_path(store, result.eval_id)
     if path.exists():
         mend_record(path)
     else:
         start_record(store, result)
     done = {(a.task, a.attempt): a for a in result.attempts}
-    tasks: list[TaskResult] = []
-    for task in suite.tasks:
-        into = TaskResult(task.id, task.tags, [])
-        tasks.append(into)
-        for number in range(1, result.repeat + 1):
-            finished = done.get((task.id, number))
-            if finished is None:
-                finished = await attempt(task, number, make_agent, policy)
-                add_attempt(path, finished)
-                on_attempt(finished)
-            into.attempts.append(finished)
-        result.tasks = [*tasks]
+    slots = asyncio.Semaphore(jobs)
+
+    async def one(task: Task, number: int) -> Attempt:
+        if (finished := done.get((task.id, number))) is not None:
+            return finished
+        async with slots:
+            finished = await attempt(task, number, make_agent, policy)
+        add_attempt(path, finished)  # whole lines, written from the one event loop
+        on_attempt(finished)
+        return finished
+
+    planned = [(task, n) for task in suite.tasks for n in range(1, result.repeat + 1)]
+    attempts = await asyncio.gather(*(one(task, n) for task, n in planned))
+    by_task = {task.id: TaskResult(task.id, task.tags, []) for task in suite.tasks}
+    for (task, _), finished in zip(planned, attempts, strict=True):
+        by_task[task.id].attempts.append(finished)
+    result.tasks = list(by_task.values())
     return result
