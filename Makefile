@@ -62,6 +62,8 @@ bench: system-bench setup peers
 	$(BIN)/python benchmarks/eval.py
 	$(BIN)/python benchmarks/bfcl/run.py
 	$(BIN)/python benchmarks/tasks/oracle.py
+	$(BIN)/reins eval benchmarks/tasks/suite.yaml --model local --trust-suite \
+		--store /tmp/reins-bench-store --json /tmp/reins-tasks-eval.json
 	$(BIN)/python benchmarks/tasks/run.py --configs on,off --max-steps 6 \
 		--details /tmp/reins-tasks.json
 	$(BIN)/python benchmarks/tasks/run.py --max-steps 6 \

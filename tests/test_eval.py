@@ -252,3 +252,16 @@ def test_mcnemars_exact_test() -> None:
     assert mcnemar_exact(3, 3) == 1.0
     assert mcnemar_exact(0, 6) == pytest.approx(2 / 64)
     assert mcnemar_exact(9, 1) == pytest.approx(2 * 11 / 1024)
+
+
+def test_the_task_suite_file_is_the_one_tasks_py_makes() -> None:
+    """benchmarks/tasks/suite.yaml (what `make bench` gives `reins eval`) holds the tasks of
+    tasks.py, as to_suite.py writes them: a task changed in one place is changed in both."""
+    import runpy
+
+    folder = Path(__file__).parent.parent / "benchmarks" / "tasks"
+    made = runpy.run_path(str(folder / "to_suite.py"))["suite"]()
+    assert (folder / "suite.yaml").read_text() == made
+    loaded = load_suite(folder / "suite.yaml")
+    assert len(loaded.tasks) >= 50
+    assert all(task.checks for task in loaded.tasks)

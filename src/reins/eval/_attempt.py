@@ -3,6 +3,7 @@ on the goal, then the task's checks in the sandbox and its matchers on the answe
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import tempfile
 import time
@@ -56,10 +57,11 @@ async def attempt(
         agent = make_agent(task, workspace)
         async with agent:
             result = await agent.run(task.goal)
+        said = f"export ANSWER={shlex.quote(result.final_answer or '')}; "  # for the checks
         failures = [
             failure
             for command in task.checks
-            if (failure := await _fails(command, workspace, policy, "check"))
+            if (failure := await _fails(command, workspace, policy, "check", said))
         ]
     if task.answer is not None:
         failures += [f"answer {miss}" for miss in task.answer.misses(result.final_answer)]
@@ -84,13 +86,20 @@ def _lay_out(task: Task, workspace: Path) -> None:
         shutil.copytree(task.fixture, workspace, dirs_exist_ok=True, symlinks=True)
     for name, text in task.files.items():
         path = workspace / name
+        if name.endswith("/"):  # an empty folder
+            path.mkdir(parents=True, exist_ok=True)
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
 
 
-async def _fails(command: str, workspace: Path, policy: SandboxPolicy, what: str) -> str:
-    """Why `command` failed in the workspace (none: it exited 0)."""
-    done = await run_process(command, workspace=workspace, policy=policy, timeout=CHECK_TIMEOUT_S)
+async def _fails(
+    command: str, workspace: Path, policy: SandboxPolicy, what: str, before: str = ""
+) -> str:
+    """Why `command` failed in the workspace (none: it exited 0); `before` runs first."""
+    done = await run_process(
+        before + command, workspace=workspace, policy=policy, timeout=CHECK_TIMEOUT_S
+    )
     if done.exit_code == 0:
         return ""
     how = "timed out" if done.timed_out else f"exited {done.exit_code}"
