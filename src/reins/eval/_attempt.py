@@ -103,5 +103,5 @@ async def _fails(
     if done.exit_code == 0:
         return ""
     how = "timed out" if done.timed_out else f"exited {done.exit_code}"
-    said = done.output.strip()[-SHOWN:]
+    said = " ".join(done.output.split())[-SHOWN:]  # one line: the end of what it said
     return f"{what} {how}: {command}" + (f" ({said})" if said else "")
