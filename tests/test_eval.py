@@ -132,7 +132,7 @@ def test_reins_eval_runs_a_suite_and_reports_it(tmp_path: Path) -> None:
     store = tmp_path / "store"
     args = ("eval", str(suite), "--store", str(store), "--trust-suite", "--json", "out.json")
     ran = reins(*args, "--repeat", "2", "--jobs", "2", cwd=tmp_path)
-    gated = reins(*args, "--fail-under", "0.9", cwd=tmp_path)
+    gated = reins(*args, "--fail-under", "0.9", "--html", "report.html", cwd=tmp_path)
     refused = reins("eval", str(suite), "--store", str(store), cwd=tmp_path)
     listed = reins("sessions", "--store", str(store), "--json", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
@@ -152,6 +152,14 @@ def test_reins_eval_runs_a_suite_and_reports_it(tmp_path: Path) -> None:
     assert attempt["input_tokens"] > 0
     assert bye["attempts"][0]["failures"] == ["check exited 1: test -f bye.txt"]
     assert report["pass_rate"] == 0.5
+    assert attempt["first_action_s"] is not None
+    assert (attempt["tool_errors"], attempt["rejections"]) == (0, 0)
+    page = (tmp_path / "report.html").read_text()
+    assert page.count("<svg") == 5  # by task, by tag, tokens, seconds, steps
+    assert "<script" not in page
+    assert f"run-{attempt['run_id']}" in page  # each attempt's transcript, linked
+    assert "Create hello.txt containing: hi" in page
+    assert "→ write_file" in page
     records = sorted((store / "evals").glob("*.jsonl"))
     assert len(records) == 2
     lines = [json.loads(line) for line in records[0].read_text().splitlines()]
@@ -229,6 +237,7 @@ def test_an_eval_cut_short_is_resumed_and_evals_are_listed_shown_and_compared(
     assert shown.returncode == 0, shown.stderr
     report = json.loads(shown.stdout)
     assert report["eval_id"] == record.stem
+    assert [t["tags"] for t in report["tasks"]] == [["create"], ["other"]]  # kept in the record
     assert [(t["id"], [a["attempt"] for a in t["attempts"]]) for t in report["tasks"]] == [
         ("hello", [1, 2]),
         ("bye", [1, 2]),

@@ -12,7 +12,7 @@ DEVELOPMENT_ONLY = ("pytest", "ruff", "mypy", "mcp-server-", "smolagents", "sse-
 
 def test_extras_hold_only_what_users_run() -> None:
     extras = PROJECT["project"]["optional-dependencies"]
-    assert set(extras) >= {"local", "smollm2", "otel", "server", "acp"}
+    assert set(extras) >= {"local", "smollm2", "otel", "server", "acp", "eval"}
     for name, requirements in extras.items():
         for requirement in requirements:
             assert not requirement.startswith(DEVELOPMENT_ONLY), (name, requirement)

@@ -4,6 +4,7 @@ checks and answer matchers; a table, and `--json` for machines. `reins eval list
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from ..core._events import Event
     from ..eval import Attempt, EvalResult, Suite, Task
     from ..permissions import ApprovalMode
+    from ..store import SQLiteLog
 
 
 class _SuiteFirst(TyperGroup):
@@ -101,6 +103,7 @@ def eval_suite(
     json_file: Annotated[
         Path | None, typer.Option("--json", metavar="FILE", help="Write the results as JSON.")
     ] = None,
+    html_file: HtmlOpt = None,
     fail_under: Annotated[
         float | None,
         typer.Option(
@@ -171,6 +174,8 @@ def eval_suite(
     async def go() -> EvalResult:
         log = SQLiteLog(directory)
         try:
+            if html_file is not None:
+                _check_html()
 
             def make_agent(task: Task, workspace: Path) -> Agent:
                 return _served_agent(
@@ -184,9 +189,12 @@ def eval_suite(
                     mode=task.mode,
                 )
 
-            return await run_eval(
+            done = await run_eval(
                 loaded, started, make_agent, policy, directory, jobs=jobs, on_attempt=_said
             )
+            if html_file is not None:
+                await _write_html(html_file, done, log)
+            return done
         finally:
             await log.close()
 
@@ -273,6 +281,33 @@ async def _replayed(
     return diverged
 
 
+HtmlOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--html",
+        metavar="FILE",
+        help="Write a report page: totals, charts, a row per task, each attempt's transcript "
+        "(needs matplotlib: reins[eval]).",
+    ),
+]
+
+
+def _check_html() -> None:
+    """Said before the attempts, not after them."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("--html draws its charts with matplotlib: pip install 'reins[eval]'")
+
+
+async def _write_html(path: Path, result: EvalResult, log: SQLiteLog) -> None:
+    from ..eval import html_report, transcripts_of
+
+    page = html_report(result, await transcripts_of(log, result))
+    await asyncio.to_thread(path.write_text, page, encoding="utf-8")
+    err.print(f"report: {escape(str(path))}")
+
+
 def _trust(suite: Suite, trusted: bool) -> None:
     """A suite's commands run on this machine (in the sandbox): as a project's checks, only
     once the user says so (`--trust-suite`, or yes at the terminal)."""
@@ -346,14 +381,30 @@ def list_evals(store: StoreOpt = None) -> None:
 def show_eval(
     eval_id: Annotated[str, typer.Argument(metavar="EVAL", help="Its id, a prefix, or `last`.")],
     json_out: Annotated[bool, typer.Option("--json", help="Print it as JSON.")] = False,
+    html_file: HtmlOpt = None,
     store: StoreOpt = None,
 ) -> None:
     """An eval's results, per task."""
+    import asyncio
+
     from ..eval import read_record
+    from ..store import SQLiteLog
     from ._execute import _store_of
 
     with _one_line_errors():
-        result = read_record(_store_of(store), eval_id)
+        directory = _store_of(store)
+        result = read_record(directory, eval_id)
+        if html_file is not None:
+            _check_html()
+
+            async def write() -> None:
+                log = SQLiteLog(directory)
+                try:
+                    await _write_html(html_file, result, log)
+                finally:
+                    await log.close()
+
+            asyncio.run(write())
     if json_out:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
         return

@@ -4,11 +4,13 @@ judged by its checks (shell commands in the sandbox) and matchers on its answer.
 Inside: `_suite` (the suite files, and the matchers), `_attempt` (one attempt at a task), `_run`
 (an eval: every task, `repeat` times), `_record` (its record in the store, read back by
 `--resume`, `show` and `compare`), `_results` (what the attempts add up to), `_compare` (two
-evals side by side), `_replay` (a recorded run driven again, its first divergence).
+evals side by side), `_replay` (a recorded run driven again, its first divergence), `_html`
+(the report page).
 """
 
 from ._attempt import AgentFactory, Attempt
 from ._compare import Comparison, compare
+from ._html import html_report, transcripts_of
 from ._record import list_records, read_record
 from ._replay import Divergence, Replayed, replay_events, replay_run
 from ._results import EvalResult, TaskResult
@@ -27,6 +29,7 @@ __all__ = [
     "Task",
     "TaskResult",
     "compare",
+    "html_report",
     "list_records",
     "load_suite",
     "new_eval",
@@ -34,4 +37,5 @@ __all__ = [
     "replay_events",
     "replay_run",
     "run_eval",
+    "transcripts_of",
 ]

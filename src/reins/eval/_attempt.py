@@ -7,11 +7,13 @@ import shlex
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..agent import Agent
+from ..core._events import Event, ModelResponded, Notice, ResponseRejected, ToolCallFinished
 from ..sandbox import SandboxPolicy, run_process
 from ._suite import Task
 
@@ -39,6 +41,14 @@ class Attempt:
     output_tokens: int = 0
     cost: float = 0.0
     seconds: float = 0.0
+    first_action_s: float | None = None
+    """Seconds from the run's start to the first reply that called a tool (none: none did)."""
+    tool_errors: int = 0
+    """Tool calls whose result was an error."""
+    rejections: int = 0
+    """Replies a guard or policy refused (their calls not run; the model told why)."""
+    notices: int = 0
+    """Notes the guards and policies added for the model."""
     failures: list[str] = field(default_factory=list[str])
     """Why it did not pass: a setup that failed, each check that failed, each matcher missed."""
 
@@ -57,6 +67,7 @@ async def attempt(
         agent = make_agent(task, workspace)
         async with agent:
             result = await agent.run(task.goal)
+        events = await agent.log.events(result.run_id)
         said = f"export ANSWER={shlex.quote(result.final_answer or '')}; "  # for the checks
         failures = [
             failure
@@ -78,7 +89,23 @@ async def attempt(
         cost=result.cost,
         seconds=round(time.perf_counter() - began, 3),
         failures=failures,
+        **_counted(events),
     )
+
+
+def _counted(events: Sequence[Event]) -> dict[str, Any]:
+    """What the run's events say of how it went: its first action, errors and guards."""
+    first: float | None = None
+    for event in events:
+        if isinstance(event, ModelResponded) and event.message.tool_calls:
+            first = round((event.ts - events[0].ts).total_seconds(), 3)
+            break
+    return {
+        "first_action_s": first,
+        "tool_errors": sum(isinstance(e, ToolCallFinished) and e.result.is_error for e in events),
+        "rejections": sum(isinstance(e, ResponseRejected) for e in events),
+        "notices": sum(isinstance(e, Notice) and e.to_model for e in events),
+    }
 
 
 def _lay_out(task: Task, workspace: Path) -> None:

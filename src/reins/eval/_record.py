@@ -65,7 +65,8 @@ def read_record(store: Path, eval_id: str) -> EvalResult:
             if number == len(lines):
                 break  # the last line, cut short by a crash: that attempt runs again
             raise UsageError(f"eval record {path}: line {number} is damaged") from None
-        tasks.setdefault(attempt.task, TaskResult(attempt.task, [], [])).attempts.append(attempt)
+        tags = (head or {}).get("task_tags", {}).get(attempt.task, [])
+        tasks.setdefault(attempt.task, TaskResult(attempt.task, tags, [])).attempts.append(attempt)
     if head is None:
         raise UsageError(f"eval record {path}: no first line saying what was run")
     return EvalResult(
@@ -75,6 +76,7 @@ def read_record(store: Path, eval_id: str) -> EvalResult:
         repeat=head["repeat"],
         tags=head.get("tags", []),
         model=head.get("model"),
+        task_tags=head.get("task_tags", {}),
         tasks=list(tasks.values()),
     )
 

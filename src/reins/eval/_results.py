@@ -37,6 +37,8 @@ class EvalResult:
     """The tags the suite's tasks were chosen by (none: all)."""
     model: str | None = None
     """The model given in place of the suite's default (none: the suite's)."""
+    task_tags: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
+    """Each task's tags, as the suite said when the eval began."""
 
     @property
     def attempts(self) -> list[Attempt]:
@@ -59,6 +61,7 @@ class EvalResult:
             "repeat": self.repeat,
             "tags": self.tags,
             "model": self.model,
+            "task_tags": self.task_tags,
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -29,6 +29,7 @@ def new_eval(suite: Suite, *, repeat: int, tags: list[str], model: str | None) -
         tasks=[],
         tags=tags,
         model=model,
+        task_tags={task.id: task.tags for task in suite.tasks},
     )
 
 
