@@ -294,6 +294,7 @@ COMMANDS = [
             "run",
             "resume",
             "show",
+            "fork",
             "compact",
             "replay",
             "doctor",

@@ -30,6 +30,7 @@ from reins.events import (
     BudgetExtended,
     ContextCompacted,
     Event,
+    ForkedFrom,
     ModelRequested,
     ModelResponded,
     Notice,
@@ -131,6 +132,7 @@ ONE_OF_EACH: list[Event] = [
         **ENVELOPE, seq=19, step=2, call_id="q1", question="which?", choices=("a",), default="a"
     ),
     QuestionAnswered(**ENVELOPE, seq=20, call_id="q1", answer=None, by="timeout"),
+    ForkedFrom(**ENVELOPE, seq=2, from_run_id="r-origin", from_session_id="s-origin", from_seq=7),
 ]
 
 

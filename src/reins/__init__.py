@@ -188,6 +188,7 @@ _RENAMED: dict[str, tuple[str, str, str]] = {
         "reins.events.PermissionDecided",
     ),
     "QuestionAnswered": ("reins.core._events", "QuestionAnswered", "reins.events.QuestionAnswered"),
+    "ForkedFrom": ("reins.core._events", "ForkedFrom", "reins.events.ForkedFrom"),
     "QuestionAsked": ("reins.core._events", "QuestionAsked", "reins.events.QuestionAsked"),
     "Reflected": ("reins.core._events", "Reflected", "reins.events.Reflected"),
     "ResponseRejected": ("reins.core._events", "ResponseRejected", "reins.events.ResponseRejected"),

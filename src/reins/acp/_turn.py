@@ -23,6 +23,7 @@ from ..core._events import (
     ApprovalRequested,
     BudgetExtended,
     ContextCompacted,
+    ForkedFrom,
     ModelRequested,
     ModelResponded,
     Notice,
@@ -184,6 +185,7 @@ class Turn:
             case (
                 RunResumed()
                 | BudgetExtended()
+                | ForkedFrom()
                 | ApprovalRequested()  # the approval handler asks the editor
                 | PermissionDecided()  # a denial is the call's output
                 | Reflected()

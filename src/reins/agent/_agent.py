@@ -33,6 +33,7 @@ from ..tools import Tool
 from ._assembly import RunAssembly
 from ._begin import Caps, resume_run, start_run
 from ._fields import DepsT, OutputT, check_cost_budget
+from ._fork import fork_run
 from ._run import AgentRun, Begin, RunResult
 from ._spellings import old_spellings
 
@@ -440,6 +441,15 @@ class Agent(RunAssembly[DepsT, OutputT]):
             self._running,
             self._output_spec(),
         )
+
+    async def fork(
+        self, run_id: str, *, at_seq: int | None = None, step: int | None = None
+    ) -> tuple[str, str]:
+        """Fork a run of this agent's log after its event `at_seq`, or after step `step`, or
+        at its end: a new session whose run holds the run's events up to there (the original
+        untouched), then `forked_from`. `resume` goes on with the fork's run; `run(goal,
+        session_id=...)` starts a new turn of its session. The fork's session and run ids."""
+        return await fork_run(self.log, run_id, at_seq=at_seq, step=step)
 
     async def state(self, run_id: str) -> RunState:
         """The run's state, folded from its log."""

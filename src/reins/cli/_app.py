@@ -16,6 +16,7 @@ from ._completion import SHELLS, install_completion, shell_named, shells, show_c
 from ._console import _silence_stdout, out
 from ._doctor import doctor
 from ._eval import eval_app
+from ._fork import fork
 from ._help import plain_help
 from ._http import serve
 from ._mcp import mcp_app
@@ -88,7 +89,7 @@ def _main(
 
 
 # The commands, in the order `reins --help` lists them; the groups (sessions, mcp) come after.
-for command in (run, resume, show, compact, replay, doctor, chat, serve, acp):
+for command in (run, resume, show, fork, compact, replay, doctor, chat, serve, acp):
     app.command()(command)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(mcp_app, name="mcp")

@@ -23,6 +23,7 @@ from ..core._events import (
     BudgetExtended,
     ContextCompacted,
     Event,
+    ForkedFrom,
     ModelRequested,
     ModelResponded,
     Notice,
@@ -157,6 +158,11 @@ class EventRenderer:
                 out.print(f"[bold]resumed[/] {run}  [dim]step cap {event.max_steps}{more}[/]")
             case BudgetExtended():
                 out.print(f"[yellow]continued[/] {escape(event.choice)} ({escape(event.source)})")
+            case ForkedFrom():
+                out.print(
+                    f"[cyan]⑂ forked from run {short(event.from_run_id)} at seq "
+                    f"{event.from_seq}[/] [dim](session {short(event.from_session_id)})[/]"
+                )
             case ModelRequested():
                 self._streamed, self._held, self._said = False, "", ""
                 self._asked_at = event.ts

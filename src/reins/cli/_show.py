@@ -17,6 +17,7 @@ from ._execute import _execute
 from ._options import JsonOpt, StoreOpt
 from ._run_status import _running, _say_unverified, _unfinished
 from ._safe import json_visible
+from ._short_ids import short
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._cancel import Cancel
@@ -58,6 +59,11 @@ def show(
 
             sys.stdout.write(json_visible(MESSAGES.dump_json(messages, indent=2).decode()) + "\n")
         else:
+            if (origin := state.forked_from) is not None:
+                out.print(
+                    f"[cyan]⑂ forked from run {short(origin.from_run_id)} at seq "
+                    f"{origin.from_seq}[/] [dim](session {short(origin.from_session_id)})[/]"
+                )
             render_transcript(out, messages)
             if state.compactions and not view:
                 out.print(

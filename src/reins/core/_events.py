@@ -346,6 +346,18 @@ class QuestionAsked(_Event):
     default: str
 
 
+class ForkedFrom(_Event):
+    """The run is a fork (`reins fork`, `Agent.fork`): its events before this one, and those
+    after it up to the next that is not a copy, are another run's up to `from_seq`, in a new
+    session; the original is untouched. Second in a fork's log, after its `run_started`."""
+
+    kind: Literal["forked_from"] = "forked_from"
+    from_run_id: str
+    from_session_id: str
+    from_seq: int
+    """The original's last event the fork holds."""
+
+
 class QuestionAnswered(_Event):
     """The answer to a question; None: it was dismissed or timed out (`by` says which)."""
 
@@ -402,6 +414,7 @@ Event = Annotated[
     | QuestionAsked
     | QuestionAnswered
     | ToolsChanged
+    | ForkedFrom
     | RunFinished,
     Field(discriminator="kind"),
 ]

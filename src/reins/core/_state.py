@@ -20,6 +20,7 @@ from ._events import (
     BudgetExtended,
     ContextCompacted,
     Event,
+    ForkedFrom,
     ModelRequested,
     ModelResponded,
     Notice,
@@ -144,6 +145,8 @@ class RunState:
     answers: dict[str, QuestionAnswered] = field(default_factory=dict[str, QuestionAnswered])
     todo: tuple[TodoItem, ...] = ()
     """The run's todo list (`plan`, `todo`)."""
+    forked_from: ForkedFrom | None = None
+    """Where the run was forked from, if it is a fork."""
     loaded_tools: set[str] = field(default_factory=set[str])
     """Deferred tools the model loaded: their schemas are offered (progressive disclosure)."""
     _delta_seq: int | None = field(default=None, repr=False, compare=False)
@@ -336,6 +339,9 @@ class RunState:
         self.review_pending = False
         self.questions[event.call_id] = event
 
+    def _on_forked_from(self, event: ForkedFrom) -> None:
+        self.forked_from = event
+
     def _on_question_answered(self, event: QuestionAnswered) -> None:
         self.answers[event.call_id] = event
 
@@ -459,6 +465,7 @@ _FOLDS: dict[type, Callable[[RunState, Any], None]] = {
     BudgetExtended: RunState._on_budget_extended,
     QuestionAsked: RunState._on_question_asked,
     QuestionAnswered: RunState._on_question_answered,
+    ForkedFrom: RunState._on_forked_from,
     ToolsChanged: RunState._on_tools_changed,
     RunStarted: RunState._on_run_started,
 }
