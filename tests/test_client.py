@@ -16,8 +16,7 @@ from reins.store import SQLiteLog
 from reins.testing import FunctionModel, ScriptedModel
 
 from .helpers import call, reply
-from .test_server import TOKEN, WRITE_THEN_ANSWER, Gate, serving
-from .test_server_control import served
+from .test_server import TOKEN, WRITE_THEN_ANSWER, Gate, served, serving
 
 
 async def test_a_run_yields_the_typed_events_its_log_holds(

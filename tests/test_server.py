@@ -17,7 +17,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from reins import Agent, Ask, Budgets, Message, ToolSpec, UserMessage
+from reins import Agent, Ask, Budgets, ContextSettings, Message, ToolSpec, UserMessage
 from reins.core._errors import UsageError
 from reins.events import RunStarted
 from reins.server import RunRequest, Runs, create_app, server_token
@@ -80,19 +80,27 @@ async def stream(
     return events
 
 
-def served(workspace: Path, log: SQLiteLog, model: Any) -> tuple[Runs, FastAPI]:
+def served(
+    workspace: Path,
+    log: SQLiteLog,
+    model: Any,
+    *,
+    max_steps: int = 10,
+    context: ContextSettings | None = None,
+) -> tuple[Runs, FastAPI]:
     def make_agent(request: RunRequest) -> Agent:
         return Agent(
             model=model,
             tools=BUILTIN_TOOLS,
             workspace=workspace,
             log=log,
-            budgets=Budgets(max_steps=request.max_steps or 10),
+            budgets=Budgets(max_steps=request.max_steps or max_steps),
             approval="pause",
             ask=Ask(answer="pause"),
+            context=context or ContextSettings(),
         )
 
-    runs = Runs(log, make_agent)
+    runs = Runs(log, make_agent, signing_key=TOKEN.encode())
     return runs, create_app(runs, TOKEN)
 
 

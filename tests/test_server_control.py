@@ -17,40 +17,15 @@ from fastapi import FastAPI, Request
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from reins import Agent, Ask, Budgets, ContextSettings
-from reins.server import SIGNATURE, RunRequest, Runs, create_app, signature
+from reins import ContextSettings
+from reins.server import SIGNATURE, signature
 from reins.store import SQLiteLog
 from reins.testing import FunctionModel, ScriptedModel
-from reins.tools import BUILTIN_TOOLS
 
 from .helpers import call, reply
-from .test_server import TOKEN, WRITE_THEN_ANSWER, Gate, serving, stream, until
+from .test_server import TOKEN, WRITE_THEN_ANSWER, Gate, served, serving, stream, until
 
 READS = [reply(f"look {k}", call("read_file", f"r{k}", path="notes.txt")) for k in range(6)]
-
-
-def served(
-    workspace: Path,
-    log: SQLiteLog,
-    model: Any,
-    *,
-    max_steps: int = 10,
-    context: ContextSettings | None = None,
-) -> tuple[Runs, FastAPI]:
-    def make_agent(request: RunRequest) -> Agent:
-        return Agent(
-            model=model,
-            tools=BUILTIN_TOOLS,
-            workspace=workspace,
-            log=log,
-            budgets=Budgets(max_steps=request.max_steps or max_steps),
-            approval="pause",
-            ask=Ask(answer="pause"),
-            context=context or ContextSettings(),
-        )
-
-    runs = Runs(log, make_agent, signing_key=TOKEN.encode())
-    return runs, create_app(runs, TOKEN)
 
 
 async def test_a_run_stopped_at_its_cap_is_resumed_with_more_steps(
