@@ -136,6 +136,7 @@ def test_reins_eval_runs_a_suite_and_reports_it(tmp_path: Path) -> None:
     refused = reins("eval", str(suite), "--store", str(store), cwd=tmp_path)
     listed = reins("sessions", "--store", str(store), "--json", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
+    assert "(4/4, 2 passed, ~0m0" in ran.stderr  # the progress: done of all, passes, time left
     assert gated.returncode == 1  # one task of two passed: under 0.9
     assert "1 of 2 tasks passed (50%)" in gated.stdout
     assert refused.returncode == 2

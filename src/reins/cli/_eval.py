@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -190,7 +191,13 @@ def eval_suite(
                 )
 
             done = await run_eval(
-                loaded, started, make_agent, policy, directory, jobs=jobs, on_attempt=_said
+                loaded,
+                started,
+                make_agent,
+                policy,
+                directory,
+                jobs=jobs,
+                on_attempt=_Progress(len(loaded.tasks) * started.repeat, len(started.attempts)),
             )
             if html_file is not None:
                 await _write_html(html_file, done, log)
@@ -327,13 +334,32 @@ def _trust(suite: Suite, trusted: bool) -> None:
         raise UsageError("the suite's commands were not trusted; nothing was run")
 
 
-def _said(attempt: Attempt) -> None:
-    mark = "[green]✓[/]" if attempt.passed else "[red]✗[/]"
-    why = f"  [dim]{escape(attempt.failures[0])}[/]" if attempt.failures else ""
-    err.print(
-        f"{mark} {escape(attempt.task)} #{attempt.attempt}  {attempt.stop_reason or '-'}, "
-        f"{attempt.steps} steps, {attempt.seconds:.1f} s{why}"
-    )
+class _Progress:
+    """Each attempt's line as it ends, with how far the eval is: attempts done of all, passes so
+    far, the time left at the pace so far, and the cost so far."""
+
+    def __init__(self, total: int, done: int) -> None:
+        self.total, self.done = total, done
+        self.passed = 0
+        self.cost = 0.0
+        self.began = time.monotonic()
+        self.counted = 0  # attempts this process ran: the pace
+
+    def __call__(self, attempt: Attempt) -> None:
+        self.done += 1
+        self.counted += 1
+        self.passed += attempt.passed
+        self.cost += attempt.cost
+        pace = (time.monotonic() - self.began) / self.counted
+        left = round(pace * (self.total - self.done))
+        mark = "[green]✓[/]" if attempt.passed else "[red]✗[/]"
+        why = f"  [dim]{escape(attempt.failures[0])}[/]" if attempt.failures else ""
+        err.print(
+            f"{mark} {escape(attempt.task)} #{attempt.attempt}  {attempt.stop_reason or '-'}, "
+            f"{attempt.steps} steps, {attempt.seconds:.1f} s{why}  [dim]({self.done}/"
+            f"{self.total}, {self.passed} passed, ~{left // 60}m{left % 60:02d}s left, "
+            f"${self.cost:.4f})[/]"
+        )
 
 
 def _table(result: EvalResult) -> None:
