@@ -115,6 +115,13 @@ def test_reins_fork_prints_the_fork_and_show_names_its_origin(tmp_path: Path) ->
     fork_id = forked.stdout.split("run ")[2].split()[0]
     shown = reins("show", fork_id, *store, cwd=tmp_path)
     bad = reins("fork", "last", "--step", "7", *store, cwd=tmp_path)
+    tree = reins("sessions", "--tree", *store, cwd=tmp_path)
     assert "forked from run" in shown.stdout
+    lines = tree.stdout.splitlines()
+    assert len(lines) == 2, tree.stdout
+    assert not lines[0].startswith(" ")
+    assert "write hello.txt" in lines[0]
+    assert lines[1].startswith("  ")  # the fork, under the session it came from
+    assert "⑂ run" in lines[1]
     assert bad.returncode == 2
     assert "no step 7" in bad.stderr

@@ -42,6 +42,12 @@ def sessions(
         int | None,
         typer.Option("--limit", "-n", min=1, metavar="N", help="Only the latest N runs."),
     ] = None,
+    tree: Annotated[
+        bool,
+        typer.Option(
+            "--tree", help="The sessions as a tree: each fork under the one it came from."
+        ),
+    ] = False,
     store: StoreOpt = None,
     server: ServerOpt = None,
 ) -> None:
@@ -61,12 +67,53 @@ def sessions(
             runs = runs[-limit:]
         if json_out:
             sys.stdout.write(json_visible(json.dumps(_as_json(runs, running), indent=2)) + "\n")
+        elif tree:
+            await _render_tree(log, runs)
         else:
             render_runs(out, runs, running=running)
         _say_unverified(log, (run.session_id for run in runs))
         return StopReason.END_TURN
 
     _execute(store, go, create=False)
+
+
+async def _render_tree(log: SQLiteLog, runs: list[RunInfo]) -> None:
+    """Each session a line (its first goal, its runs, how its latest ended), a fork indented
+    under the session it came from, with where."""
+    from ..core._events import ForkedFrom
+
+    by_session: dict[str, list[RunInfo]] = {}
+    for run in runs:
+        by_session.setdefault(run.session_id, []).append(run)
+    parent: dict[str, ForkedFrom] = {}
+    for session_id, its in by_session.items():
+        start = (await log.events(its[0].run_id))[:2]
+        if len(start) == 2 and isinstance(start[1], ForkedFrom):
+            parent[session_id] = start[1]
+    children: dict[str | None, list[str]] = {}
+    for session_id in by_session:
+        origin = parent.get(session_id)
+        known = origin is not None and origin.from_session_id in by_session
+        children.setdefault(origin.from_session_id if origin and known else None, []).append(
+            session_id
+        )
+
+    def show(session_id: str, depth: int) -> None:
+        its = by_session[session_id]
+        last = its[-1].stop_reason.value if its[-1].stop_reason else "unfinished"
+        origin = parent.get(session_id)
+        where = f"⑂ run {short(origin.from_run_id)} seq {origin.from_seq}  " if origin else ""
+        goal = visible(its[0].goal.splitlines()[0] if its[0].goal else "")
+        out.print(
+            f"{'  ' * depth}{short(session_id)}  [dim]{escape(where)}{len(its)} run(s), "
+            f"{last}[/]  {escape(goal)}",
+            soft_wrap=True,
+        )
+        for child in children.get(session_id, []):
+            show(child, depth + 1)
+
+    for root in children.get(None, []):
+        show(root, 0)
 
 
 def _as_json(runs: list[RunInfo], running: set[str]) -> list[dict[str, object]]:
