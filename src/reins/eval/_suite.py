@@ -103,7 +103,6 @@ class Settings(_Strict):
     timeout: float | None = Field(default=None, gt=0)
     """Seconds a run may take (its time budget)."""
     mode: str | None = None
-    profile: str | None = None
 
 
 class Task(Settings):
