@@ -72,6 +72,10 @@ def suite_at(folder: Path, text: str = SUITE, name: str = "suite.toml") -> Path:
             r"task a: files: '\.\./x' is not a path inside the workspace",
         ),
         (
+            "mode = 'fast'\n[[tasks]]\nid = 'a'\ngoal = 'g'\nchecks = ['true']\n",
+            r"suite\.toml: mode: no mode 'fast'; the modes: explore",
+        ),
+        (
             "[[tasks]]\nid = 'a'\ngoal = 'g'\nchecks = ['true']\nmax_steps = 0\n",
             r"task a: max_steps: Input should be greater than or equal to 1",
         ),

@@ -104,6 +104,16 @@ class Settings(_Strict):
     """Seconds a run may take (its time budget)."""
     mode: str | None = None
 
+    @field_validator("mode")
+    @classmethod
+    def _a_mode(cls, name: str | None) -> str | None:
+        from ..context import MODES
+        from ..context._modes import resolve_mode
+
+        if name is not None and resolve_mode(name)[1] is not None:
+            raise ValueError(f"no mode {name!r}; the modes: {', '.join(MODES)}")
+        return name
+
 
 class Task(Settings):
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
