@@ -4,7 +4,6 @@ checks and answer matchers; a table, and `--json` for machines. `reins eval list
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
@@ -13,7 +12,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 from typer._click.core import Context
 from typer.core import TyperGroup
 
@@ -311,6 +309,8 @@ async def _write_html(path: Path, result: EvalResult, log: SQLiteLog) -> None:
     from ..eval import html_report, transcripts_of
 
     page = html_report(result, await transcripts_of(log, result))
+    import asyncio
+
     await asyncio.to_thread(path.write_text, page, encoding="utf-8")
     err.print(f"report: {escape(str(path))}")
 
@@ -363,6 +363,8 @@ class _Progress:
 
 
 def _table(result: EvalResult) -> None:
+    from rich.table import Table
+
     table = Table(title=f"eval {result.eval_id}", title_justify="left")
     for name in ("task", "passed", "steps", "tokens in/out", "cost", "seconds"):
         table.add_column(name, justify="left" if name == "task" else "right")
@@ -388,6 +390,8 @@ def list_evals(store: StoreOpt = None) -> None:
 
     with _one_line_errors():
         evals = list_records(_store_of(store))
+    from rich.table import Table
+
     table = Table()
     for name in ("eval", "started", "suite", "tasks", "passed", "attempts"):
         table.add_column(name, justify="right" if name in ("tasks", "passed") else "left")
