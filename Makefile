@@ -60,6 +60,7 @@ bench: system-bench setup peers
 	$(BIN)/python benchmarks/journal_size.py
 	$(BIN)/python benchmarks/server.py
 	$(BIN)/python benchmarks/eval.py
+	$(BIN)/python benchmarks/checkpoints.py
 	$(BIN)/python benchmarks/bfcl/run.py
 	$(BIN)/python benchmarks/tasks/oracle.py
 	$(BIN)/reins eval benchmarks/tasks/suite.yaml --model local --trust-suite \

@@ -28,8 +28,10 @@ from reins.events import (
     AnswerRejected,
     ApprovalRequested,
     BudgetExtended,
+    Checkpoint,
     ContextCompacted,
     Event,
+    FilesRestored,
     ForkedFrom,
     ModelRequested,
     ModelResponded,
@@ -133,6 +135,10 @@ ONE_OF_EACH: list[Event] = [
     ),
     QuestionAnswered(**ENVELOPE, seq=20, call_id="q1", answer=None, by="timeout"),
     ForkedFrom(**ENVELOPE, seq=2, from_run_id="r-origin", from_session_id="s-origin", from_seq=7),
+    Checkpoint(**ENVELOPE, seq=21, step=3, snapshot="0f" * 20),
+    FilesRestored(
+        **ENVELOPE, seq=22, snapshot="0f" * 20, to_step=0, paths=("a.py", "new/"), forced=("a.py",)
+    ),
 ]
 
 

@@ -22,7 +22,9 @@ from ..core._events import (
     AnswerRejected,
     ApprovalRequested,
     BudgetExtended,
+    Checkpoint,
     ContextCompacted,
+    FilesRestored,
     ForkedFrom,
     ModelRequested,
     ModelResponded,
@@ -186,6 +188,8 @@ class Turn:
                 RunResumed()
                 | BudgetExtended()
                 | ForkedFrom()
+                | Checkpoint()
+                | FilesRestored()
                 | ApprovalRequested()  # the approval handler asks the editor
                 | PermissionDecided()  # a denial is the call's output
                 | Reflected()

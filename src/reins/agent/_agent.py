@@ -15,7 +15,7 @@ from typing_extensions import TypeVar
 
 from ..core._cancel import Cancel
 from ..core._errors import UsageError
-from ..core._events import ContextCompacted
+from ..core._events import ContextCompacted, FilesRestored
 from ..core._messages import (
     AssistantMessage,
     Goal,
@@ -36,6 +36,7 @@ from ._fields import DepsT, OutputT, check_cost_budget
 from ._fork import fork_run
 from ._run import AgentRun, Begin, RunResult
 from ._spellings import old_spellings
+from ._undo import rewind_run, run_diff, undo_run
 
 if TYPE_CHECKING:
     from ..subagents import Handoff
@@ -450,6 +451,25 @@ class Agent(RunAssembly[DepsT, OutputT]):
         untouched), then `forked_from`. `resume` goes on with the fork's run; `run(goal,
         session_id=...)` starts a new turn of its session. The fork's session and run ids."""
         return await fork_run(self.log, run_id, at_seq=at_seq, step=step)
+
+    async def diff(self, run_id: str, *, step: int | None = None) -> str:
+        """What a run of this agent's log changed in its workspace (or its step `step`), as a
+        unified diff, from its checkpoints ("": nothing)."""
+        return await run_diff(self.log, run_id, step=step)
+
+    async def undo(self, run_id: str, *, to_step: int = 0, force: bool = False) -> FilesRestored:
+        """Put back the files a stopped run changed after step `to_step` (0: all it changed)
+        as they were, recorded in its log (`files_restored`). A file someone else changed
+        since the run stopped is refused, with the list (`UsageError`), unless `force`."""
+        return await undo_run(self.log, run_id, to_step=to_step, force=force)
+
+    async def rewind(
+        self, run_id: str, *, step: int, force: bool = False
+    ) -> tuple[str, str, FilesRestored | None]:
+        """`fork` a run after step `step` and put its workspace's files back as that step
+        left them: the fork's session and run ids, and what was put back (None: nothing
+        changed after that step). `resume` the fork, or start a new turn of its session."""
+        return await rewind_run(self.log, run_id, step=step, force=force)
 
     async def state(self, run_id: str) -> RunState:
         """The run's state, folded from its log."""

@@ -67,6 +67,7 @@ from ._groups import Subagents
 from ._output import Output, OutputCheck
 
 if TYPE_CHECKING:
+    from ..checkpoints import Shadow
     from ..mcp import MCPServer
     from ..subagents import ChildAgent, ChildRun, Handoff
 
@@ -221,7 +222,17 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             asker=ask.answer if ask is not None else None,
             ask_timeout=ask.timeout if ask is not None else None,
             spans=RunSpans(tracer, state, self.profile or "reins") if tracer else None,
+            snapshots=self._shadow(workspace),
         )
+
+    def _shadow(self, workspace: Workspace) -> Shadow | None:
+        """Where the run's checkpoints go: the log's folder, if it has one and they are on."""
+        directory = getattr(self.log, "directory", None)
+        if not self.checkpoints or not isinstance(directory, Path):
+            return None
+        from ..checkpoints import Shadow  # loaded by the first run that may take one
+
+        return Shadow(directory, workspace.root)
 
     def _context_builder(
         self, model_id: str, settings: ContextSettings, specs: Sequence[ToolSpec]

@@ -39,6 +39,7 @@ key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) w
     checks = ["pytest -q"]            # must pass (in the sandbox) before a final answer stands
     stop_max_rejections = 3           # rejected answers before the run ends missing_evidence
     reflect = true                    # a model call judges each step with tools (--reflect)
+    checkpoints = false               # no snapshots for `reins diff/undo/rewind` (on: default)
     [[stop_hooks]]                    # the event as JSON on stdin; exit 2 + a message rejects
     command = "./scripts/review.sh"
     timeout = 60
@@ -459,6 +460,9 @@ class Config(BaseModel):
     """Final answers rejected (by checks and stop hooks) before the run ends missing_evidence."""
     reflect: bool = False
     """Reflect on each step whose tools ran (`--reflect`; the Reflective agent)."""
+    checkpoints: bool = True
+    """Snapshot the workspace before each step's first change, for `reins diff`, `undo` and
+    `rewind` (`Agent.checkpoints`)."""
     planning: bool = False
     """Offer `plan` and `todo` (`--planning`)."""
     subagents: bool = False

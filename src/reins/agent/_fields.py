@@ -105,6 +105,12 @@ class AgentFields(Generic[DepsT, OutputT]):
     leaked markup, a lost goal, repeated text), each on or off and tuned; `Guards(loop=False)`,
     say. A run's log records them: a resume keeps the run's own (`resume(guards=...)` changes
     them)."""
+    checkpoints: bool = True
+    """Before each step's first change to the workspace (a file tool's write, a command), its
+    files are snapshotted in a shadow git repository in the log's folder (`checkpoint`
+    events), so `agent.diff`, `agent.undo` and `agent.rewind` (`reins diff`, `undo`, `rewind`)
+    can show and put back what a run changed. Only with a log on disk (`SQLiteLog`) and git
+    installed (without it, a run says so once and goes on)."""
     checks: Checks | Sequence[str] = ()
     """What a final answer must pass before it ends the run: `Checks(commands=["pytest -q"],
     stop_hooks=[...], max_rejections=3)`; a list is the commands alone."""

@@ -118,6 +118,7 @@ class AgentChoices:
             skills=config.skill_folders,
             ask=_asker(config, lines),
             planning=_either(self.planning, config.planning),
+            checkpoints=config.checkpoints,
         )._record(profile=self.profile, profile_inferred=self.profile_inferred)
         if _either(self.subagents, config.subagents):
             # With no profiles, spawn_agent still offers a copy of this agent.

@@ -125,10 +125,11 @@ def _served_agent(
     mode: str | None = None,
     planning: bool = False,
     mcp_servers: Sequence[MCPServerConfig] = (),
+    checkpoints: bool = True,
 ) -> Agent:
-    """The agent of a run a server starts (`reins mcp serve`, `reins serve`, `reins acp`):
-    the config's tools, rules, guards, checks, hooks and context, with no person at a
-    terminal; `mcp_servers` besides the config's (an editor's)."""
+    """The agent of a run a server starts (`reins mcp serve`, `reins serve`, `reins acp`,
+    `reins eval`): the config's tools, rules, guards, checks, hooks and context, with no
+    person at a terminal; `mcp_servers` besides the config's (an editor's)."""
     from ..agent._agent import Agent
     from ..agent._budgets import Budgets
     from ..agent._groups import Checks
@@ -163,4 +164,5 @@ def _served_agent(
         skills=config.skill_folders,
         mode=mode,
         planning=planning,
+        checkpoints=checkpoints and config.checkpoints,
     )

@@ -24,6 +24,7 @@ from ._resume import resume
 from ._run import run
 from ._sessions import sessions_app
 from ._show import replay, show
+from ._undo import diff, rewind, undo
 
 app = typer.Typer(
     add_completion=False,  # ours name the shell (typer's took the one running reins, always)
@@ -89,7 +90,21 @@ def _main(
 
 
 # The commands, in the order `reins --help` lists them; the groups (sessions, mcp) come after.
-for command in (run, resume, show, fork, compact, replay, doctor, chat, serve, acp):
+for command in (
+    run,
+    resume,
+    show,
+    diff,
+    undo,
+    fork,
+    rewind,
+    compact,
+    replay,
+    doctor,
+    chat,
+    serve,
+    acp,
+):
     app.command()(command)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(mcp_app, name="mcp")

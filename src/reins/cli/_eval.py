@@ -186,6 +186,7 @@ def eval_suite(
                     approval=approval,
                     time_budget=task.timeout,
                     mode=task.mode,
+                    checkpoints=False,  # the attempt's workspace is thrown away
                 )
 
             done = await run_eval(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Collection
 from datetime import datetime
@@ -21,8 +22,10 @@ from ..core._events import (
     AnswerRejected,
     ApprovalRequested,
     BudgetExtended,
+    Checkpoint,
     ContextCompacted,
     Event,
+    FilesRestored,
     ForkedFrom,
     ModelRequested,
     ModelResponded,
@@ -163,6 +166,11 @@ class EventRenderer:
                     f"[cyan]⑂ forked from run {short(event.from_run_id)} at seq "
                     f"{event.from_seq}[/] [dim](session {short(event.from_session_id)})[/]"
                 )
+            case Checkpoint():
+                pass  # a way back, said by `reins diff` and `reins undo` when asked
+            case FilesRestored():
+                to = f"step {event.to_step}" if event.to_step else "the run's start"
+                out.print(f"[yellow]↶ {len(event.paths)} file(s) put back as at {to}[/]")
             case ModelRequested():
                 self._streamed, self._held, self._said = False, "", ""
                 self._asked_at = event.ts
@@ -217,6 +225,8 @@ class EventRenderer:
                 style = "red" if result.is_error else "green"
                 output = _clip(result.content.rstrip()).replace("\n", "\n  ")  # under its call
                 out.print(f"[{style}]← {escape(result.name)}[/] {escape(output)}")
+                if event.diff and not result.is_error:  # what a write or an edit changed
+                    out.print(_diff(event.diff), highlight=False)
                 if event.usage is not None:  # a subagent's spending is the run's
                     self._tokens[0] += event.usage.input_tokens
                     self._tokens[1] += event.usage.output_tokens
@@ -653,3 +663,29 @@ def _clip(text: str, lines: int = MAX_OBSERVATION_LINES) -> str:
     if len(parts) <= lines:
         return text if len(parts) == 1 else "\n".join(parts)
     return "\n".join(parts[:lines]) + f"\n… ({len(parts) - lines} more lines)"
+
+
+_MORE = re.compile(r"… (\d+) more lines?")
+"""The last line of a diff the file tool cut (`reins.tools._diff`)."""
+
+
+def _diff(diff: str, lines: int = MAX_OBSERVATION_LINES) -> str:
+    """A file tool's diff under its call, coloured, cut to `lines` (what is not shown counted
+    with what the tool cut already)."""
+    parts = diff.split("\n")
+    more = 0
+    if parts and (cut := _MORE.fullmatch(parts[-1])):
+        more = int(cut[1])
+        parts.pop()
+    more += max(len(parts) - lines, 0)
+    shown = []
+    for n, line in enumerate(parts[:lines]):
+        head = "---" if n == 0 else "+++" if n == 1 else ""  # not a line that starts so
+        style = "dim" if head and line.startswith(head) else _DIFF_STYLES.get(line[:1], "")
+        shown.append(f"  [{style}]{escape(line)}[/]" if style else f"  {escape(line)}")
+    if more:
+        shown.append(f"  [dim]… ({more} more line{'s' if more > 1 else ''})[/]")
+    return "\n".join(shown)
+
+
+_DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan", "\\": "dim"}

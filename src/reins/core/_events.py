@@ -216,6 +216,9 @@ class ToolCallFinished(_Event):
     cost: float | None = None
     todo: tuple[TodoItem, ...] | None = None
     """The run's todo list after the call, if it changed it (`plan`, `todo`)."""
+    diff: str | None = Field(default=None, exclude_if=lambda diff: diff is None)
+    """The change the call made to a file, as a short unified diff, for people: the model
+    never sees it. Left out of the log when None (most calls change no file)."""
 
 
 class ApprovalRequested(_Event):
@@ -358,6 +361,33 @@ class ForkedFrom(_Event):
     """The original's last event the fork holds."""
 
 
+class Checkpoint(_Event):
+    """The workspace's files, kept in a shadow git repository in the store
+    (`reins.checkpoints`): as they were before step `step` first changed them, or, `at_end`,
+    as the run left them when it stopped. What `reins diff`, `undo` and `rewind` read."""
+
+    kind: Literal["checkpoint"] = "checkpoint"
+    step: int
+    snapshot: str
+    """The shadow repository's commit that holds them."""
+    at_end: bool = False
+
+
+class FilesRestored(_Event):
+    """Files of the workspace were put back as they were at a checkpoint of this run (`reins
+    undo`), or of the run a fork was made from (`reins rewind`)."""
+
+    kind: Literal["files_restored"] = "files_restored"
+    snapshot: str
+    """The checkpoint's commit they were put back to."""
+    to_step: int
+    """The files as step `to_step` left them; 0: as they were before the run changed any."""
+    paths: tuple[str, ...]
+    """The files written back or removed, relative to the workspace."""
+    forced: tuple[str, ...] = ()
+    """Those changed since by someone else, overwritten all the same (`--force`)."""
+
+
 class QuestionAnswered(_Event):
     """The answer to a question; None: it was dismissed or timed out (`by` says which)."""
 
@@ -415,6 +445,8 @@ Event = Annotated[
     | QuestionAnswered
     | ToolsChanged
     | ForkedFrom
+    | Checkpoint
+    | FilesRestored
     | RunFinished,
     Field(discriminator="kind"),
 ]

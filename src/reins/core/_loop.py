@@ -31,6 +31,7 @@ from ._events import (
     AnswerRejected,
     ApprovalRequested,
     BudgetExtended,
+    Checkpoint,
     ContextCompacted,
     Event,
     ModelRequested,
@@ -75,7 +76,7 @@ from ._policy import (
     Stop,
     Verified,
 )
-from ._ports import ContextKeeper, ToolRunner, Trace
+from ._ports import ContextKeeper, Snapshots, ToolRunner, Trace
 from ._questions import ASK_USER, Asker, AskMode, QuestionRequest, answered, ask
 from ._scope import CallScope
 from ._state import STEERING, RunState, interrupted
@@ -106,6 +107,7 @@ class RunLoop:
         asker: Asker | AskMode | None = None,
         ask_timeout: float | None = None,
         spans: Trace | None = None,
+        snapshots: Snapshots | None = None,
     ) -> None:
         self.state = state
         self.log = log
@@ -133,6 +135,10 @@ class RunLoop:
         self.ask_timeout = ask_timeout
         self.spans = spans
         """The run's OpenTelemetry spans, when traced: every event recorded goes to them."""
+        self.snapshots = snapshots
+        """Where the workspace is checkpointed before each step's first change (None: not)."""
+        self._held: list[Event] = []
+        """Events recorded on the way to a finish, yielded before it (the last checkpoint)."""
         self._uncommitted = False
         self._envelope = {"session_id": state.session_id, "run_id": state.run_id}
         """What every event of the run carries."""
@@ -154,6 +160,9 @@ class RunLoop:
         try:
             while state.finished is None:
                 if state.review_pending and (recorded := await self._review()) is not None:
+                    if self._held:
+                        for held in self._take_held():
+                            yield held
                     yield recorded  # the response was rejected, or stopped the run
                     continue
                 if state.pending:
@@ -163,6 +172,9 @@ class RunLoop:
                 else:
                     stage = self._think()
                 async for item in stage:
+                    if self._held:
+                        for held in self._take_held():
+                            yield held
                     yield item
         finally:
             self.executor.close()
@@ -569,6 +581,12 @@ class RunLoop:
         if changes:
             await self.log.commit()  # on record before any side effect
             self._uncommitted = False
+            if (
+                self.snapshots is not None
+                and step not in state.checkpoints
+                and any(self.executor.changes_workspace(call.name) for call in runnable)
+            ):
+                yield await self._checkpoint()
 
         if len(runnable) == 1 and not self.executor.needs_scope(runnable[0].name):
             yield await self._run_tool(runnable[0])
@@ -801,6 +819,7 @@ class RunLoop:
             usage=spent.usage if spent else None,
             cost=spent.cost if spent else None,
             todo=todo,
+            diff=self.executor.take_diff(call.id),  # for people; taken even if cancelled
         )
 
     async def _note(
@@ -809,9 +828,31 @@ class RunLoop:
         """A policy's note for the user (a `Continue`'s, a `Rewrite`'s): not for the model."""
         return await self._emit(Notice, commit=commit, text=text, source=source, level=level)
 
+    async def _checkpoint(self, *, at_end: bool = False) -> Event:
+        """Snapshot the workspace (`Checkpoint`); one that fails is said, and no more are
+        taken in this run: the run goes on, its changes from here on without a way back."""
+        assert self.snapshots is not None
+        state = self.state
+        try:
+            snapshot = await self.snapshots.snapshot(state.run_id, f"step {state.step}")
+        except Exception as exc:  # a checkpoint must never stop the run
+            self.snapshots = None
+            return await self._note(
+                "checkpoints",
+                f"{exc}; no more checkpoints in this run: its changes from here on cannot "
+                "be undone with `reins undo`",
+            )
+        return await self._emit(Checkpoint, step=state.step, snapshot=snapshot, at_end=at_end)
+
+    def _take_held(self) -> list[Event]:
+        held, self._held = self._held, []
+        return held
+
     async def _finish(
         self, reason: StopReason, *, final_answer: str | None = None, detail: str = ""
     ) -> Event:
+        if self.snapshots is not None and self.state.checkpoints:
+            self._held.append(await self._checkpoint(at_end=True))  # the files as left
         return await self._emit(
             RunFinished, stop_reason=reason, final_answer=final_answer, detail=detail
         )

@@ -18,8 +18,10 @@ from ._events import (
     AnswerRejected,
     ApprovalRequested,
     BudgetExtended,
+    Checkpoint,
     ContextCompacted,
     Event,
+    FilesRestored,
     ForkedFrom,
     ModelRequested,
     ModelResponded,
@@ -147,6 +149,9 @@ class RunState:
     """The run's todo list (`plan`, `todo`)."""
     forked_from: ForkedFrom | None = None
     """Where the run was forked from, if it is a fork."""
+    checkpoints: dict[int, str] = field(default_factory=dict[int, str])
+    """The steps that changed the workspace, each with its checkpoint (the commit of the
+    files as they were before the step's first change)."""
     loaded_tools: set[str] = field(default_factory=set[str])
     """Deferred tools the model loaded: their schemas are offered (progressive disclosure)."""
     _delta_seq: int | None = field(default=None, repr=False, compare=False)
@@ -342,6 +347,13 @@ class RunState:
     def _on_forked_from(self, event: ForkedFrom) -> None:
         self.forked_from = event
 
+    def _on_checkpoint(self, event: Checkpoint) -> None:
+        if not event.at_end:
+            self.checkpoints[event.step] = event.snapshot
+
+    def _on_files_restored(self, event: FilesRestored) -> None:
+        pass  # the files changed, not the run: a resume goes on from its history
+
     def _on_question_answered(self, event: QuestionAnswered) -> None:
         self.answers[event.call_id] = event
 
@@ -466,6 +478,8 @@ _FOLDS: dict[type, Callable[[RunState, Any], None]] = {
     QuestionAsked: RunState._on_question_asked,
     QuestionAnswered: RunState._on_question_answered,
     ForkedFrom: RunState._on_forked_from,
+    Checkpoint: RunState._on_checkpoint,
+    FilesRestored: RunState._on_files_restored,
     ToolsChanged: RunState._on_tools_changed,
     RunStarted: RunState._on_run_started,
 }

@@ -20,7 +20,9 @@ from ..core._cancel import Cancel
 from ..core._errors import UsageError
 from ..core._events import (
     EVENT,
+    Checkpoint,
     Event,
+    FilesRestored,
     ModelResponded,
     PermissionDecided,
     QuestionAnswered,
@@ -44,13 +46,15 @@ ReplayAgentFactory = Callable[
 guards and policies as configured now), working in the workspace given, with the approval
 and question handlers given (the recorded answers)."""
 
-IGNORED = {"ts", "run_id", "session_id", "v"}
-"""What differs between any two runs, and says nothing of the harness."""
+IGNORED = {"ts", "run_id", "session_id", "v", "seq"}
+"""What differs between any two runs, and says nothing of the harness (events are compared
+in order; a log's checkpoints, not compared, shift the seqs of those after them)."""
 IGNORED_BY_KIND: dict[str, set[str]] = {
     "run_started": {"config", "messages", "grants"},  # the workspace, today's prompt
     "model_request": {"estimated_tokens"},
     "model_response": {"usage", "cost", "model", "finish"},  # the recorded model's own
-    "tool_call_finished": {"duration_ms", "usage", "cost"},
+    # a diff is for people (older logs have none); the model, and so the run, never sees it
+    "tool_call_finished": {"duration_ms", "usage", "cost", "diff"},
     "permission_decided": {"by", "rule", "grant"},  # who answered: the replay, now
 }
 
@@ -98,7 +102,8 @@ async def replay_events(
 ) -> Replayed:
     """As `replay_run`, for a run's events read from elsewhere (a file of them checked in as a
     regression test, `reins replay RUN --json`); the replay is recorded in `log`."""
-    recorded = [e for e in recorded if not isinstance(e, TextDelta)]
+    # Checkpoints say where the files were kept, not what the harness did: not compared.
+    recorded = [e for e in recorded if not isinstance(e, TextDelta | Checkpoint | FilesRestored)]
     first = recorded[0] if recorded else None
     if not isinstance(first, RunStarted):
         raise UsageError("the events hold no run_started to replay from")
@@ -169,6 +174,7 @@ def _as_recorded(
         tools=[builtin[name] for name in config.tools if name in builtin],
         workspace=workspace,
         log=log,
+        checkpoints=False,  # the replay's workspace is thrown away
         mode=config.mode,
         budgets=Budgets(
             max_steps=config.max_steps,

@@ -19,6 +19,7 @@ from ..core._errors import ToolError, UsageError
 from ..core._media import Document, Image, media_from_bytes, sniff
 from ..sandbox import SandboxPolicy
 from ._calculate import calculate
+from ._diff import MAX_TEXT_CHARS, short_diff
 from ._escapes import ArgKind
 from ._fs import READ, Opened, Target, kind, replace_file
 from ._lines import Lines, is_binary
@@ -28,7 +29,7 @@ from ._patterns import Regex, glob_spec
 from ._stop import Stop
 from ._stop import current as current_stop
 from ._syntax import MAX_CHECK_CHARS, judge, judged
-from ._tool import Tool, ToolContext, tool
+from ._tool import Tool, ToolContext, WithDiff, tool
 from ._workspace import ALWAYS_IGNORED
 
 if TYPE_CHECKING:
@@ -156,7 +157,7 @@ def _read_note(lines: Lines, size: int, last: int, next_line: int) -> str:
 
 @_stoppable
 @tool(path_args=("path",))
-def write_file(ctx: ToolContext, path: str, content: str, append: bool = False) -> str:
+def write_file(ctx: ToolContext, path: str, content: str, append: bool = False) -> str | WithDiff:
     """Create a text file, replace its whole content, or add to its end; parent folders are
     created. To change part of a file, use edit_file. A write to a file that runs code later
     (anything in .git/ or .reins/, .envrc, .vscode/tasks.json, .pre-commit-config.yaml and the
@@ -170,20 +171,34 @@ def write_file(ctx: ToolContext, path: str, content: str, append: bool = False) 
     stop = current_stop()
     target = ctx.workspace.locate_for_write(path, stop)
     try:
-        data = content.encode()
+        text = content
         before = None
         if append and target.mode is not None:
             before = _whole_text(target, path)
             # a line appended to a file that ends mid-line starts a line of its own
             gap = "\n" if before and not before.endswith("\n") and content else ""
-            data = (before + gap + content).encode()
+            text = before + gap + content
+        data = text.encode()
         note = _parse_note(ctx, target, data, before) or _emptied_note(target, data)
+        # what the diff starts from: the text appended to, none (new), or that written over
+        old = before if before is not None else "" if target.mode is None else _text_to_diff(target)
         replace_file(target, data, stop)
     finally:
         os.close(target.dir_fd)
     if append:
-        return f"Appended {len(content.encode())} bytes to {as_listed(target.rel)}{note}"
-    return f"Wrote {len(data)} bytes to {as_listed(target.rel)}{note}"
+        said = f"Appended {len(content.encode())} bytes to {as_listed(target.rel)}{note}"
+    else:
+        said = f"Wrote {len(data)} bytes to {as_listed(target.rel)}{note}"
+    return _with_diff(said, target, old, text)
+
+
+def _with_diff(said: str, target: Target, before: str | None, after: str) -> str | WithDiff:
+    """The tool's text, and the change it made as a short diff for people (the model gets
+    the text alone); `before` None: the old content is not one to show (see `_text_to_diff`)."""
+    if before is None:
+        return said
+    diff = short_diff(as_listed(target.rel), before, after, new=target.mode is None)
+    return WithDiff(said, diff) if diff else said
 
 
 def _emptied_note(target: Target, data: bytes) -> str:
@@ -229,25 +244,45 @@ def _parse_note(ctx: ToolContext, target: Target, data: bytes, before: str | Non
 
 def _text_to_judge(target: Target) -> str | None:
     """The text of the file a write replaces, if it is small enough to parse (else None)."""
+    data = _small_file(target, MAX_CHECK_CHARS)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def _text_to_diff(target: Target) -> str | None:
+    """The text of the file a write replaces, if it is UTF-8 small enough to diff and has no
+    other links (else None)."""
+    data = _small_file(target, MAX_TEXT_CHARS, one_link=True)
+    try:
+        return None if data is None else data.decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def _small_file(target: Target, limit: int, *, one_link: bool = False) -> bytes | None:
+    """The bytes of the file a write replaces: None if it is gone, not a regular file, over
+    `limit` bytes, or binary (`one_link`: or has other links, which may be outside the
+    workspace: what it holds is not shown)."""
     try:
         fd = os.open(target.name, READ, dir_fd=target.dir_fd)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CHECK_CHARS:
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit or (one_link and st.st_nlink > 1):
             return None
-        data = _read_at_most(fd, MAX_CHECK_CHARS + 1)
+        data = _read_at_most(fd, limit + 1)
     finally:
         os.close(fd)
-    if b"\0" in data or len(data) > MAX_CHECK_CHARS:
+    if b"\0" in data or len(data) > limit:
         return None
-    return data.decode("utf-8", errors="replace")
+    return data
 
 
 @_stoppable
 @tool(path_args=("path",))
-def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool = False) -> str:
+def edit_file(
+    ctx: ToolContext, path: str, old: str, new: str, replace_all: bool = False
+) -> str | WithDiff:
     """Replace an exact piece of text in a file (new empty: delete it; a whole line deleted
     goes with its line break). Files that run code later need a person's approval, as with
     write_file.
@@ -292,7 +327,8 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
     finally:
         os.close(target.dir_fd)
     shown = _lines_now(after, text, old, new) if new else ""
-    return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {path}{shown}{loose}{note}"
+    said = f"Replaced {count} occurrence{'s' if count > 1 else ''} in {path}{shown}{loose}{note}"
+    return _with_diff(said, target, text, after)
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[_A-Z][A-Za-z0-9_]*")

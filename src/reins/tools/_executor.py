@@ -25,7 +25,7 @@ from ._scope import ReadOnlyScope
 from ._source import ToolSource
 from ._spill import spill
 from ._stop import Stop, given_up
-from ._tool import Tool, ToolContext, WithMedia
+from ._tool import Tool, ToolContext, WithDiff, WithMedia
 
 if TYPE_CHECKING:
     from ..permissions import Permissions, Ruling
@@ -96,6 +96,8 @@ class ToolExecutor:
         self._deadlines = _Deadlines()
         self._approved: dict[str, tuple[str, ...]] = {}
         """By call id: the places that run code which a call was put to a person to write."""
+        self._diffs: dict[str, str] = {}
+        """By call id: the change a file tool's call made, until the loop records it."""
 
     @property
     def refresh_due(self) -> bool:
@@ -173,6 +175,11 @@ class ToolExecutor:
         """Stop the timeout timer (the calls are over)."""
         self._deadlines.close()
 
+    def take_diff(self, call_id: str) -> str | None:
+        """The change call `call_id` made to a file, as a short unified diff (once: it is
+        forgotten); None for a call that changed no file, or a tool that does not say."""
+        return self._diffs.pop(call_id, None)
+
     def needs_scope(self, name: str) -> bool:
         tool = self.tools.get(name)
         return tool is not None and tool.needs_scope
@@ -180,6 +187,12 @@ class ToolExecutor:
     def is_read_only(self, name: str) -> bool:
         tool = self.tools.get(name)
         return tool is not None and tool.read_only
+
+    def changes_workspace(self, name: str) -> bool:
+        """Whether a call of `name` may change the workspace's files: a tool that writes the
+        paths it is given, or runs commands. A checkpoint is taken before the first in a step."""
+        tool = self.tools.get(name)
+        return tool is not None and not tool.read_only and bool(tool.path_args or tool.command_arg)
 
     def refused_by_mode(self, call: ToolCall) -> bool:
         """Whether the run's mode refuses `call` (it fails on that, it does not run)."""
@@ -326,6 +339,9 @@ class ToolExecutor:
                     lock = self._path_locks.setdefault(path, asyncio.Lock())
                     await locks.enter_async_context(lock)
                 result = await self._run(tool, args, context)
+        if isinstance(result, WithDiff):  # for people: the model gets the text alone
+            self._diffs[call.id] = result.diff
+            result = result.text
         if self.notes_for is not None and tool.path_args:
             touched = []
             for name in tool.path_args:
@@ -340,7 +356,9 @@ class ToolExecutor:
                     result = f"{result}\n\n{notes}"
         return result
 
-    async def _run(self, tool: Tool, args: BaseModel, context: ToolContext) -> str | WithMedia:
+    async def _run(
+        self, tool: Tool, args: BaseModel, context: ToolContext
+    ) -> str | WithMedia | WithDiff:
         """`tool.run`, abandoned with a TimeoutError after `tool.timeout` seconds."""
         if tool.timeout is None:
             return await tool.run(context, args)

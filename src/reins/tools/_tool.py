@@ -164,10 +164,10 @@ class Tool:
             )
             raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
 
-    async def run(self, context: ToolContext, args: BaseModel) -> str | WithMedia:
+    async def run(self, context: ToolContext, args: BaseModel) -> str | WithMedia | WithDiff:
         """Call the function with the validated arguments; its result as the observation
         (text; an `Image` or `Document`, or a list of texts and them, go to the model as
-        such where it takes them)."""
+        such where it takes them; a file tool's diff is kept apart by the executor)."""
         # The validated fields (extra ones are forbidden), or a schema's arguments.
         kwargs = (args.model_extra or {}) if self.schema is not None else args.__dict__
         positional = (context,) if self.takes_context else ()
@@ -177,7 +177,9 @@ class Tool:
             result = await run_stoppable(self.fn, *positional, limit=self.timeout, **kwargs)
         else:
             result = await in_thread(self.fn, *positional, limit=self.timeout, **kwargs)
-        return result if isinstance(result, str) else _observation(result)
+        if isinstance(result, str):  # the usual: one check
+            return result
+        return result if isinstance(result, WithDiff) else _observation(result)
 
 
 class WithMedia(NamedTuple):
@@ -185,6 +187,14 @@ class WithMedia(NamedTuple):
 
     text: str
     media: tuple[Image | Document, ...]
+
+
+class WithDiff(NamedTuple):
+    """A file tool's observation, and the change it made as a short unified diff: the model
+    gets the text; the diff is recorded for people (`ToolCallFinished.diff`)."""
+
+    text: str
+    diff: str
 
 
 def _observation(result: object) -> str | WithMedia:
