@@ -5,14 +5,23 @@ workspaces, checks in the sandbox, results as a table, JSON and a record in the 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from reins.core._errors import UsageError
-from reins.eval import Answer, load_suite
+from reins.eval import Answer, load_suite, read_record
 
-from .test_cli import reins
+from .test_cli import REINS, _env, reins
+
+if TYPE_CHECKING:
+    from reins import Agent
+    from reins.eval import Task
+    from reins.store import EventLog
 
 HELLO = [
     {
@@ -279,3 +288,185 @@ def test_the_task_suite_file_is_the_one_tasks_py_makes() -> None:
     loaded = load_suite(folder / "suite.yaml")
     assert len(loaded.tasks) >= 50
     assert all(task.checks for task in loaded.tasks)
+
+
+FOUR = """
+model = "script:hello.json"
+max_steps = 5
+"""
+FOUR += "".join(
+    f'\n[[tasks]]\nid = "{name}"\ngoal = "Create {made}"\nsetup = ["sleep 0.3"]\n'
+    f'checks = ["test -f {made}"]\n'
+    for name, made in [("one", "hello.txt"), ("two", "bye.txt"), ("three", "hello.txt")]
+)
+FOUR += '\n[[tasks]]\nid = "four"\ngoal = "Say it"\nchecks = ["true"]\nanswer = { number = 7 }\n'
+
+
+def _how_it_went(report: dict[str, object]) -> list[object]:
+    tasks = report["tasks"]
+    assert isinstance(tasks, list)
+    return [
+        (t["id"], [(a["attempt"], a["passed"], a["failures"], a["steps"]) for a in t["attempts"]])
+        for t in tasks
+    ]
+
+
+def test_j_2_runs_the_attempts_in_two_worker_processes_as_one_process_does(
+    tmp_path: Path,
+) -> None:
+    suite = suite_at(tmp_path, FOUR)
+    store = tmp_path / "store"
+    args = ("eval", str(suite), "--store", str(store), "--trust-suite", "--json")
+    here = reins(*args, "here.json", cwd=tmp_path)
+    apart = reins(*args, "apart.json", "-j", "2", cwd=tmp_path)
+    assert here.returncode == 0, here.stderr
+    assert apart.returncode == 0, apart.stderr
+    one, two = (json.loads((tmp_path / f).read_text()) for f in ("here.json", "apart.json"))
+    assert _how_it_went(two) == _how_it_went(one)
+    assert [t["passed"] for t in two["tasks"]] == [True, False, True, False]
+    assert two["tasks"][1]["attempts"][0]["failures"] == ["check exited 1: test -f bye.txt"]
+    assert {a["worker"] for t in one["tasks"] for a in t["attempts"]} == {None}
+    workers = {a["worker"] for t in two["tasks"] for a in t["attempts"]}
+    assert len(workers) == 2  # each worker process took its share
+    assert None not in workers
+    lines = (store / "evals" / f"{two['eval_id']}.jsonl").read_text().splitlines()[1:]
+    recorded = sorted(json.loads(line)["attempt"]["task"] for line in lines)
+    assert recorded == ["four", "one", "three", "two"]  # each attempt once
+    assert apart.stderr.count("#1") == 4
+    listed = reins("sessions", "--store", str(store), "--json", cwd=tmp_path)
+    runs = {r["run_id"] for r in json.loads(listed.stdout)}
+    assert {a["run_id"] for t in two["tasks"] for a in t["attempts"]} <= runs  # in the store
+
+
+def _running(pid: int) -> bool:
+    """Is the process there, and not a zombie waiting to be reaped?"""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def test_a_ctrl_c_stops_the_workers_keeps_what_finished_and_the_eval_resumes(
+    tmp_path: Path,
+) -> None:
+    quick = [("one", "hello.txt"), ("two", "bye.txt"), ("three", "hello.txt")]
+    slow = "".join(
+        f'[[tasks]]\nid = "{name}"\ngoal = "Create {made}"\nsetup = ["sleep {pause}"]\n'
+        f'checks = ["test -f {made}"]\n'
+        for name, made, pause in [
+            *((name, made, "0.1") for name, made in quick),
+            ("slow1", "hello.txt", "41.1"),  # what the workers are doing at the Ctrl-C
+            ("slow2", "hello.txt", "41.2"),
+            ("last", "hello.txt", "0.1"),  # not begun
+        ]
+    )
+    suite = suite_at(tmp_path, 'model = "script:hello.json"\n' + slow)
+    store = ("--store", str(tmp_path / "store"))
+    running = subprocess.Popen(
+        [*REINS, "eval", str(suite), *store, "--trust-suite", "-j", "2"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        start_new_session=True,  # a process group of its own, as a terminal's foreground job
+    )
+    assert running.stderr is not None
+    said = [running.stderr.readline() for _ in quick]  # the quick ones ended
+    os.killpg(running.pid, signal.SIGINT)  # what a Ctrl-C at the terminal sends
+    _, rest = running.communicate(timeout=30)  # not the 41 s the slow setups sleep
+    (record,) = (tmp_path / "store" / "evals").glob("*.jsonl")
+    assert running.returncode == 130, rest
+    assert f"`reins eval --resume {record.stem}` runs the rest" in rest
+    assert "Traceback" not in rest
+    kept = [json.loads(line)["attempt"] for line in record.read_text().splitlines()[1:]]
+    assert sorted(a["task"] for a in kept) == ["one", "three", "two"], said
+    assert not any(_running(a["worker"]) for a in kept)  # the workers are gone
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "sleep 41." not in ps  # and so are the commands of the attempts they had begun
+    suite.write_text(suite.read_text().replace("sleep 41.", "sleep 0."))
+    resumed = reins(
+        "eval", "--resume", record.stem, *store, "--trust-suite", "-j", "2", cwd=tmp_path
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stderr.count("#1") == 3  # slow1, slow2 and last
+    attempts = [json.loads(line)["attempt"] for line in record.read_text().splitlines()[1:]]
+    assert sorted(a["task"] for a in attempts) == sorted(
+        ["last", "one", "slow1", "slow2", "three", "two"]
+    )
+    assert "5 of 6 tasks passed" in resumed.stdout
+
+
+def _recipe(task: Task, workspace: Path, log: EventLog) -> Agent:
+    """An attempt's agent, built in a worker process: or an error, or the worker's end."""
+    from reins import Agent
+    from reins.agent._resolve import resolve_model
+    from reins.tools import BUILTIN_TOOLS
+
+    if task.id == "raises":
+        raise RuntimeError("no agent\ntoday")
+    if task.id == "dies":
+        os.kill(os.getpid(), signal.SIGKILL)
+    assert task.model is not None
+    model = resolve_model(task.model)
+    return Agent(model=model, tools=BUILTIN_TOOLS, workspace=workspace, log=log, approval="allow")
+
+
+async def test_an_attempt_that_raises_in_a_worker_fails_saying_why(tmp_path: Path) -> None:
+    import pickle
+
+    from reins.eval import new_eval, run_eval
+    from reins.sandbox import SandboxPolicy
+
+    text = SUITE + '\n[[tasks]]\nid = "raises"\ngoal = "g"\nchecks = ["true"]\n'
+    suite = load_suite(suite_at(tmp_path, text))
+    store = tmp_path / "store"
+
+    def here(task: Task, workspace: Path) -> Agent:
+        raise RuntimeError("no agent\ntoday")
+
+    started = new_eval(suite, repeat=1, tags=[], model=None)
+    apart = await run_eval(suite, started, here, SandboxPolicy(), store, jobs=2, recipe=_recipe)
+    assert [(a.task, a.passed, a.failures) for a in apart.attempts] == [
+        ("hello", True, []),
+        ("bye", False, ["check exited 1: test -f bye.txt"]),
+        ("raises", False, ["error: RuntimeError: no agent today"]),
+    ]
+    assert all(a.worker not in (None, os.getpid()) for a in apart.attempts)
+    recorded = read_record(store, started.eval_id).attempts
+    assert sorted(recorded, key=lambda a: a.task) == sorted(apart.attempts, key=lambda a: a.task)
+    assert pickle.loads(pickle.dumps(apart.attempts[0])) == apart.attempts[0]
+    started = new_eval(suite, repeat=1, tags=[], model=None)
+    here_too = await run_eval(suite, started, here, SandboxPolicy(), store, jobs=2)
+    assert {tuple(a.failures) for a in here_too.attempts} == {
+        ("error: RuntimeError: no agent today",)
+    }
+
+
+async def test_a_worker_that_dies_ends_the_eval_with_an_error_and_a_bad_recipe_is_said(
+    tmp_path: Path,
+) -> None:
+    from reins.eval import WorkerDied, new_eval, run_eval
+    from reins.sandbox import SandboxPolicy
+
+    suite = load_suite(
+        suite_at(tmp_path, "[[tasks]]\nid = 'dies'\ngoal = 'g'\nchecks = ['true']\n")
+    )
+
+    def unused(task: Task, workspace: Path) -> Agent:
+        raise AssertionError("the attempts go to the workers")
+
+    started = new_eval(suite, repeat=2, tags=[], model=None)
+    with pytest.raises(WorkerDied, match="a worker process died"):
+        await run_eval(suite, started, unused, SandboxPolicy(), tmp_path, jobs=2, recipe=_recipe)
+    with pytest.raises(UsageError, match="cannot go to a worker process"):
+        await run_eval(
+            suite,
+            started,
+            unused,
+            SandboxPolicy(),
+            tmp_path,
+            jobs=2,
+            recipe=lambda *a: unused(*a[:2]),
+        )

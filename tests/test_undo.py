@@ -92,7 +92,7 @@ async def test_a_run_is_checkpointed_shown_and_undone(
     assert events[-2] == checkpoints[-1]  # taken just before the run finished
     started = next(e.seq for e in events if e.kind == "tool_call_started" and e.step == 1)
     ran = next(e.seq for e in events if e.kind == "tool_call_finished" and e.step == 1)
-    assert started < checkpoints[0].seq < ran  # before the change, not after
+    assert checkpoints[0].seq < started < ran  # before the call is on record as started
     assert RunState.fold(events).checkpoints == {c.step: c.snapshot for c in checkpoints[:3]}
 
     whole = await agent.diff(result.run_id)

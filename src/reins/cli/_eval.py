@@ -4,11 +4,12 @@ checks and answer matchers; a table, and `--json` for machines. `reins eval list
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 from rich.markup import escape
@@ -24,9 +25,10 @@ if TYPE_CHECKING:
     from ..agent._agent import Agent
     from ..agent._config import Config
     from ..core._events import Event
+    from ..core._model import Model
     from ..eval import Attempt, EvalResult, Suite, Task
     from ..permissions import ApprovalMode
-    from ..store import SQLiteLog
+    from ..store import EventLog, SQLiteLog
 
 
 class _SuiteFirst(TyperGroup):
@@ -92,8 +94,8 @@ def eval_suite(
             "-j",
             min=1,
             metavar="N",
-            help="Attempts going on at once (in this process: for a hosted model; the "
-            "embedded one answers one at a time).",
+            help="Attempts going on at once, each of N worker processes running one at a "
+            "time (an embedded model loads once in each).",
         ),
     ] = 1,
     tag: Annotated[
@@ -129,7 +131,7 @@ def eval_suite(
     import asyncio
 
     from ..agent._resolve import default_model, resolve_model
-    from ..eval import load_suite, new_eval, read_record, run_eval
+    from ..eval import WorkerDied, load_suite, new_eval, read_record, run_eval
     from ..store import SQLiteLog
     from ._execute import _store_of
 
@@ -169,6 +171,7 @@ def eval_suite(
             resolve_model(task.model or fallback, config)
         policy = config.sandbox.policy()
     approval: ApprovalMode = "deny" if config.approval == "deny" else "allow"
+    recipe = functools.partial(_attempt_agent, config, fallback, approval)
 
     async def go() -> EvalResult:
         log = SQLiteLog(directory)
@@ -177,17 +180,7 @@ def eval_suite(
                 _check_html()
 
             def make_agent(task: Task, workspace: Path) -> Agent:
-                return _served_agent(
-                    config,
-                    task.model or fallback,
-                    workspace=workspace,
-                    log=log,
-                    max_steps=task.max_steps or config.max_steps or 30,
-                    approval=approval,
-                    time_budget=task.timeout,
-                    mode=task.mode,
-                    checkpoints=False,  # the attempt's workspace is thrown away
-                )
+                return recipe(task, workspace, log)
 
             done = await run_eval(
                 loaded,
@@ -197,6 +190,7 @@ def eval_suite(
                 directory,
                 jobs=jobs,
                 on_attempt=_Progress(len(loaded.tasks) * started.repeat, len(started.attempts)),
+                recipe=recipe,  # -j N: N worker processes
             )
             if html_file is not None:
                 await _write_html(html_file, done, log)
@@ -204,15 +198,21 @@ def eval_suite(
         finally:
             await log.close()
 
+    stopped = 0  # an eval cut short: its exit code (raised outside: _one_line_errors would
+    # take typer.Exit, an Exception, for an internal error)
     with _one_line_errors():
         try:
             result = asyncio.run(go())
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, WorkerDied) as exc:
+            cut = isinstance(exc, KeyboardInterrupt)
+            stopped = 130 if cut else 1
+            said = "[yellow]stopped[/]" if cut else f"[red]error:[/] {escape(str(exc))}"
             err.print(
-                f"[yellow]stopped[/]: what finished is kept; `reins eval --resume "
-                f"{started.eval_id}` runs the rest"
+                f"{said}: what finished is kept; `reins eval --resume {started.eval_id}` "
+                "runs the rest"
             )
-            raise typer.Exit(130) from None
+    if stopped:
+        raise typer.Exit(stopped)
     _table(result)
     if json_file is not None:
         json_file.write_text(json.dumps(result.to_json(), indent=2) + "\n")
@@ -222,6 +222,37 @@ def eval_suite(
         f"({rate:.0%}); eval {result.eval_id}, recorded in {directory / 'evals'}"
     )
     raise typer.Exit(1 if fail_under is not None and rate < fail_under else 0)
+
+
+_LOADED: dict[str, Model] = {}
+"""The embedded models this process loaded, by spec: their weights load once in a process."""
+
+
+def _attempt_agent(
+    config: Config,
+    fallback: str,
+    approval: ApprovalMode,
+    task: Task,
+    workspace: Path,
+    log: EventLog,
+) -> Agent:
+    """The agent of an attempt at `task`: `run_eval`'s recipe, the config bound with
+    functools.partial so that it pickles, for the worker processes of `-j N`."""
+    spec = task.model or fallback
+    agent = _served_agent(
+        config,
+        spec,
+        workspace=workspace,
+        log=log,
+        max_steps=task.max_steps or config.max_steps or 30,
+        approval=approval,
+        time_budget=task.timeout,
+        mode=task.mode,
+        checkpoints=False,  # the attempt's workspace is thrown away
+    )
+    if spec.partition(":")[0] == "local":  # a fresh one would load its weights again
+        agent.model = _LOADED.setdefault(spec, cast("Model", agent.model))
+    return agent
 
 
 def _events_in(path: Path) -> list[Event]:

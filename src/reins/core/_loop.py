@@ -137,8 +137,8 @@ class RunLoop:
         """The run's OpenTelemetry spans, when traced: every event recorded goes to them."""
         self.snapshots = snapshots
         """Where the workspace is checkpointed before each step's first change (None: not)."""
-        self._held: list[Event] = []
-        """Events recorded on the way to a finish, yielded before it (the last checkpoint)."""
+        self._finishing: dict[str, Any] | None = None
+        """A finish waiting for the checkpoint before it to be yielded (see `_finish`)."""
         self._uncommitted = False
         self._envelope = {"session_id": state.session_id, "run_id": state.run_id}
         """What every event of the run carries."""
@@ -160,10 +160,9 @@ class RunLoop:
         try:
             while state.finished is None:
                 if state.review_pending and (recorded := await self._review()) is not None:
-                    if self._held:
-                        for held in self._take_held():
-                            yield held
                     yield recorded  # the response was rejected, or stopped the run
+                    if self._finishing is not None:
+                        yield await self._finish_now()
                     continue
                 if state.pending:
                     stage = self._act()
@@ -172,10 +171,9 @@ class RunLoop:
                 else:
                     stage = self._think()
                 async for item in stage:
-                    if self._held:
-                        for held in self._take_held():
-                            yield held
                     yield item
+                    if self._finishing is not None:
+                        yield await self._finish_now()
         finally:
             self.executor.close()
             if self.spans is not None:
@@ -570,6 +568,13 @@ class RunLoop:
                     return
                 case _:
                     assert_never(verdict)
+        if (
+            self.snapshots is not None
+            and step not in state.checkpoints
+            and any(self.executor.changes_workspace(call.name) for call in runnable)
+        ):
+            # Before the calls are on record as started: a crash after it re-runs them.
+            yield await self._checkpoint()
         changes = False
         for call in runnable:
             if call.id not in state.started:
@@ -581,12 +586,6 @@ class RunLoop:
         if changes:
             await self.log.commit()  # on record before any side effect
             self._uncommitted = False
-            if (
-                self.snapshots is not None
-                and step not in state.checkpoints
-                and any(self.executor.changes_workspace(call.name) for call in runnable)
-            ):
-                yield await self._checkpoint()
 
         if len(runnable) == 1 and not self.executor.needs_scope(runnable[0].name):
             yield await self._run_tool(runnable[0])
@@ -844,18 +843,27 @@ class RunLoop:
             )
         return await self._emit(Checkpoint, step=state.step, snapshot=snapshot, at_end=at_end)
 
-    def _take_held(self) -> list[Event]:
-        held, self._held = self._held, []
-        return held
-
     async def _finish(
         self, reason: StopReason, *, final_answer: str | None = None, detail: str = ""
     ) -> Event:
-        if self.snapshots is not None and self.state.checkpoints:
-            self._held.append(await self._checkpoint(at_end=True))  # the files as left
-        return await self._emit(
-            RunFinished, stop_reason=reason, final_answer=final_answer, detail=detail
-        )
+        """The run's `run_finished`; or, in a run that took checkpoints, one more of the files
+        as it leaves them, its finish recorded once that is yielded (`events`): a crash in
+        between leaves a run to resume, as between any two events."""
+        finished: dict[str, Any] = {
+            "stop_reason": reason,
+            "final_answer": final_answer,
+            "detail": detail,
+        }
+        # A run that waits for an answer goes on: its files are kept when it stops for good.
+        if self.snapshots is not None and self.state.checkpoints and reason != StopReason.WAITING:
+            self._finishing = finished
+            return await self._checkpoint(at_end=True)
+        return await self._emit(RunFinished, **finished)
+
+    async def _finish_now(self) -> Event:
+        finished, self._finishing = self._finishing, None
+        assert finished is not None
+        return await self._emit(RunFinished, **finished)
 
     def _live(self, kind: type[Any], **fields: Any) -> Event:
         """A delta of the reply being streamed: on the stream only, not in the log (the reply

@@ -2,10 +2,10 @@
 judged by its checks (shell commands in the sandbox) and matchers on its answer.
 
 Inside: `_suite` (the suite files, and the matchers), `_attempt` (one attempt at a task), `_run`
-(an eval: every task, `repeat` times), `_record` (its record in the store, read back by
-`--resume`, `show` and `compare`), `_results` (what the attempts add up to), `_compare` (two
-evals side by side), `_replay` (a recorded run driven again, its first divergence), `_html`
-(the report page).
+(an eval: every task, `repeat` times), `_workers` (its attempts in worker processes), `_record`
+(its record in the store, read back by `--resume`, `show` and `compare`), `_results` (what the
+attempts add up to), `_compare` (two evals side by side), `_replay` (a recorded run driven
+again, its first divergence), `_html` (the report page).
 """
 
 from ._attempt import AgentFactory, Attempt
@@ -16,9 +16,11 @@ from ._replay import Divergence, Replayed, replay_events, replay_run
 from ._results import EvalResult, TaskResult
 from ._run import new_eval, run_eval
 from ._suite import Answer, Suite, Task, load_suite
+from ._workers import AgentRecipe, WorkerDied
 
 __all__ = [
     "AgentFactory",
+    "AgentRecipe",
     "Answer",
     "Attempt",
     "Comparison",
@@ -28,6 +30,7 @@ __all__ = [
     "Suite",
     "Task",
     "TaskResult",
+    "WorkerDied",
     "compare",
     "html_report",
     "list_records",

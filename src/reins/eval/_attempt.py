@@ -51,12 +51,30 @@ class Attempt:
     """Notes the guards and policies added for the model."""
     failures: list[str] = field(default_factory=list[str])
     """Why it did not pass: a setup that failed, each check that failed, each matcher missed."""
+    worker: int | None = None
+    """The process id of the worker process that ran it (`-j N`); None: the eval's own."""
 
 
 async def attempt(
     task: Task, number: int, make_agent: AgentFactory, policy: SandboxPolicy
 ) -> Attempt:
-    """Run attempt `number` at `task` in a temporary workspace, removed after its checks."""
+    """Run attempt `number` at `task` in a temporary workspace, removed after its checks; one
+    that raises is a failed attempt saying why (the eval goes on with the others)."""
+    try:
+        return await _attempted(task, number, make_agent, policy)
+    except Exception as exc:
+        return failed(task, number, exc)
+
+
+def failed(task: Task, number: int, exc: BaseException) -> Attempt:
+    """A failed attempt, its one-line reason the error it raised."""
+    said = " ".join(f"{type(exc).__name__}: {exc}".split())[:SHOWN]
+    return Attempt(task.id, number, False, failures=[f"error: {said}"])
+
+
+async def _attempted(
+    task: Task, number: int, make_agent: AgentFactory, policy: SandboxPolicy
+) -> Attempt:
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"reins-eval-{task.id}-") as folder:
         workspace = Path(folder)

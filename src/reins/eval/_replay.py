@@ -62,6 +62,7 @@ IGNORED_BY_KIND: dict[str, set[str]] = {
 @dataclass(frozen=True)
 class Divergence:
     seq: int
+    """Where they differ: the recorded event's seq (today's, past the recorded run's end)."""
     before: dict[str, Any] | None
     """The recorded event there (none: the replay went on past the recorded run's end)."""
     after: dict[str, Any] | None
@@ -143,7 +144,8 @@ async def replay_events(
             shown_before = _comparable(before, root) if before is not None else None
             shown_after = _comparable(event, place)
             if shown_before != shown_after:
-                divergence = Divergence(event.seq, shown_before, shown_after)
+                at = before.seq if before is not None else event.seq  # as `reins show` has it
+                divergence = Divergence(at, shown_before, shown_after)
                 cancel.cancel()  # it ends, on record, as cancelled: nothing past it is invented
                 async for _ in stream:
                     pass

@@ -1,5 +1,6 @@
-"""An eval: every task of a suite attempted `repeat` times, each attempt recorded in the
-store as it ends (`_record`), so an eval stopped part way is resumed from what it left."""
+"""An eval: every task of a suite attempted `repeat` times, here or in worker processes
+(`_workers`), each attempt recorded in the store as it ends (`_record`), so an eval stopped
+part way is resumed from what it left."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ._attempt import AgentFactory, Attempt, attempt
 from ._record import add_attempt, mend_record, record_path, start_record
 from ._results import EvalResult, TaskResult
 from ._suite import Suite, Task
+from ._workers import AgentRecipe, in_workers
 
 
 def new_eval_id() -> str:
@@ -42,30 +44,49 @@ async def run_eval(
     *,
     jobs: int = 1,
     on_attempt: Callable[[Attempt], None] = lambda attempt: None,
+    recipe: AgentRecipe | None = None,
 ) -> EvalResult:
     """Run the attempts of `suite` that `result` does not hold yet (all, for a new eval),
-    `jobs` at a time, each recorded as it ends; `result` with them all, in the suite's order."""
+    `jobs` at a time, each recorded as it ends; `result` with them all, in the suite's order.
+    Given a `recipe`, `jobs` > 1 go to as many worker processes (`_workers`); else they share
+    this process, their agents from `make_agent`."""
     path = record_path(store, result.eval_id)
     if path.exists():
         mend_record(path)
     else:
         start_record(store, result)
     done = {(a.task, a.attempt): a for a in result.attempts}
-    slots = asyncio.Semaphore(jobs)
 
-    async def one(task: Task, number: int) -> Attempt:
-        if (finished := done.get((task.id, number))) is not None:
-            return finished
-        async with slots:
-            finished = await attempt(task, number, make_agent, policy)
+    def ended(finished: Attempt) -> None:
         add_attempt(path, finished)  # whole lines, written from the one event loop
         on_attempt(finished)
-        return finished
+        done[finished.task, finished.attempt] = finished
 
     planned = [(task, n) for task in suite.tasks for n in range(1, result.repeat + 1)]
-    attempts = await asyncio.gather(*(one(task, n) for task, n in planned))
+    todo = [(task, n) for task, n in planned if (task.id, n) not in done]
+    if jobs > 1 and recipe is not None:
+        await in_workers(todo, recipe, policy, store, jobs, ended)
+    else:
+        await _in_process(todo, make_agent, policy, jobs, ended)
     by_task = {task.id: TaskResult(task.id, task.tags, []) for task in suite.tasks}
-    for (task, _), finished in zip(planned, attempts, strict=True):
-        by_task[task.id].attempts.append(finished)
+    for task, n in planned:
+        by_task[task.id].attempts.append(done[task.id, n])
     result.tasks = list(by_task.values())
     return result
+
+
+async def _in_process(
+    todo: list[tuple[Task, int]],
+    make_agent: AgentFactory,
+    policy: SandboxPolicy,
+    jobs: int,
+    ended: Callable[[Attempt], None],
+) -> None:
+    slots = asyncio.Semaphore(jobs)
+
+    async def one(task: Task, number: int) -> None:
+        async with slots:
+            finished = await attempt(task, number, make_agent, policy)
+        ended(finished)
+
+    await asyncio.gather(*(one(task, n) for task, n in todo))

@@ -19,7 +19,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 from ..agent import Agent, AgentRun
 from ..core._approval import Approval
@@ -326,6 +326,12 @@ class Runs:
         while True:
             looked = self._goings  # taken before looking, so a resume in between is seen
             if (live := self.live.get(run_id)) is not None:
+                start = cast(Event, live.events[0]).seq  # a resume's buffer starts at it
+                if after < start - 1:
+                    earlier = [e for e in await self._events(run_id) if after < e.seq < start]
+                    if earlier:
+                        after, last = earlier[-1].seq, earlier[-1]
+                        yield list[StreamEvent](earlier)
                 batches = _from_live(live, after, heartbeat)
             else:
                 batches = self._from_log(run_id, after, heartbeat)
