@@ -61,6 +61,8 @@ async def in_workers(
     if not todo:
         return
     _check_pickles(recipe)
+    # The store's index made here first: workers that create it at once can find it locked.
+    await SQLiteLog(store).close()
     context = multiprocessing.get_context("spawn")  # not fork: this process has threads
     watched, stop = context.Pipe(duplex=False)  # closing `stop` stops the workers
     workers = min(jobs, len(todo))
