@@ -85,6 +85,9 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
         default=None, init=False, repr=False, compare=False
     )
     _spills: tuple[Path, Path] | None = field(default=None, init=False, repr=False, compare=False)
+    _shadows: tuple[Path, Path, Shadow] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
     _servers: list[MCPServer] | None = field(default=None, init=False, repr=False, compare=False)
     _found_skills: tuple[list[Skill], list[str]] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -230,9 +233,12 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
         directory = getattr(self.log, "directory", None)
         if not self.checkpoints or not isinstance(directory, Path):
             return None
-        from ..checkpoints import Shadow  # loaded by the first run that may take one
+        held = self._shadows  # made once per log and workspace: it costs a few stats
+        if held is None or held[0] is not directory or held[1] != workspace.root:
+            from ..checkpoints import Shadow  # loaded by the first run that may take one
 
-        return Shadow(directory, workspace.root)
+            held = self._shadows = (directory, workspace.root, Shadow(directory, workspace.root))
+        return held[2]
 
     def _context_builder(
         self, model_id: str, settings: ContextSettings, specs: Sequence[ToolSpec]
