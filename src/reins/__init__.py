@@ -191,6 +191,7 @@ _RENAMED: dict[str, tuple[str, str, str]] = {
     "ForkedFrom": ("reins.core._events", "ForkedFrom", "reins.events.ForkedFrom"),
     "Checkpoint": ("reins.core._events", "Checkpoint", "reins.events.Checkpoint"),
     "FilesRestored": ("reins.core._events", "FilesRestored", "reins.events.FilesRestored"),
+    "MemoryUpdated": ("reins.core._events", "MemoryUpdated", "reins.events.MemoryUpdated"),
     "QuestionAsked": ("reins.core._events", "QuestionAsked", "reins.events.QuestionAsked"),
     "Reflected": ("reins.core._events", "Reflected", "reins.events.Reflected"),
     "ResponseRejected": ("reins.core._events", "ResponseRejected", "reins.events.ResponseRejected"),

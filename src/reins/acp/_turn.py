@@ -26,6 +26,7 @@ from ..core._events import (
     ContextCompacted,
     FilesRestored,
     ForkedFrom,
+    MemoryUpdated,
     ModelRequested,
     ModelResponded,
     Notice,
@@ -190,6 +191,7 @@ class Turn:
                 | ForkedFrom()
                 | Checkpoint()
                 | FilesRestored()
+                | MemoryUpdated()
                 | ApprovalRequested()  # the approval handler asks the editor
                 | PermissionDecided()  # a denial is the call's output
                 | Reflected()

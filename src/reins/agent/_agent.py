@@ -370,6 +370,7 @@ class Agent(RunAssembly[DepsT, OutputT]):
                 on_cap=None,
             ),
             mcp_servers=self.servers,  # the same servers, not new processes
+            memory=None,  # the parent's run recalls and captures
         )
         return child.child_iter(
             task,

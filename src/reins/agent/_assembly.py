@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..context import ContextBuilder, ContextSettings
-from ..context._instructions import FolderHints
+from ..context._compaction import summarizer_for
+from ..context._instructions import FolderHints, project_root
 from ..context._modes import Mode, ModeSection, resolve_mode
 from ..context._sections import (
     BaseSection,
@@ -69,9 +70,12 @@ from ._output import Output, OutputCheck
 if TYPE_CHECKING:
     from ..checkpoints import Shadow
     from ..mcp import MCPServer
+    from ..memory import Capture, Memories
     from ..subagents import ChildAgent, ChildRun, Handoff
 
-AGENT_MADE = frozenset({"load_skill", "ask_user", "spawn_agent", "plan", "todo", "calculate"})
+AGENT_MADE = frozenset(
+    {"load_skill", "ask_user", "spawn_agent", "plan", "todo", "calculate", "memory_search"}
+)
 """Tools an agent adds as it is set up (skills, a way to ask, subagents, arithmetic): one
 resuming a run without them is fine; a call of one is then an unknown tool to the model."""
 
@@ -86,6 +90,12 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
     )
     _spills: tuple[Path, Path] | None = field(default=None, init=False, repr=False, compare=False)
     _shadows: tuple[Path, Path, Shadow] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _memories: tuple[tuple[object, ...], Memories, Tool] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _extractor: tuple[object, Model] | None = field(
         default=None, init=False, repr=False, compare=False
     )
     _servers: list[MCPServer] | None = field(default=None, init=False, repr=False, compare=False)
@@ -226,7 +236,63 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             ask_timeout=ask.timeout if ask is not None else None,
             spans=RunSpans(tracer, state, self.profile or "reins") if tracer else None,
             snapshots=self._shadow(workspace),
+            memory=self._capture(state, workspace),
         )
+
+    def _kept_facts(self) -> Memories | None:
+        """The facts `memory` keeps (made once per log and files); None: no memory."""
+        memory = self.memory
+        if memory is None:
+            return None
+        directory = getattr(self.log, "directory", None)
+        local = memory.path
+        if local is None:
+            if not isinstance(directory, Path):
+                raise UsageError(
+                    "Agent(memory=...) keeps its facts beside the event log, and this log has "
+                    "no folder: give the agent a log on disk (SQLiteLog), or Memory(path=...)"
+                )
+            local = directory / "memory.db"
+        key = (local, memory)
+        if self._memories is None or self._memories[0] != key:
+            from ..memory import Memories, memory_search_tool
+
+            made = Memories(local, memory.user_path, timeout=memory.timeout)
+            self._memories = (key, made, memory_search_tool(made, memory))
+        return self._memories[1]
+
+    def _capture(self, state: RunState, workspace: Workspace) -> Capture | None:
+        """What reads the run's turns for facts to keep; None: memory, or its capture, is
+        off (and always for a subagent's run: the run that started it captures)."""
+        memory = self.memory
+        if memory is None or state.config.parent_run_id is not None:
+            return None
+        written = memory.written(str(project_root(workspace.root)))
+        memories = self._kept_facts()
+        if written is None or memories is None:
+            return None
+        from ..memory import Capture
+
+        return Capture(
+            memories=memories,
+            model=self._memory_model,
+            scope=written[0],
+            owner=written[1],
+            redact=memory.redact,
+        )
+
+    def _memory_model(self) -> Model:
+        """The extractor: `memory.model`, else the run's model (a hosted one's cheapest
+        sibling, as for summaries); resolved once."""
+        assert self.memory is not None
+        chosen = self.memory.model
+        if chosen is None:
+            chosen = summarizer_for(self.model_id or self._model.name) or self._model
+        if not isinstance(chosen, str):
+            return chosen
+        if self._extractor is None or self._extractor[0] != chosen:
+            self._extractor = (chosen, _resolve(chosen))
+        return self._extractor[1]
 
     def _shadow(self, workspace: Workspace) -> Shadow | None:
         """Where the run's checkpoints go: the log's folder, if it has one and they are on."""
@@ -347,12 +413,27 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             tools.append(ASK_USER_TOOL)
         if self.planning and not any(t.name == "plan" for t in tools):
             tools += self._planning_tools()
+        if (search := self._memory_search()) is not None:
+            tools.append(search)
         names = {t.name for t in tools}
         commands = "run_command" in names and _runs_commands(mode or resolve_mode(self.mode)[0])
         compute = (guards or self.guards).compute
         if compute and "read_file" in names and not commands and calculate.name not in names:
             tools.append(calculate)  # nothing else to compute with: small models add wrong
         return sandboxed(tools, self.sandbox)
+
+    def _memory_search(self) -> Tool | None:
+        """`memory_search`, when the run may read memory and there is (or may come to be)
+        something in it: offered with no facts only if captures are on."""
+        memory = self.memory
+        if memory is None or memory.recall == "off":
+            return None
+        memories = self._kept_facts()
+        assert memories is not None
+        assert self._memories is not None
+        if memory.capture == "off" and not memories.exist():
+            return None
+        return self._memories[2]
 
     def _output_spec(self) -> Output | None:
         if self.output_type is None:
@@ -377,7 +458,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             brief = Brief(max_steps=settings.max_steps, timeout=settings.timeout)
 
             def copy() -> ChildAgent:  # one level deep: the copy offers no spawn_agent
-                return self._copy(subagents=False)
+                return self._copy(subagents=False, memory=None)
 
             self._spawn = spawn_agent_tool(copy, settings.agents, brief)
         return self._spawn
@@ -430,7 +511,9 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
         changing = frozenset(t.name for t in tools if t.path_args and not t.read_only)
         return [TestsAfterChanges(changing)]
 
-    def _sections(self, mode: Mode | None, workspace: Workspace) -> list[SectionSource]:
+    def _sections(
+        self, mode: Mode | None, workspace: Workspace, session_id: str | None = None
+    ) -> list[SectionSource]:
         names = frozenset(t.name for t in self._tools(mode))
         spill = self._readable()[0] if self._readable() and "read_file" in names else None
         return [
@@ -446,8 +529,19 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
                 commands=_runs_commands(mode),
                 compute=self.guards.compute,
             ),
+            *self._recall(workspace, session_id),
             *self.prompt_sections,
         ]
+
+    def _recall(self, workspace: Workspace, session_id: str | None) -> list[SectionSource]:
+        """ "What you remember", when the run may read memory."""
+        memory, memories = self.memory, self._kept_facts()
+        if memory is None or memories is None or memory.recall == "off":
+            return []
+        from ..memory import RecallSection
+
+        scopes = memory.readable(str(project_root(workspace.root)), session_id)
+        return [RecallSection(memories, scopes, memory.budget)]
 
     def _spill_folder(self, run_id: str) -> Path | None:
         """The run's folder for over-long results, in a log on disk; None: they are cut."""

@@ -61,20 +61,37 @@ async def start_run(
     if session_id is None or fresh:
         session_id = session_id or new_session_id()
         prompt = PromptContext(workspace=workspace.root, goal=goal, approvals=agent._may_ask())
-        system = build_prompt(agent._sections(mode, workspace), prompt)
+        system = build_prompt(agent._sections(mode, workspace, session_id), prompt)
         history: list[Message] = [SystemMessage(content=system), *preface]
         notes += prompt.notes
         notes += agent._skills()[1]
         started = _run_started(
-            agent, session_id, asked, workspace, history, mode=mode, parent=parent
+            agent,
+            session_id,
+            asked,
+            workspace,
+            history,
+            mode=mode,
+            parent=parent,
+            # A preface given is not the session's to capture (no memory: nothing to say).
+            remembered=len(history) if agent.memory is not None else 0,
         )
         await agent.log.append(started)
     else:
         # The session is ours before its history is read: a turn never forks it.
         agent.log.claim(session_id)
         try:
-            history, grants = await _session_history(agent, session_id)
-            started = _run_started(agent, session_id, asked, workspace, history, grants, mode=mode)
+            history, grants, remembered = await _session_history(agent, session_id)
+            started = _run_started(
+                agent,
+                session_id,
+                asked,
+                workspace,
+                history,
+                grants,
+                mode=mode,
+                remembered=remembered,
+            )
             await agent.log.append(started)
         except BaseException:
             agent.log.release(session_id)
@@ -145,6 +162,7 @@ def _run_started(
     *,
     mode: Mode | None = None,
     parent: tuple[str, str] | None = None,
+    remembered: int = 0,
 ) -> RunStarted:
     tools = agent._tools(mode)
     config = RunConfig(
@@ -182,6 +200,7 @@ def _run_started(
         config=config,
         messages=(*history, asked),
         grants=grants,
+        remembered=remembered,
     )
 
 
@@ -318,13 +337,14 @@ async def _resumed(
 
 async def _session_history(
     agent: RunAssembly[Any, Any], session_id: str
-) -> tuple[list[Message], tuple[str, ...]]:
-    """The session's conversation so far, and what was allowed "always" in it."""
+) -> tuple[list[Message], tuple[str, ...], int]:
+    """The session's conversation so far, what was allowed "always" in it, and how much of
+    it the memory has read."""
     runs = await agent.log.runs(session_id)
     if not runs:
         raise UsageError(f"no session {session_id!r} in this log; `reins sessions` lists them")
     last = RunState.fold(await agent.log.events(runs[-1].run_id))
-    return last.transcript(), tuple(sorted(last.grants))
+    return last.transcript(), tuple(sorted(last.grants)), last.remembered_in_transcript()
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,10 @@ key. The usual environment variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) w
     stop_max_rejections = 3           # rejected answers before the run ends missing_evidence
     reflect = true                    # a model call judges each step with tools (--reflect)
     checkpoints = false               # no snapshots for `reins diff/undo/rewind` (on: default)
+    [memory]                          # facts kept across sessions (`reins memory`)
+    capture = "project"               # a model call at a turn's end: project, user, off (default)
+    recall = "all"                    # what runs read: all (default), writable, off
+    redact = ['ACME-\\d{6}']          # RE2 rules: never kept (nor keys, tokens, passwords)
     [[stop_hooks]]                    # the event as JSON on stdin; exit 2 + a message rejects
     command = "./scripts/review.sh"
     timeout = 60
@@ -85,6 +89,7 @@ from ..context import ContextSettings
 from ..core._errors import UsageError
 from ..core._files import NotAFile, read_regular
 from ..mcp._config import MCPServerConfig, servers_from_json, servers_from_table
+from ..memory._settings import CAPTURES, DEFAULT_BUDGET, RECALLS, Memory, narrower
 from ..permissions import ApprovalMode, PermissionRules
 from ..policies import HOOK_EVENTS, Guards, Hook, HookEvent
 from ..sandbox import MODES, SandboxMode, SandboxPolicy
@@ -220,6 +225,30 @@ class ContextConfig(BaseModel):
         if window is not None:
             chosen["window"] = window
         return ContextSettings(**chosen)
+
+
+class MemoryConfig(BaseModel):
+    """The `[memory]` table: what runs remember across sessions (see `reins.memory.Memory`).
+    Captures are off unless you turn them on (`capture = "project"`): each costs a model call
+    at a turn's end. A project's file may only narrow `recall` and `capture`, add `redact`
+    rules and lower `budget`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    recall: Literal["all", "writable", "off"] = "all"
+    capture: Literal["project", "user", "off"] = "off"
+    model: str | None = None
+    """The extractor (None: the run's model, a hosted one's cheapest sibling)."""
+    budget: int = Field(default=DEFAULT_BUDGET, ge=0)
+    redact: tuple[str, ...] = ()
+    """Regexes (RE2) of what must never be kept, besides keys, tokens and passwords."""
+    timeout: float = Field(default=5.0, gt=0)
+
+    def settings(self) -> Memory | None:
+        """The agent's `memory`; None when it neither reads nor writes."""
+        if self.recall == "off" and self.capture == "off":
+            return None
+        return Memory(**self.model_dump())
 
 
 class ProfileConfig(BaseModel):
@@ -439,6 +468,7 @@ class Config(BaseModel):
     server: ServerConfig = ServerConfig()
     guards: GuardsConfig = GuardsConfig()
     context: ContextConfig = ContextConfig()
+    memory: MemoryConfig = MemoryConfig()
     profiles: dict[str, ProfileConfig] = {}
     instruction_files: tuple[str, ...] = ("AGENTS.md",)
     """The project instruction files read into the prompt, from the repository root down to
@@ -552,6 +582,7 @@ def load_config(start: Path | None = None) -> Config:
     sandbox = SandboxConfig()
     guards: dict[str, object] = {}
     context: dict[str, object] = {}
+    memory: dict[str, object] = {}
     models: dict[str, object] = {}
     trusted: list[Path] = []
     held: dict[str, Any] | None = None
@@ -601,6 +632,13 @@ def load_config(start: Path | None = None) -> Config:
             context.update(layer_context)  # key by key, as the guards
         else:
             merged["context"] = layer_context
+        layer_memory = data.pop("memory", {})
+        if isinstance(layer_memory, dict):
+            if is_project:
+                layer_memory = _narrowed_memory(path, layer_memory, memory)
+            memory.update(layer_memory)
+        else:
+            merged["memory"] = layer_memory
         layer_models = data.pop("models", {})
         if isinstance(layer_models, dict):
             for name, entry in layer_models.items():  # key by key: the project's win
@@ -630,6 +668,7 @@ def load_config(start: Path | None = None) -> Config:
             {
                 "guards": guards,
                 "context": context,
+                "memory": memory,
                 "models": models,
                 **merged,
                 **rules,
@@ -649,6 +688,31 @@ def load_config(start: Path | None = None) -> Config:
         return config  # nothing that acts for the project (or only what the user has already)
     config = config.model_copy(update={"untrusted": untrusted})
     return config.trusting_project() if untrusted.folder in trusted else config
+
+
+def _narrowed_memory(
+    path: Path, theirs: dict[str, object], mine: dict[str, object]
+) -> dict[str, object]:
+    """A project's `[memory]`, as far as it narrows the user's: it may read and write less,
+    never more, and may not choose the model the conversation is sent to."""
+    if "model" in theirs:
+        raise UsageError(
+            f"config {path}: memory.model: a project's file may not choose the model your "
+            "conversation is sent to; set it in your own config"
+        )
+    layer = dict(theirs)
+    defaults = MemoryConfig()
+    options: tuple[str, ...]
+    for key, options in (("recall", RECALLS), ("capture", CAPTURES)):
+        asked, have = theirs.get(key), mine.get(key, getattr(defaults, key))
+        if isinstance(asked, str) and isinstance(have, str) and {asked, have} <= set(options):
+            layer[key] = narrower(options, have, asked)  # else the validation says what is wrong
+    if isinstance(redact := theirs.get("redact"), list | tuple):
+        layer["redact"] = (*mine.get("redact", ()), *redact)  # type: ignore[misc]
+    budget, cap = theirs.get("budget"), mine.get("budget", DEFAULT_BUDGET)
+    if _number(budget) and _number(cap) and budget > cap:  # type: ignore[operator]
+        layer["budget"] = cap
+    return layer
 
 
 def _lower_caps(data: dict[str, object], mine: dict[str, object]) -> None:

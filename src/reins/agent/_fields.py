@@ -37,6 +37,7 @@ from ._groups import Ask, Checks, Subagents, as_ask, as_checks, as_subagents
 
 if TYPE_CHECKING:
     from ..mcp import MCPServer, MCPServerConfig
+    from ..memory import Memory
     from ..subagents import ChildAgent
 
 RESERVED = {final_answer.name: final_answer, ASK_USER: ASK_USER_TOOL}
@@ -111,6 +112,11 @@ class AgentFields(Generic[DepsT, OutputT]):
     events), so `agent.diff`, `agent.undo` and `agent.rewind` (`reins diff`, `undo`, `rewind`)
     can show and put back what a run changed. Only with a log on disk (`SQLiteLog`) and git
     installed (without it, a run says so once and goes on)."""
+    memory: Memory | None = None
+    """Memory across sessions (`reins.memory.Memory`): facts read from each turn's messages
+    when it ends (one model call) and kept in the log's folder (the user's own in the user's
+    data folder), recalled at a new session's start ("What you remember") and by the
+    `memory_search` tool. None: no memory (the default)."""
     checks: Checks | Sequence[str] = ()
     """What a final answer must pass before it ends the run: `Checks(commands=["pytest -q"],
     stop_hooks=[...], max_rejections=3)`; a list is the commands alone."""

@@ -119,6 +119,7 @@ class AgentChoices:
             ask=_asker(config, lines),
             planning=_either(self.planning, config.planning),
             checkpoints=config.checkpoints,
+            memory=config.memory.settings(),
         )._record(profile=self.profile, profile_inferred=self.profile_inferred)
         if _either(self.subagents, config.subagents):
             # With no profiles, spawn_agent still offers a copy of this agent.

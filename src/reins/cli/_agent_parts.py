@@ -126,6 +126,7 @@ def _served_agent(
     planning: bool = False,
     mcp_servers: Sequence[MCPServerConfig] = (),
     checkpoints: bool = True,
+    memory: bool = True,
 ) -> Agent:
     """The agent of a run a server starts (`reins mcp serve`, `reins serve`, `reins acp`,
     `reins eval`): the config's tools, rules, guards, checks, hooks and context, with no
@@ -165,4 +166,5 @@ def _served_agent(
         mode=mode,
         planning=planning,
         checkpoints=checkpoints and config.checkpoints,
+        memory=config.memory.settings() if memory else None,
     )

@@ -249,6 +249,7 @@ def _attempt_agent(
         time_budget=task.timeout,
         mode=task.mode,
         checkpoints=False,  # the attempt's workspace is thrown away
+        memory=False,  # an attempt must not learn from the one before it
     )
     if spec.partition(":")[0] == "local":  # a fresh one would load its weights again
         agent.model = _LOADED.setdefault(spec, cast("Model", agent.model))

@@ -27,6 +27,7 @@ from ..core._events import (
     Event,
     FilesRestored,
     ForkedFrom,
+    MemoryUpdated,
     ModelRequested,
     ModelResponded,
     Notice,
@@ -171,6 +172,16 @@ class EventRenderer:
             case FilesRestored():
                 to = f"step {event.to_step}" if event.to_step else "the run's start"
                 out.print(f"[yellow]↶ {len(event.paths)} file(s) put back as at {to}[/]")
+            case MemoryUpdated():
+                for change in event.changes:
+                    what = {"add": "remembered", "update": "updated", "invalidate": "forgot"}
+                    out.print(
+                        f"[magenta]◆ {what[change.op]}[/] [dim]({change.scope})[/] "
+                        f"{escape(change.text)}",
+                        soft_wrap=True,
+                    )
+                if event.left_out:
+                    out.print(f"[dim]◆ not kept: {escape(', '.join(event.left_out))}[/]")
             case ModelRequested():
                 self._streamed, self._held, self._said = False, "", ""
                 self._asked_at = event.ts

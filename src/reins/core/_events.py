@@ -108,6 +108,9 @@ class RunStarted(_Event):
     """The whole context the run starts from: system prompt, earlier turns, the goal."""
     grants: tuple[str, ...] = ()
     """What a person allowed "always" in the session's earlier runs."""
+    remembered: int = Field(default=0, exclude_if=lambda v: v == 0)
+    """How many of `messages` the session's memory has captured already (`reins.memory`):
+    what a capture goes on from."""
 
 
 class RunResumed(_Event):
@@ -388,6 +391,43 @@ class FilesRestored(_Event):
     """Those changed since by someone else, overwritten all the same (`--force`)."""
 
 
+class MemoryChange(BaseModel):
+    """One change a capture made to the facts the agent keeps across sessions."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    op: Literal["add", "update", "invalidate"]
+    """A new fact; a fact replaced by a new one (the old closed); a fact closed."""
+    fact: str
+    """The id of the fact added, or of the fact closed (`invalidate`)."""
+    text: str
+    scope: Literal["user", "project", "session"]
+    replaced: str | None = None
+    """The fact an `update` closed."""
+    evidence: str = ""
+    """Why: the words of the conversation the change rests on."""
+
+
+class MemoryUpdated(_Event):
+    """The session's new messages were read for facts worth keeping across sessions, and the
+    facts kept were changed (`reins.memory`): at a turn's end, or before a compaction takes
+    messages out of the window. What the store holds is the fold of these across the log."""
+
+    kind: Literal["memory_updated"] = "memory_updated"
+    trigger: Literal["turn_end", "compaction"]
+    through: int
+    """The run's messages read so far: the next capture begins after them."""
+    changes: tuple[MemoryChange, ...] = ()
+    """What changed (nothing: no new fact, or each already known)."""
+    left_out: tuple[str, ...] = ()
+    """Why candidate facts were not kept (a secret's kind, evidence not in the conversation),
+    without their text."""
+    usage: Usage = Usage()
+    """The extractor's call."""
+    cost: float | None = None
+    model: str = ""
+
+
 class QuestionAnswered(_Event):
     """The answer to a question; None: it was dismissed or timed out (`by` says which)."""
 
@@ -447,6 +487,7 @@ Event = Annotated[
     | ForkedFrom
     | Checkpoint
     | FilesRestored
+    | MemoryUpdated
     | RunFinished,
     Field(discriminator="kind"),
 ]

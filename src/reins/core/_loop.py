@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Literal, assert_never
 
 from ._approval import ApprovalRequest, Approver, Ruling, denial
@@ -34,6 +35,7 @@ from ._events import (
     Checkpoint,
     ContextCompacted,
     Event,
+    MemoryUpdated,
     ModelRequested,
     ModelResponded,
     Notice,
@@ -76,7 +78,7 @@ from ._policy import (
     Stop,
     Verified,
 )
-from ._ports import ContextKeeper, Snapshots, ToolRunner, Trace
+from ._ports import ContextKeeper, Remembers, Snapshots, ToolRunner, Trace
 from ._questions import ASK_USER, Asker, AskMode, QuestionRequest, answered, ask
 from ._scope import CallScope
 from ._state import STEERING, RunState, interrupted
@@ -108,6 +110,7 @@ class RunLoop:
         ask_timeout: float | None = None,
         spans: Trace | None = None,
         snapshots: Snapshots | None = None,
+        memory: Remembers | None = None,
     ) -> None:
         self.state = state
         self.log = log
@@ -137,8 +140,11 @@ class RunLoop:
         """The run's OpenTelemetry spans, when traced: every event recorded goes to them."""
         self.snapshots = snapshots
         """Where the workspace is checkpointed before each step's first change (None: not)."""
-        self._finishing: dict[str, Any] | None = None
-        """A finish waiting for the checkpoint before it to be yielded (see `_finish`)."""
+        self.memory = memory
+        """What reads the run's messages for facts to keep across sessions (None: nothing)."""
+        self._finishing: list[Callable[[], Awaitable[Event | None]]] = []
+        """What a finish records after the event `_finish` returned, in order, each once the
+        one before is yielded (see `_finish`)."""
         self._uncommitted = False
         self._envelope = {"session_id": state.session_id, "run_id": state.run_id}
         """What every event of the run carries."""
@@ -161,8 +167,8 @@ class RunLoop:
             while state.finished is None:
                 if state.review_pending and (recorded := await self._review()) is not None:
                     yield recorded  # the response was rejected, or stopped the run
-                    if self._finishing is not None:
-                        yield await self._finish_now()
+                    async for then in self._finished():
+                        yield then
                     continue
                 if state.pending:
                     stage = self._act()
@@ -172,8 +178,8 @@ class RunLoop:
                     stage = self._think()
                 async for item in stage:
                     yield item
-                    if self._finishing is not None:
-                        yield await self._finish_now()
+                    async for then in self._finished():
+                        yield then
         finally:
             self.executor.close()
             if self.spans is not None:
@@ -344,7 +350,10 @@ class RunLoop:
             )
 
     async def _compacted(self) -> AsyncIterator[Event]:
-        """A compaction: the next request would pass the window's threshold."""
+        """A compaction: the next request would pass the window's threshold. What it takes
+        out of the window is read for facts to keep first."""
+        if self.memory is not None and (remembered := await self._remember("compaction")):
+            yield remembered
         fields = await self.cancel.race(self.context.compact(self.state))
         if fields is not None:
             yield await self._emit(ContextCompacted, **fields)
@@ -843,27 +852,54 @@ class RunLoop:
             )
         return await self._emit(Checkpoint, step=state.step, snapshot=snapshot, at_end=at_end)
 
+    async def _remember(self, trigger: str) -> Event | None:
+        """Read the run's new messages for facts to keep (`MemoryUpdated`); a capture that
+        fails is said, and its messages are read by the next one."""
+        assert self.memory is not None
+        state = self.state
+        if state.remembered >= len(state.messages):
+            return None
+        try:
+            fields = await self.cancel.race(self.memory.capture(state, trigger=trigger))
+        except Exception as exc:  # memory must never stop the run
+            return await self._note(
+                "memory",
+                f"capturing facts to remember failed ({exc}); this turn's messages will be "
+                "read again at the next turn's end",
+            )
+        if fields is None:
+            return None
+        return await self._emit(MemoryUpdated, trigger=trigger, **fields)
+
     async def _finish(
         self, reason: StopReason, *, final_answer: str | None = None, detail: str = ""
     ) -> Event:
-        """The run's `run_finished`; or, in a run that took checkpoints, one more of the files
-        as it leaves them, its finish recorded once that is yielded (`events`): a crash in
-        between leaves a run to resume, as between any two events."""
+        """The run's `run_finished`, after what a run ends with: the facts of the turn kept
+        (memory), the files as it leaves them (checkpoints). Each is recorded once the one
+        before is yielded (`events`): a crash in between leaves a run to resume, as between
+        any two events. Returns the first."""
         finished: dict[str, Any] = {
             "stop_reason": reason,
             "final_answer": final_answer,
             "detail": detail,
         }
+        steps: list[Callable[[], Awaitable[Event | None]]] = []
+        if self.memory is not None and reason not in _UNREAD:
+            steps.append(partial(self._remember, "turn_end"))
         # A run that waits for an answer goes on: its files are kept when it stops for good.
         if self.snapshots is not None and self.state.checkpoints and reason != StopReason.WAITING:
-            self._finishing = finished
-            return await self._checkpoint(at_end=True)
-        return await self._emit(RunFinished, **finished)
+            steps.append(partial(self._checkpoint, at_end=True))
+        self._finishing = [*steps, partial(self._emit, RunFinished, **finished)]
+        while (event := await self._finishing.pop(0)()) is None:
+            pass  # the last step, the finish itself, records an event
+        return event
 
-    async def _finish_now(self) -> Event:
-        finished, self._finishing = self._finishing, None
-        assert finished is not None
-        return await self._emit(RunFinished, **finished)
+    async def _finished(self) -> AsyncIterator[Event]:
+        """The rest of a finish (`_finish`), each event recorded once the one before is
+        yielded."""
+        while self._finishing:
+            if (event := await self._finishing.pop(0)()) is not None:
+                yield event
 
     def _live(self, kind: type[Any], **fields: Any) -> Event:
         """A delta of the reply being streamed: on the stream only, not in the log (the reply
@@ -894,6 +930,10 @@ RECONSIDER = (
     "replace them."
 )
 
+
+_UNREAD = frozenset({StopReason.WAITING, StopReason.CANCELLED, StopReason.ERROR})
+"""Ends whose turn memory does not read yet: a run that waits goes on, one cancelled or
+failed is not to wait on another model call. The next turn's end reads it."""
 
 HOOKS = ("before_round", "after_response", "on_final", "before_tool", "after_tools")
 

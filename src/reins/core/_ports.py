@@ -80,6 +80,15 @@ class Snapshots(Protocol):
     async def snapshot(self, ref: str, message: str = "") -> str: ...
 
 
+class Remembers(Protocol):
+    """Reads a run's messages from `state.remembered` on for facts worth keeping across
+    sessions, and changes the facts kept (`reins.memory`): the fields of the
+    `memory_updated` to record, or None when there is nothing new to read. Raises if it
+    failed: the messages stay unread, for the next capture."""
+
+    async def capture(self, state: RunState, *, trigger: str) -> dict[str, Any] | None: ...
+
+
 class Trace(Protocol):
     """Sees every event the run records (OpenTelemetry spans, when traced)."""
 

@@ -23,6 +23,7 @@ from ._events import (
     Event,
     FilesRestored,
     ForkedFrom,
+    MemoryUpdated,
     ModelRequested,
     ModelResponded,
     Notice,
@@ -43,7 +44,15 @@ from ._events import (
     ToolCallStarted,
     ToolsChanged,
 )
-from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
+from ._messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 from ._repetition import collapsed
 
 FINAL_ANSWER_TOOL = "final_answer"
@@ -154,6 +163,8 @@ class RunState:
     files as they were before the step's first change)."""
     loaded_tools: set[str] = field(default_factory=set[str])
     """Deferred tools the model loaded: their schemas are offered (progressive disclosure)."""
+    remembered: int = 0
+    """How many of `messages` the session's memory has read (`MemoryUpdated.through`)."""
     _delta_seq: int | None = field(default=None, repr=False, compare=False)
     """The seq of the last text or thinking delta folded (see `apply`)."""
     _usage: Usage = field(default_factory=Usage, repr=False, compare=False)
@@ -188,6 +199,7 @@ class RunState:
             messages=list(first.messages),
             next_seq=first.seq + 1,
             grants=set(first.grants),
+            remembered=first.remembered,
             active_since=first.ts,
             last_ts=first.ts,
         )
@@ -354,6 +366,10 @@ class RunState:
     def _on_files_restored(self, event: FilesRestored) -> None:
         pass  # the files changed, not the run: a resume goes on from its history
 
+    def _on_memory_updated(self, event: MemoryUpdated) -> None:
+        self.remembered = event.through
+        self._spend(event.usage, event.cost)
+
     def _on_question_answered(self, event: QuestionAnswered) -> None:
         self.answers[event.call_id] = event
 
@@ -427,6 +443,16 @@ class RunState:
         ]
         return [*(self.messages if whole else self.view()), *done]
 
+    def remembered_in_transcript(self) -> int:
+        """Of `transcript()`, how many messages the memory has read: where a next turn's
+        capture begins (a compaction's summary stands for what it replaced)."""
+        if self.view_prefix is None:
+            return self.remembered
+        if self.remembered >= self.view_from:
+            return len(self.view_prefix) + self.remembered - self.view_from
+        # Some of what was compacted was never read: the summary is, in its place.
+        return sum(isinstance(m, SystemMessage) for m in self.view_prefix)
+
     def step_results(self) -> list[ToolResultMessage]:
         """The tool results that follow the last response."""
         last = _last_assistant(self.messages)
@@ -480,6 +506,7 @@ _FOLDS: dict[type, Callable[[RunState, Any], None]] = {
     ForkedFrom: RunState._on_forked_from,
     Checkpoint: RunState._on_checkpoint,
     FilesRestored: RunState._on_files_restored,
+    MemoryUpdated: RunState._on_memory_updated,
     ToolsChanged: RunState._on_tools_changed,
     RunStarted: RunState._on_run_started,
 }

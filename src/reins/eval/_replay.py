@@ -23,6 +23,7 @@ from ..core._events import (
     Checkpoint,
     Event,
     FilesRestored,
+    MemoryUpdated,
     ModelResponded,
     PermissionDecided,
     QuestionAnswered,
@@ -103,8 +104,13 @@ async def replay_events(
 ) -> Replayed:
     """As `replay_run`, for a run's events read from elsewhere (a file of them checked in as a
     regression test, `reins replay RUN --json`); the replay is recorded in `log`."""
-    # Checkpoints say where the files were kept, not what the harness did: not compared.
-    recorded = [e for e in recorded if not isinstance(e, TextDelta | Checkpoint | FilesRestored)]
+    # Checkpoints say where the files were kept, memory what was kept across sessions, not
+    # what the harness did in the run: not compared (a replay keeps neither).
+    recorded = [
+        e
+        for e in recorded
+        if not isinstance(e, TextDelta | Checkpoint | FilesRestored | MemoryUpdated)
+    ]
     first = recorded[0] if recorded else None
     if not isinstance(first, RunStarted):
         raise UsageError("the events hold no run_started to replay from")

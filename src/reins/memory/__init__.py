@@ -1,0 +1,34 @@
+"""Memory across sessions: facts an agent keeps, with when they were true and whose they are.
+
+A turn's new messages are read when it ends (and before a compaction takes them out of the
+window) for facts worth keeping: one model call extracts them and reconciles each with the
+similar facts kept (`Capture`). A fact is never deleted when it stops being true, but closed
+(`invalid_at`, `expired_at`), so what was true at a date can be asked (`as_of`). Facts are
+recalled at a session's start ("What you remember", `RecallSection`) and by `memory_search`.
+Which scopes a run reads and writes is the deployment's policy (`Memory`), never the model's.
+Secrets are never kept; `reins memory forget` deletes for real.
+"""
+
+from ._capture import Capture
+from ._errors import FactError, MemoryStoreError
+from ._facts import SCOPES, Fact, FactStore, Scope
+from ._memories import Memories, user_facts
+from ._recall import RecallSection, memory_search_tool
+from ._secrets import secret_in
+from ._settings import Memory
+
+__all__ = [
+    "SCOPES",
+    "Capture",
+    "Fact",
+    "FactError",
+    "FactStore",
+    "Memories",
+    "Memory",
+    "MemoryStoreError",
+    "RecallSection",
+    "Scope",
+    "memory_search_tool",
+    "secret_in",
+    "user_facts",
+]

@@ -1,0 +1,794 @@
+"""Facts an agent keeps across sessions, in one SQLite file, recalled by BM25 (FTS5).
+
+A fact is bi-temporal, as in Graphiti: `valid_at`..`invalid_at` is when it was true in the
+world, `created_at`..`expired_at` when the system held it to be. Nothing is overwritten: an
+update closes the old version (both of its end times set) and adds a new one that `supersedes`
+it, in one transaction, so a recall `as_of` an earlier time finds what was true then, and the
+chain of versions stays readable. Only `forget` removes a fact, and then for real: from the
+table, from the full-text index (merged so no segment keeps its words), from freed pages
+(`secure_delete`) and from the WAL (checkpointed).
+
+The file and its folder are made by the first write, never by a read: recall in a project that
+never kept a fact leaves nothing behind. Every SQLite failure becomes one `MemoryStoreError`
+that names the file and what to do.
+
+The methods are blocking (callers use `asyncio.to_thread`); one connection serves them all,
+one call at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from ..core._errors import UsageError
+from ._errors import FactError, MemoryStoreError
+
+Scope = Literal["user", "project", "session"]
+SCOPES: tuple[Scope, ...] = get_args(Scope)
+"""Whose a fact is: the user's everywhere (owner ""), a project's (owner: its root path), a
+session's (owner: the session id)."""
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE facts (
+    num INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    text TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    session_id TEXT,
+    run_id TEXT,
+    seq INTEGER,
+    created_at TEXT NOT NULL,
+    valid_at TEXT NOT NULL,
+    invalid_at TEXT,
+    expired_at TEXT,
+    supersedes TEXT,
+    reason TEXT NOT NULL,
+    closed_reason TEXT NOT NULL
+);
+CREATE INDEX facts_by_owner ON facts (scope, owner, invalid_at);
+CREATE INDEX facts_by_supersedes ON facts (supersedes);
+CREATE VIRTUAL TABLE facts_fts USING fts5 (
+    text, content='facts', content_rowid='num', tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER facts_added AFTER INSERT ON facts BEGIN
+    INSERT INTO facts_fts (rowid, text) VALUES (new.num, new.text);
+END;
+CREATE TRIGGER facts_deleted AFTER DELETE ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, text) VALUES ('delete', old.num, old.text);
+END;
+CREATE TRIGGER facts_changed AFTER UPDATE OF text ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, text) VALUES ('delete', old.num, old.text);
+    INSERT INTO facts_fts (rowid, text) VALUES (new.num, new.text);
+END;
+"""
+"""`num` is the rowid the full-text index refers to (an INTEGER PRIMARY KEY, so VACUUM keeps
+it); `id` the fact's public id. Times are ISO 8601 in UTC with microseconds, all one width, so
+they compare as text."""
+
+_COLUMNS = (
+    "id, text, scope, owner, session_id, run_id, seq, created_at, valid_at, invalid_at, "
+    "expired_at, supersedes, reason, closed_reason"
+)
+_VALID = "valid_at <= ? AND (invalid_at IS NULL OR invalid_at > ?)"
+_ID = re.compile(r"[0-9a-f]{12}")
+_PREFIX = re.compile(r"[0-9a-f]{1,12}")
+_WORD = re.compile(r"[^\W_]+")
+_MAX_TERMS = 32
+_STOPWORDS = frozenset(
+    """a about above after again all also am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers him his how i if in into is it its itself just me more
+    most my near no nor not now of off on once only or other our ours out over own same she
+    should so some such than that the their theirs them then there these they this those
+    through to too under until up very was we were what when where which while who whom why
+    will with would you your yours""".split()  # noqa: SIM905 (words read as a paragraph)
+)
+"""Words too common to rank by (and FTS5's operators, lowercased: `and`, `or`, `not`, `near`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fact:
+    """One version of something an agent keeps; a change makes a new version (`supersedes`)."""
+
+    id: str
+    """12 hex digits, random."""
+    text: str
+    scope: Scope
+    owner: str
+    """Whose: "" for the user, the project's root path, or the session id."""
+    session_id: str | None
+    run_id: str | None
+    seq: int | None
+    """The event that recorded it."""
+    created_at: datetime
+    """When the store got it (UTC)."""
+    valid_at: datetime
+    """When it became true in the world."""
+    invalid_at: datetime | None
+    """When it stopped being true in the world."""
+    expired_at: datetime | None
+    """When the store learned that it stopped."""
+    supersedes: str | None
+    """The id of the version this one replaced."""
+    reason: str = ""
+    """Why it was added, one short line."""
+    closed_reason: str = ""
+    """Why it was closed."""
+
+    def valid(self, at: datetime | None = None) -> bool:
+        """True in the world at `at` (default: now)."""
+        when = _utc(at) if at is not None else datetime.now(UTC)
+        return self.valid_at <= when and (self.invalid_at is None or self.invalid_at > when)
+
+    def to_json(self) -> dict[str, Any]:
+        """The fact as JSON values (times in ISO 8601), for export."""
+        return {
+            "id": self.id,
+            "text": self.text,
+            "scope": self.scope,
+            "owner": self.owner,
+            "session_id": self.session_id,
+            "run_id": self.run_id,
+            "seq": self.seq,
+            "created_at": _stamp(self.created_at),
+            "valid_at": _stamp(self.valid_at),
+            "invalid_at": _stamp(self.invalid_at) if self.invalid_at is not None else None,
+            "expired_at": _stamp(self.expired_at) if self.expired_at is not None else None,
+            "supersedes": self.supersedes,
+            "reason": self.reason,
+            "closed_reason": self.closed_reason,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Fact:
+        """The fact `to_json` gave (an import); `FactError` says what is wrong with one that
+        is not."""
+        if not isinstance(data, Mapping):
+            raise FactError(f"a fact is a JSON object, not {type(data).__name__}")
+        name = data.get("id", "?")
+
+        def get(key: str, kind: type, *, optional: bool = False) -> Any:
+            value = data.get(key)
+            if value is None and optional:
+                return None
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise FactError(f"fact {name}: {key!r} must be a {kind.__name__}, not {value!r}")
+            return value
+
+        def time(key: str) -> datetime:
+            value = get(key, str)
+            try:
+                parsed = datetime.fromisoformat(value)
+            except ValueError:
+                raise FactError(
+                    f"fact {name}: {key!r} is not an ISO 8601 time: {value!r}"
+                ) from None
+            if parsed.tzinfo is None:
+                raise FactError(f"fact {name}: {key!r} has no time zone: {value!r}")
+            return parsed.astimezone(UTC)
+
+        fact = cls(
+            id=get("id", str),
+            text=get("text", str),
+            scope=get("scope", str),
+            owner=get("owner", str),
+            session_id=get("session_id", str, optional=True),
+            run_id=get("run_id", str, optional=True),
+            seq=get("seq", int, optional=True),
+            created_at=time("created_at"),
+            valid_at=time("valid_at"),
+            invalid_at=None if data.get("invalid_at") is None else time("invalid_at"),
+            expired_at=None if data.get("expired_at") is None else time("expired_at"),
+            supersedes=get("supersedes", str, optional=True),
+            reason=get("reason", str, optional=True) or "",
+            closed_reason=get("closed_reason", str, optional=True) or "",
+        )
+        _check(fact)
+        return fact
+
+
+class FactStore:
+    """Facts in one SQLite file (WAL), made on the first write."""
+
+    def __init__(self, path: str | Path, *, timeout: float = 5.0) -> None:
+        """`timeout`: seconds a call waits for another process's write before it fails."""
+        if timeout < 0:
+            raise UsageError(f"memory timeout: give seconds >= 0, not {timeout}")
+        self.path = Path(path)
+        self.timeout = timeout
+        self._db: sqlite3.Connection | None = None
+        self._ready = False
+        """The schema is there (else the file is new and empty: reads find nothing)."""
+        self._lock = threading.Lock()
+
+    # Writes
+
+    def add(
+        self,
+        text: str,
+        *,
+        scope: Scope,
+        owner: str,
+        valid_at: datetime | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        seq: int | None = None,
+        supersedes: str | None = None,
+        reason: str = "",
+        now: datetime | None = None,
+    ) -> Fact:
+        """Keep a new fact; `now` (default: the clock) is when it is stored, and when it
+        became true unless `valid_at` says otherwise."""
+        created = _utc(now) if now is not None else datetime.now(UTC)
+        fact = Fact(
+            id=secrets.token_hex(6),
+            text=_text(text),
+            scope=scope,
+            owner=owner,
+            session_id=session_id,
+            run_id=run_id,
+            seq=seq,
+            created_at=created,
+            valid_at=_utc(valid_at) if valid_at is not None else created,
+            invalid_at=None,
+            expired_at=None,
+            supersedes=supersedes,
+            reason=_line(reason),
+        )
+        _check(fact)
+        with self._write("add a fact") as db:
+            if _taken(db, fact.id):
+                fact = replace(fact, id=_new_id(db))
+            _insert(db, fact)
+        return fact
+
+    def close(
+        self,
+        fact_id: str,
+        *,
+        invalid_at: datetime,
+        expired_at: datetime | None = None,
+        reason: str = "",
+    ) -> Fact:
+        """Mark a fact no longer true from `invalid_at` on, learned at `expired_at` (default:
+        now); returns it closed. A closed fact cannot be closed again; one closed before it
+        became true was never true (it ends where it began)."""
+        ended = _utc(invalid_at)
+        learned = _utc(expired_at) if expired_at is not None else datetime.now(UTC)
+        with self._write("close a fact") as db:
+            fact = _open_fact(db, fact_id)
+            fact = replace(
+                fact,
+                invalid_at=max(ended, fact.valid_at),
+                expired_at=learned,
+                closed_reason=_line(reason),
+            )
+            _update_end(db, fact)
+        return fact
+
+    def replace(
+        self,
+        fact_id: str,
+        text: str,
+        *,
+        valid_at: datetime | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        seq: int | None = None,
+        reason: str = "",
+        now: datetime | None = None,
+    ) -> tuple[Fact, Fact]:
+        """Update a fact: in one transaction the old version is closed (no longer true from the
+        new one's `valid_at`, learned `now`) and the new one added, superseding it, with the
+        same scope and owner. Returns (old, new).
+
+        A new version true from before the old one began (a correction) leaves the old one
+        never true: it ends where it began."""
+        created = _utc(now) if now is not None else datetime.now(UTC)
+        began = _utc(valid_at) if valid_at is not None else created
+        new_text, why = _text(text), _line(reason)
+        with self._write("replace a fact") as db:
+            old = _open_fact(db, fact_id)
+            old = replace(
+                old, invalid_at=max(began, old.valid_at), expired_at=created, closed_reason=why
+            )
+            _update_end(db, old)
+            new = Fact(
+                id=_new_id(db),
+                text=new_text,
+                scope=old.scope,
+                owner=old.owner,
+                session_id=session_id,
+                run_id=run_id,
+                seq=seq,
+                created_at=created,
+                valid_at=began,
+                invalid_at=None,
+                expired_at=None,
+                supersedes=old.id,
+                reason=why,
+            )
+            _insert(db, new)
+        return old, new
+
+    def put(self, fact: Fact) -> bool:
+        """Store a whole fact as it is (an import); False if its id is taken already."""
+        _check(fact)
+        with self._write("import a fact") as db:
+            if _taken(db, fact.id):
+                return False
+            _insert(db, fact)
+        return True
+
+    def forget(
+        self,
+        ids: Sequence[str] = (),
+        *,
+        scope: Scope | None = None,
+        owner: str | None = None,
+        everything: bool = False,
+    ) -> int:
+        """Delete facts for good: those `ids` (whole ids), or all of a `scope` (of one `owner`,
+        if given), or `everything`; one of the three (no ids: none). Returns how many went.
+
+        Nothing of them stays in the file: the full-text index is merged (dropping their
+        words), freed pages are zeroed, and the WAL is checkpointed and emptied."""
+        if isinstance(ids, str):
+            raise UsageError("forget: give a list of ids, not one string")
+        if sum((bool(ids), scope is not None, everything)) > 1:
+            raise UsageError("forget: give ids, or a scope (and owner), or everything=True")
+        if owner is not None and scope is None:
+            raise UsageError("forget: an owner goes with a scope")
+        if scope is not None:
+            _check_scope(scope)
+        if sum((bool(ids), scope is not None, everything)) == 0:
+            return 0
+        where, params = "1", list[str]()
+        if scope is not None:
+            where, params = "scope = ?", [scope]
+            if owner is not None:
+                where, params = "scope = ? AND owner = ?", [scope, owner]
+        with self._guard("forget facts"), self._lock:
+            if self._connect(create=False) is None:  # nothing kept: nothing to make
+                return 0
+        with self._write("forget facts") as db:
+            if ids:
+                gone, unique = 0, list(dict.fromkeys(ids))
+                for start in range(0, len(unique), 500):
+                    chunk = unique[start : start + 500]
+                    marks = ", ".join("?" * len(chunk))
+                    gone += db.execute(f"DELETE FROM facts WHERE id IN ({marks})", chunk).rowcount
+            else:
+                gone = db.execute(f"DELETE FROM facts WHERE {where}", params).rowcount
+            if gone:
+                db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')")
+        if gone:  # the deleted pages' old copies out of the WAL (best effort: readers may hold it)
+            with self._guard("forget facts"), self._lock:
+                if self._db is not None:
+                    self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        return gone
+
+    # Reads
+
+    def search(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[tuple[Scope, str]],
+        as_of: datetime | None = None,
+        limit: int = 10,
+    ) -> list[Fact]:
+        """The facts of `scopes` (scope, owner) true at `as_of` (default: now) that match
+        `query`'s words, best first (BM25). The query is free text: its words are OR-ed, each
+        quoted, common ones dropped; none left, nothing found."""
+        match = fts_query(query)
+        pairs = _pairs(scopes)
+        if not match or not pairs or limit <= 0:
+            return []
+        when = _stamp(_utc(as_of) if as_of is not None else datetime.now(UTC))
+        owned, params = _owned(pairs)
+        sql = (
+            f"SELECT {_prefixed('f.')} FROM facts_fts JOIN facts AS f ON f.num = facts_fts.rowid "
+            f"WHERE facts_fts MATCH ? AND {owned} AND f.valid_at <= ? "
+            "AND (f.invalid_at IS NULL OR f.invalid_at > ?) ORDER BY bm25(facts_fts) LIMIT ?"
+        )
+        return self._facts("search facts", sql, match, *params, when, when, limit)
+
+    def current(
+        self,
+        *,
+        scopes: Sequence[tuple[Scope, str]],
+        as_of: datetime | None = None,
+        limit: int | None = None,
+    ) -> list[Fact]:
+        """The facts of `scopes` true at `as_of` (default: now), the last stored first."""
+        pairs = _pairs(scopes)
+        if not pairs or (limit is not None and limit <= 0):
+            return []
+        when = _stamp(_utc(as_of) if as_of is not None else datetime.now(UTC))
+        owned, params = _owned(pairs)
+        sql = (
+            f"SELECT {_COLUMNS} FROM facts WHERE {owned} AND {_VALID} "
+            "ORDER BY created_at DESC, num DESC LIMIT ?"
+        )
+        return self._facts("list facts", sql, *params, when, when, -1 if limit is None else limit)
+
+    def get(self, fact_id: str) -> Fact | None:
+        """The fact with this id, or the one whose id starts with it; `FactError` if several
+        do."""
+        prefix = fact_id.strip().lower()
+        if not _PREFIX.fullmatch(prefix):
+            return None
+        found = self._facts(
+            "read a fact",
+            f"SELECT {_COLUMNS} FROM facts WHERE id GLOB ? ORDER BY num LIMIT 11",
+            prefix + "*",
+        )
+        exact = [fact for fact in found if fact.id == prefix]
+        if exact or len(found) <= 1:
+            return next(iter(exact or found), None)
+        listed = ", ".join(fact.id for fact in found[:10])
+        more = ", ..." if len(found) > 10 else ""
+        raise FactError(
+            f"{fact_id!r} is the start of several facts' ids ({listed}{more}): give more of it"
+        )
+
+    def history(self, fact_id: str) -> list[Fact]:
+        """Every version in the chain the fact belongs to (its id, or a prefix as for `get`),
+        the oldest first; [] if there is no such fact."""
+        fact = self.get(fact_id)
+        if fact is None:
+            return []
+        chain, seen = [fact], {fact.id}
+        while chain[0].supersedes is not None and chain[0].supersedes not in seen:
+            older = self._facts(
+                "read a fact's history",
+                f"SELECT {_COLUMNS} FROM facts WHERE id = ?",
+                chain[0].supersedes,
+            )
+            if not older:  # forgotten
+                break
+            chain.insert(0, older[0])
+            seen.add(older[0].id)
+        while True:
+            newer = self._facts(
+                "read a fact's history",
+                f"SELECT {_COLUMNS} FROM facts WHERE supersedes = ? ORDER BY num LIMIT 1",
+                chain[-1].id,
+            )
+            if not newer or newer[0].id in seen:
+                return chain
+            chain.append(newer[0])
+            seen.add(newer[0].id)
+
+    def all(self, *, scopes: Sequence[tuple[Scope, str]] | None = None) -> list[Fact]:
+        """Every fact, closed ones too, of `scopes` (default: all), the first stored first."""
+        if scopes is None:
+            return self._facts("list facts", f"SELECT {_COLUMNS} FROM facts ORDER BY num")
+        pairs = _pairs(scopes)
+        if not pairs:
+            return []
+        owned, params = _owned(pairs)
+        sql = f"SELECT {_COLUMNS} FROM facts WHERE {owned} ORDER BY num"
+        return self._facts("list facts", sql, *params)
+
+    def count(self, *, scopes: Sequence[tuple[Scope, str]] | None = None) -> int:
+        """How many facts there are, closed ones too, of `scopes` (default: all)."""
+        sql, params = "SELECT count(*) FROM facts", list[str]()
+        if scopes is not None:
+            pairs = _pairs(scopes)
+            if not pairs:
+                return 0
+            owned, params = _owned(pairs)
+            sql += f" WHERE {owned}"
+        with self._guard("count facts"), self._lock:
+            db = self._connect(create=False)
+            return 0 if db is None else int(db.execute(sql, params).fetchone()[0])
+
+    def disconnect(self) -> None:
+        """Close the connection (the next call opens it again)."""
+        with self._lock:
+            self._drop()
+
+    def __enter__(self) -> FactStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.disconnect()
+
+    # The connection
+
+    def _facts(self, doing: str, sql: str, *params: object) -> list[Fact]:
+        with self._guard(doing), self._lock:
+            db = self._connect(create=False)
+            return [] if db is None else [_fact(row) for row in db.execute(sql, params)]
+
+    @contextlib.contextmanager
+    def _write(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """The connection, in a write transaction (BEGIN IMMEDIATE), the file made if need be."""
+        with self._guard(doing), self._lock:
+            db = self._connect(create=True)
+            assert db is not None
+            with _transaction(db):
+                yield db
+
+    @contextlib.contextmanager
+    def _guard(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._failure(exc, doing) from None
+        except OSError as exc:
+            raise MemoryStoreError(
+                f"memory store {self.path} cannot be made ({exc.strerror or exc}): check that "
+                f"{self.path.parent} is a folder you may write to"
+            ) from None
+
+    def _connect(self, *, create: bool) -> sqlite3.Connection | None:
+        """The open connection with the schema in place; None when there is nothing to read
+        (no file, or a file without the schema) and `create` is false."""
+        if self._db is not None and self._ready:
+            return self._db
+        if self._db is None:
+            if not create and not self.path.exists():
+                return None
+            if create:
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                with contextlib.suppress(FileExistsError):
+                    os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            self._db = sqlite3.connect(
+                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            )
+            try:
+                self._db.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+                self._db.execute("PRAGMA secure_delete = ON")
+                self._db.execute("PRAGMA synchronous = FULL")  # a fact kept is kept
+            except BaseException:
+                self._drop()
+                raise
+        db = self._db
+        try:
+            version = self._version(db)
+            if version == 0 and create:
+                db.execute("PRAGMA journal_mode = WAL")
+                with _transaction(db):  # another process may have made it meanwhile
+                    if self._version(db) == 0:
+                        for statement in _statements(SCHEMA):
+                            db.execute(statement)
+                        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                version = SCHEMA_VERSION
+        except BaseException:
+            self._drop()
+            raise
+        self._ready = version == SCHEMA_VERSION
+        return db if self._ready else None
+
+    def _version(self, db: sqlite3.Connection) -> int:
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise MemoryStoreError(
+                f"memory store {self.path} has schema version {version}, newer than this "
+                f"reins reads ({SCHEMA_VERSION}): upgrade reins, or move the file aside to start "
+                "a new one"
+            )
+        return version
+
+    def _drop(self) -> None:
+        """Close the connection (the lock held)."""
+        if self._db is not None:
+            db, self._db, self._ready = self._db, None, False
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
+
+    def _failure(self, exc: sqlite3.Error, doing: str) -> MemoryStoreError:
+        """What failed, on which file, and what to do, in one line."""
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = code & 0xFF if isinstance(code, int) else None
+        where = f"memory store {self.path}"
+        if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            what = (
+                f"is locked by another process past {self.timeout:g} s: try again, or raise "
+                "memory.timeout"
+            )
+        elif primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+            what = (
+                f"is damaged ({exc}): move it aside (a new one is started) and import your "
+                "last memory export, if you have one"
+            )
+        elif primary in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH):
+            what = (
+                f"cannot be opened ({exc}): check that it is a file, in a folder you may read "
+                "and write"
+            )
+        elif primary == sqlite3.SQLITE_READONLY:
+            what = f"is read-only ({exc}): make it and its folder writable to {doing}"
+        elif primary == sqlite3.SQLITE_FULL:
+            what = f"cannot grow: the disk is full; free some space to {doing}"
+        elif primary == sqlite3.SQLITE_IOERR:
+            what = f"could not be read or written ({exc}): check the disk, then try again"
+        else:
+            what = f"failed to {doing} ({exc})"
+        return MemoryStoreError(f"{where} {what}")
+
+
+def fts_query(text: str) -> str:
+    """Free text as a safe FTS5 query: its words, each quoted, OR-ed, common ones dropped ("" if
+    none is left). Quoting leaves no FTS5 syntax (`*`, `NEAR(`, `AND`, `col:`) to act."""
+    words = dict.fromkeys(w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS)
+    return " OR ".join(f'"{word}"' for word in list(words)[:_MAX_TERMS])
+
+
+def _fact(row: tuple[Any, ...]) -> Fact:
+    (fact_id, text, scope, owner, session_id, run_id, seq, created_at, valid_at, invalid_at,
+     expired_at, supersedes, reason, closed_reason) = row  # fmt: skip
+    return Fact(
+        id=fact_id,
+        text=text,
+        scope=scope,
+        owner=owner,
+        session_id=session_id,
+        run_id=run_id,
+        seq=seq,
+        created_at=datetime.fromisoformat(created_at),
+        valid_at=datetime.fromisoformat(valid_at),
+        invalid_at=None if invalid_at is None else datetime.fromisoformat(invalid_at),
+        expired_at=None if expired_at is None else datetime.fromisoformat(expired_at),
+        supersedes=supersedes,
+        reason=reason,
+        closed_reason=closed_reason,
+    )
+
+
+def _insert(db: sqlite3.Connection, fact: Fact) -> None:
+    db.execute(
+        f"INSERT INTO facts ({_COLUMNS}) VALUES ({', '.join('?' * 14)})",
+        (
+            fact.id,
+            fact.text,
+            fact.scope,
+            fact.owner,
+            fact.session_id,
+            fact.run_id,
+            fact.seq,
+            _stamp(fact.created_at),
+            _stamp(fact.valid_at),
+            None if fact.invalid_at is None else _stamp(fact.invalid_at),
+            None if fact.expired_at is None else _stamp(fact.expired_at),
+            fact.supersedes,
+            fact.reason,
+            fact.closed_reason,
+        ),
+    )
+
+
+def _update_end(db: sqlite3.Connection, fact: Fact) -> None:
+    assert fact.invalid_at is not None
+    assert fact.expired_at is not None
+    db.execute(
+        "UPDATE facts SET invalid_at = ?, expired_at = ?, closed_reason = ? WHERE id = ?",
+        (_stamp(fact.invalid_at), _stamp(fact.expired_at), fact.closed_reason, fact.id),
+    )
+
+
+def _open_fact(db: sqlite3.Connection, fact_id: str) -> Fact:
+    """The fact with this whole id, still open (`FactError` if none, or closed)."""
+    row = db.execute(f"SELECT {_COLUMNS} FROM facts WHERE id = ?", (fact_id,)).fetchone()
+    if row is None:
+        raise FactError(f"no fact has the id {fact_id!r}")
+    fact = _fact(row)
+    if fact.invalid_at is not None:
+        raise FactError(
+            f"fact {fact.id} is closed already (no longer true from "
+            f"{_stamp(fact.invalid_at)}): change its latest version instead"
+        )
+    return fact
+
+
+def _new_id(db: sqlite3.Connection) -> str:
+    while _taken(db, fact_id := secrets.token_hex(6)):
+        pass
+    return fact_id
+
+
+def _taken(db: sqlite3.Connection, fact_id: str) -> bool:
+    return db.execute("SELECT 1 FROM facts WHERE id = ?", (fact_id,)).fetchone() is not None
+
+
+def _pairs(scopes: Sequence[tuple[Scope, str]]) -> list[tuple[Scope, str]]:
+    for scope, _ in scopes:
+        _check_scope(scope)
+    return list(dict.fromkeys(scopes))
+
+
+def _owned(pairs: list[tuple[Scope, str]]) -> tuple[str, list[str]]:
+    """The WHERE term for facts of these (scope, owner) pairs, and its parameters."""
+    terms = " OR ".join("(scope = ? AND owner = ?)" for _ in pairs)  # each by the index
+    return f"({terms})", [part for pair in pairs for part in pair]
+
+
+def _prefixed(table: str) -> str:
+    return ", ".join(table + column for column in _COLUMNS.split(", "))
+
+
+def _check(fact: Fact) -> None:
+    """A fact well formed enough to store (FactError, or UsageError for a bad scope)."""
+    _check_scope(fact.scope)
+    if not _ID.fullmatch(fact.id):
+        raise FactError(f"a fact's id is 12 hex digits, not {fact.id!r}")
+    if fact.scope == "user" and fact.owner:
+        raise UsageError(f"a user fact has no owner (''), not {fact.owner!r}")
+    if fact.scope != "user" and not fact.owner:
+        raise UsageError(f"a {fact.scope} fact needs its owner (the {_OWNERS[fact.scope]})")
+    if not fact.text.strip():
+        raise FactError(f"fact {fact.id} has no text")
+    for name in ("created_at", "valid_at", "invalid_at", "expired_at"):
+        value = getattr(fact, name)
+        if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
+            raise FactError(f"fact {fact.id}: {name} must be a time with a time zone")
+    if fact.invalid_at is not None and fact.invalid_at < fact.valid_at:
+        raise FactError(f"fact {fact.id} stops being true (invalid_at) before it starts")
+
+
+_OWNERS = {"project": "project's root path", "session": "session id"}
+
+
+def _check_scope(scope: str) -> None:
+    if scope not in SCOPES:
+        raise UsageError(f"scope {scope!r}: use one of {', '.join(SCOPES)}")
+
+
+def _text(text: str) -> str:
+    text = text.strip()
+    if not text:
+        raise FactError("a fact needs some text")
+    return text
+
+
+def _line(reason: str) -> str:
+    return " ".join(reason.split())
+
+
+def _utc(when: datetime) -> datetime:
+    if when.tzinfo is None:
+        raise UsageError(f"{when.isoformat()} has no time zone: give an aware datetime (UTC)")
+    return when.astimezone(UTC)
+
+
+def _stamp(when: datetime) -> str:
+    return _utc(when).isoformat(timespec="microseconds")
+
+
+def _statements(script: str) -> Iterator[str]:
+    """The statements of a script, one by one (`executescript` would commit the transaction)."""
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            yield statement
+            statement = ""
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on an error unless SQLite has already done so."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+        raise

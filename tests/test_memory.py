@@ -1,0 +1,338 @@
+"""Memory across sessions through the API: a turn's facts captured when it ends (by a scripted
+extractor, the real loop and real SQLite), recalled in a later session's prompt and by
+`memory_search`, closed when contradicted, kept to the scopes the policy allows, and failures
+said, never taken for an empty memory."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reins import Agent
+from reins.core._messages import Message, SystemMessage, ToolSpec, UserMessage
+from reins.events import MemoryUpdated, Notice, ToolCallFinished
+from reins.memory import Memories, Memory
+from reins.store import SQLiteLog
+from reins.testing import FunctionModel, ScriptedModel
+
+from .helpers import call, reply
+
+TABS = ("I always indent with tabs", "The user indents with tabs.", None)
+SPACES = ("I now indent with 4 spaces", "The user indents with 4 spaces.", "tabs")
+
+
+def extractor(*rules: tuple[str, str, str | None], calls: list[str] | None = None) -> FunctionModel:
+    """An extractor that knows what to find: for each rule (words said, the fact, the words of
+    a kept fact it replaces) found in the conversation, an add or an update."""
+
+    def extract(messages: list[Message], tools: list[ToolSpec]) -> Any:
+        assert [t.name for t in tools] == ["remember"]
+        prompt = messages[-1].content
+        kept, _, conversation = prompt.partition("The conversation:\n")
+        if calls is not None:
+            calls.append(conversation)
+        changes = []
+        for said, fact, replaces in rules:
+            if said not in conversation:
+                continue
+            number = 0
+            if replaces is not None:
+                lines = [line for line in kept.splitlines() if replaces in line]
+                number = int(lines[0].split(".")[0]) if lines else 0
+            op = "update" if number else "add"
+            changes.append({"op": op, "number": number, "evidence": said, "fact": fact})
+        return reply("", call("remember", "m1", changes=changes))
+
+    return FunctionModel(extract, name="extractor")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder
+
+
+def agent(store: Path, workspace: Path, runner: Any = None, **memory: Any) -> Agent:
+    """An agent whose runs (scripted by `runner`) remember, with an extractor that knows
+    `TABS` and `SPACES` unless `memory` says otherwise."""
+    return Agent(
+        model=runner or ScriptedModel(["Noted."]),
+        workspace=workspace,
+        log=SQLiteLog(store),
+        memory=Memory(**{"model": extractor(TABS, SPACES), **memory}),
+        checkpoints=False,
+    )
+
+
+def system_prompt(messages: list[Message]) -> str:
+    first = messages[0]
+    assert isinstance(first, SystemMessage)
+    return first.content
+
+
+async def events_of(store: Path, run_id: str) -> list[Any]:
+    return await SQLiteLog(store).events(run_id)
+
+
+async def test_a_fact_captured_at_a_turns_end_is_recalled_in_a_later_session(
+    store: Path, workspace: Path
+) -> None:
+    first = await agent(store, workspace).run(f"{TABS[0]}, keep that in mind.")
+    updates = [e for e in await events_of(store, first.run_id) if isinstance(e, MemoryUpdated)]
+    assert len(updates) == 1
+    (update,) = updates
+    assert update.trigger == "turn_end"
+    assert [(c.op, c.text, c.scope) for c in update.changes] == [
+        ("add", "The user indents with tabs.", "project")
+    ]
+    assert update.through == len(first.messages)  # the answer too
+    assert update.usage.requests == 1
+    # The next session starts knowing it: the prompt shows it, with its age and source.
+    later = await agent(store, workspace).run("Write hello.py.")
+    prompt = system_prompt(later.messages)
+    assert "## What you remember" in prompt
+    line = next(x for x in prompt.splitlines() if "indents with tabs" in x)
+    assert f"project, just now, session {first.session_id[-8:]}" in line
+
+
+async def test_a_next_turn_reads_only_its_own_messages(store: Path, workspace: Path) -> None:
+    seen: list[str] = []
+    model = ScriptedModel(["Noted.", "Done."])
+    keeper = agent(store, workspace, model, model=extractor(TABS, calls=seen))
+    first = await keeper.run(f"{TABS[0]}.")
+    await keeper.run("Now say hi.", session_id=first.session_id)
+    assert len(seen) == 2
+    assert TABS[0] in seen[0]
+    assert TABS[0] not in seen[1]
+    assert "Now say hi." in seen[1]
+
+
+async def test_a_contradiction_closes_the_old_fact_with_both_timestamps(
+    store: Path, workspace: Path
+) -> None:
+    before = datetime.now(UTC)
+    await agent(store, workspace).run(f"{TABS[0]}.")
+    between = datetime.now(UTC)
+    second = await agent(store, workspace).run(f"{SPACES[0]} instead of tabs.")
+    (update,) = [e for e in await events_of(store, second.run_id) if isinstance(e, MemoryUpdated)]
+    (change,) = update.changes
+    assert (change.op, change.text) == ("update", "The user indents with 4 spaces.")
+    memories = Memories(store / "memory.db")
+    old = memories.get(change.replaced or "")
+    new = memories.get(change.fact)
+    assert old is not None
+    assert new is not None
+    assert old.text == "The user indents with tabs."
+    assert old.invalid_at is not None
+    assert old.expired_at is not None
+    assert between <= old.invalid_at == new.valid_at
+    assert new.supersedes == old.id
+    assert [f.id for f in memories.history(new)] == [old.id, new.id]
+    # Now: only the new one; as of before the change: the old one.
+    third = await agent(store, workspace).run("Format the code.")
+    prompt = system_prompt(third.messages)
+    assert "4 spaces" in prompt
+    assert "with tabs" not in prompt
+    scopes = Memory().readable(str(workspace), None)
+    was = memories.search("indents", scopes=scopes, as_of=between - timedelta(microseconds=1))
+    assert [f.text for f in was] == ["The user indents with tabs."]
+    assert before <= was[0].valid_at
+
+
+async def test_memory_search_answers_as_of_a_date(store: Path, workspace: Path) -> None:
+    memories = Memories(store / "memory.db")
+    owner = str(workspace)
+    old = memories.add(
+        "The deploy target is staging.",
+        scope="project",
+        owner=owner,
+        valid_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    memories.replace(
+        old, "The deploy target is production.", valid_at=datetime(2026, 6, 1, tzinfo=UTC)
+    )
+    model = ScriptedModel(
+        [
+            reply("", call("memory_search", "s1", query="deploy target", as_of="2026-03-01")),
+            reply("", call("memory_search", "s2", query="deploy target")),
+            reply("", call("memory_search", "s3", query="deploy", as_of="March")),
+            "FINAL_ANSWER: staging then",
+        ]
+    )
+    run = await agent(store, workspace, model, capture="off").run("Where did we deploy in March?")
+    results = {
+        e.result.call_id: e.result
+        for e in await events_of(store, run.run_id)
+        if isinstance(e, ToolCallFinished)
+    }
+    assert "staging" in results["s1"].content
+    assert "production" not in results["s1"].content
+    assert "true until 2026-06-01" in results["s1"].content
+    assert "production" in results["s2"].content
+    assert "staging" not in results["s2"].content
+    assert results["s3"].is_error
+    assert "YYYY-MM-DD" in results["s3"].content
+
+
+async def test_two_projects_on_one_store_do_not_see_each_others_facts(
+    store: Path, tmp_path: Path
+) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    await agent(store, one).run(f"{TABS[0]}.")
+    elsewhere = await agent(store, two).run("Write hello.py.")
+    assert "What you remember" not in system_prompt(elsewhere.messages)
+    memories = Memories(store / "memory.db")
+    memories.add("The user's name is Ada.", scope="user", owner="")
+    both = [await agent(store, w).run("Hi.") for w in (one, two)]
+    assert "Ada" in system_prompt(both[0].messages)
+    assert "Ada" in system_prompt(both[1].messages)
+    assert "tabs" in system_prompt(both[0].messages)
+    assert "tabs" not in system_prompt(both[1].messages)
+
+
+async def test_recall_off_reads_nothing_and_offers_no_search(store: Path, workspace: Path) -> None:
+    await agent(store, workspace).run(f"{TABS[0]}.")
+    run = await agent(store, workspace, recall="off").run("Hi.")
+    assert "What you remember" not in system_prompt(run.messages)
+    started = (await events_of(store, run.run_id))[0]
+    assert "memory_search" not in started.config.tools
+
+
+async def test_secrets_and_unfounded_facts_are_never_kept(store: Path, workspace: Path) -> None:
+    key = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0" * 2
+    rules = (
+        (f"my key is {key}", f"The user's OpenAI key is {key}.", None),
+        ("I like tea", "The user likes coffee.", None),  # its evidence is there
+    )
+
+    def made_up(messages: list[Message], tools: list[ToolSpec]) -> Any:
+        changes = [
+            {"op": "add", "number": 0, "evidence": said, "fact": fact} for said, fact, _ in rules
+        ]
+        changes.append({"op": "add", "number": 0, "evidence": "I love rust", "fact": "Rust."})
+        return reply("", call("remember", "m1", changes=changes))
+
+    model = FunctionModel(made_up)
+    run = await agent(store, workspace, model=model).run(f"my key is {key}; I like tea.")
+    (update,) = [e for e in await events_of(store, run.run_id) if isinstance(e, MemoryUpdated)]
+    assert [c.text for c in update.changes] == ["The user likes coffee."]
+    assert update.left_out == (
+        "a secret (OpenAI key)",
+        "add: its evidence is not in the conversation",
+    )
+    everything = Memories(store / "memory.db").all()
+    assert [f.text for f in everything] == ["The user likes coffee."]
+    assert key not in (store / "memory.db").read_bytes().decode("latin-1")
+
+
+def damage(store: Path) -> None:
+    store.mkdir()
+    (store / "memory.db").write_bytes(b"not a database, but garbage " * 100)
+
+
+async def test_a_recall_that_fails_says_so_and_the_run_goes_on(
+    store: Path, workspace: Path
+) -> None:
+    damage(store)
+    run = await agent(store, workspace, capture="off").run("Hi.")
+    assert run.final_answer == "Noted."
+    prompt = system_prompt(run.messages)
+    assert "Your memory of earlier sessions could not be read" in prompt
+    notices = [e for e in await events_of(store, run.run_id) if isinstance(e, Notice)]
+    assert any("memory: recall failed" in n.text and "memory.db" in n.text for n in notices)
+
+
+async def test_a_capture_kept_from_its_database_is_said_and_its_facts_not_lost(
+    store: Path, workspace: Path
+) -> None:
+    """Another process holds the database past the timeout: the capture fails, is said, and
+    the next turn's end reads the same messages again."""
+    path = store / "memory.db"
+    Memories(path).add("The user likes tea.", scope="session", owner="s-earlier")
+    seen: list[str] = []
+    keeper = agent(
+        store,
+        workspace,
+        ScriptedModel(["Noted.", "Done."]),
+        model=extractor(TABS, calls=seen),
+        timeout=0.2,
+    )
+    holder = sqlite3.connect(path)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        first = await keeper.run(f"{TABS[0]}.")
+    finally:
+        holder.rollback()
+        holder.close()
+    events = await events_of(store, first.run_id)
+    assert not [e for e in events if isinstance(e, MemoryUpdated)]
+    (notice,) = [e for e in events if isinstance(e, Notice) and e.source == "memory"]
+    assert "locked" in notice.text
+    assert str(path) in notice.text
+    second = await keeper.run("Say hi.", session_id=first.session_id)
+    assert TABS[0] in seen[-1]
+    (update,) = [e for e in await events_of(store, second.run_id) if isinstance(e, MemoryUpdated)]
+    assert [c.text for c in update.changes] == ["The user indents with tabs."]
+
+
+async def test_a_capture_that_fails_is_said_and_read_again_at_the_next_turns_end(
+    store: Path, workspace: Path
+) -> None:
+    seen: list[str] = []
+    failing = [True]
+
+    def extract(messages: list[Message], tools: list[ToolSpec]) -> Any:
+        conversation = messages[-1].content.partition("The conversation:\n")[2]
+        seen.append(conversation)
+        if failing.pop(0) if failing else False:
+            raise ConnectionError("the extractor is down")
+        return reply("", call("remember", "m1", changes=[]))
+
+    model = ScriptedModel(["Noted.", "Done."])
+    keeper = agent(store, workspace, model, model=FunctionModel(extract))
+    first = await keeper.run(f"{TABS[0]}.")
+    events = await events_of(store, first.run_id)
+    assert not [e for e in events if isinstance(e, MemoryUpdated)]
+    (notice,) = [e for e in events if isinstance(e, Notice) and e.source == "memory"]
+    assert "the extractor is down" in notice.text
+    assert "read again" in notice.text
+    assert first.final_answer == "Noted."
+    second = await keeper.run("Say hi.", session_id=first.session_id)
+    assert TABS[0] in seen[1]  # the first turn's messages, read again
+    assert "Say hi." in seen[1]
+    (update,) = [e for e in await events_of(store, second.run_id) if isinstance(e, MemoryUpdated)]
+    assert update.through == len(second.messages)
+
+
+async def test_forget_removes_a_fact_for_real(store: Path, workspace: Path) -> None:
+    await agent(store, workspace).run(f"{TABS[0]}.")
+    memories = Memories(store / "memory.db")
+    (fact,) = memories.all()
+    assert memories.forget([fact]) == 1
+    run = await agent(store, workspace).run("Hi.")
+    assert "tabs" not in system_prompt(run.messages)
+    with sqlite3.connect(store / "memory.db") as db:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in tables:
+            rows = db.execute(f"SELECT * FROM {table}").fetchall()
+            assert "tabs" not in repr(rows), table
+
+
+async def test_a_preface_given_is_not_captured(store: Path, workspace: Path) -> None:
+    seen: list[str] = []
+    keeper = agent(store, workspace, model=extractor(TABS, calls=seen))
+    await keeper.run("Say hi.", message_history=[UserMessage(content=f"{TABS[0]}.")])
+    assert len(seen) == 1
+    assert TABS[0] not in seen[0]
