@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from reins import Agent
+from reins import Agent, tool
+from reins.context import ContextSettings
 from reins.core._messages import Message, SystemMessage, ToolSpec, UserMessage
 from reins.events import MemoryUpdated, Notice, ToolCallFinished
 from reins.memory import Memories, Memory
@@ -336,3 +337,47 @@ async def test_a_preface_given_is_not_captured(store: Path, workspace: Path) -> 
     await keeper.run("Say hi.", message_history=[UserMessage(content=f"{TABS[0]}.")])
     assert len(seen) == 1
     assert TABS[0] not in seen[0]
+
+
+@tool
+def big(part: int) -> str:
+    """Read a long part.
+
+    Args:
+        part: Which part.
+    """
+    return f"part {part}\n" + "".join(f"line {i:04d} of part {part} ....\n" for i in range(400))
+
+
+async def test_what_a_compaction_takes_out_of_the_window_is_read_first(
+    store: Path, workspace: Path
+) -> None:
+    seen: list[str] = []
+    rounds = [reply("", call("big", f"c{i}", part=i)) for i in range(12)]
+    keeper = Agent(
+        model=ScriptedModel([*rounds, "FINAL_ANSWER: ok"]),
+        workspace=workspace,
+        tools=[big],
+        log=SQLiteLog(store),
+        context=ContextSettings(window=8000),
+        memory=Memory(model=extractor(TABS, calls=seen)),
+        checkpoints=False,
+    )
+    run = await keeper.run(f"{TABS[0]}; read all the parts.")
+    assert run.final_answer == "ok"
+    events = await events_of(store, run.run_id)
+    kinds = [e.kind for e in events if e.kind in ("memory_updated", "context_compacted")]
+    assert kinds[:2] == ["memory_updated", "context_compacted"]
+    assert kinds[-1] == "memory_updated"
+    updates = [e for e in events if isinstance(e, MemoryUpdated)]
+    assert [u.trigger for u in updates[:-1]] == ["compaction"] * (len(updates) - 1)
+    assert updates[-1].trigger == "turn_end"
+    assert updates[-1].through == len(run.messages)
+    throughs = [u.through for u in updates]
+    assert throughs == sorted(set(throughs))  # each read on from the last
+    assert TABS[0] in seen[0]
+    assert "line 0000 of part 0" not in "".join(seen[1:])
+    assert [c.text for c in updates[0].changes] == ["The user indents with tabs."]
+    # The goal's reminder says it again later: proposed again, it is known already.
+    assert not [c for u in updates[1:] for c in u.changes]
+    assert "known already" in [why for u in updates[1:] for why in u.left_out]

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from .core._scope import CallScope
     from .core._state import RunState
     from .core._stop import StopReason
+    from .memory import Memory
     from .permissions import Approval, ApprovalRequest, PermissionRules, Permissions
     from .policies import (
         CapHandler,
@@ -96,6 +97,7 @@ _LAZY: dict[str, str] = {
     "AssistantMessage": ".core._messages",
     "Ask": ".agent._groups",
     "Budgets": ".agent._budgets",
+    "Memory": ".memory",
     "Checks": ".agent._groups",
     "CallScope": ".core._scope",
     "Cancel": ".core._cancel",
@@ -191,7 +193,6 @@ _RENAMED: dict[str, tuple[str, str, str]] = {
     "ForkedFrom": ("reins.core._events", "ForkedFrom", "reins.events.ForkedFrom"),
     "Checkpoint": ("reins.core._events", "Checkpoint", "reins.events.Checkpoint"),
     "FilesRestored": ("reins.core._events", "FilesRestored", "reins.events.FilesRestored"),
-    "MemoryUpdated": ("reins.core._events", "MemoryUpdated", "reins.events.MemoryUpdated"),
     "QuestionAsked": ("reins.core._events", "QuestionAsked", "reins.events.QuestionAsked"),
     "Reflected": ("reins.core._events", "Reflected", "reins.events.Reflected"),
     "ResponseRejected": ("reins.core._events", "ResponseRejected", "reins.events.ResponseRejected"),
@@ -276,6 +277,7 @@ __all__ = [
     "Inject",
     "LogCorrupted",
     "LogUnverified",
+    "Memory",
     "MemoryLog",
     "Message",
     "Model",

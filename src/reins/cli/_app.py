@@ -20,6 +20,7 @@ from ._fork import fork
 from ._help import plain_help
 from ._http import serve
 from ._mcp import mcp_app
+from ._memory import memory_app
 from ._resume import resume
 from ._run import run
 from ._sessions import sessions_app
@@ -109,6 +110,7 @@ for command in (
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(eval_app, name="eval")
+app.add_typer(memory_app, name="memory")
 
 
 def main() -> None:

@@ -159,7 +159,7 @@ class Capture:
     ) -> list[MemoryChange]:
         """Write the kept changes; the source of each is the event that will record them."""
         source = {"session_id": state.session_id, "run_id": state.run_id, "seq": state.next_seq}
-        now = datetime.now(UTC)
+        now = _now()
         changes: list[MemoryChange] = []
         for proposed, old in kept:
             reason = f'"{proposed.evidence}"'
@@ -279,6 +279,11 @@ def _proposed(calls: Sequence[ToolCall], text: str) -> list[_Proposed]:
         raise ValueError(
             f"the extractor's {REMEMBER} call is malformed: {exc.errors()[0]['msg']}"
         ) from None
+
+
+def _now() -> datetime:
+    """When the facts of a capture became true (a benchmark's timeline puts its own)."""
+    return datetime.now(UTC)
 
 
 _WORD = re.compile(r"\w+")
