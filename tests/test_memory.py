@@ -5,7 +5,11 @@ said, never taken for an empty memory."""
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,7 +17,9 @@ from typing import Any
 import pytest
 
 from reins import Agent, tool
+from reins.agent._config import load_config
 from reins.context import ContextSettings
+from reins.core._errors import UsageError
 from reins.core._messages import Message, SystemMessage, ToolSpec, UserMessage
 from reins.events import MemoryUpdated, Notice, ToolCallFinished
 from reins.memory import Memories, Memory
@@ -381,3 +387,89 @@ async def test_what_a_compaction_takes_out_of_the_window_is_read_first(
     # The goal's reminder says it again later: proposed again, it is known already.
     assert not [c for u in updates[1:] for c in u.changes]
     assert "known already" in [why for u in updates[1:] for why in u.left_out]
+
+
+def test_the_command_line_captures_then_a_later_session_recalls(tmp_path: Path) -> None:
+    """`reins run` with `[memory] capture` on: the turn's fact is kept (shown as it is),
+    `reins memory list` lists it, and the next session's prompt holds it."""
+    ws, store = tmp_path / "ws", tmp_path / "store"
+    ws.mkdir()
+    said = "I always indent with tabs"
+    remember = {"op": "add", "number": 0, "evidence": said, "fact": TABS[1]}
+    extract = tmp_path / "extract.json"
+    extract.write_text(
+        json.dumps([{"tool_calls": [{"name": "remember", "arguments": {"changes": [remember]}}]}])
+    )
+    config = tmp_path / "config.toml"
+    config.write_text(f'[memory]\ncapture = "project"\nmodel = "script:{extract}"\n')
+    noted = tmp_path / "noted.json"
+    noted.write_text(json.dumps(["FINAL_ANSWER: Noted."]))
+    env = {**os.environ, "REINS_CONFIG": str(config), "COLUMNS": "200"}
+
+    def reins(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "reins", *args, "--store", str(store)]
+        return subprocess.run(command, cwd=ws, env=env, capture_output=True, text=True, timeout=60)
+
+    first = reins("run", f"{said}.", "--model", f"script:{noted}")
+    assert first.returncode == 0, first.stderr
+    assert f"remembered (project) {TABS[1]}" in first.stdout + first.stderr
+    listed = reins("memory", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    (fact,) = json.loads(listed.stdout)
+    assert (fact["text"], fact["scope"], fact["owner"]) == (TABS[1], "project", str(ws))
+    second = reins("run", "How do I indent?", "--model", f"script:{noted}")
+    assert second.returncode == 0, second.stdout
+    shown = reins("show", "last", "--json")  # the run's messages
+    system = json.loads(shown.stdout)[0]["content"]
+    assert "## What you remember" in system
+    assert TABS[1] in system
+
+
+def test_a_projects_config_can_only_narrow_what_memory_reads_and_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = tmp_path / "user.toml"
+    user.write_text('[memory]\ncapture = "project"\nrecall = "writable"\nredact = ["ACME"]\n')
+    monkeypatch.setenv("REINS_CONFIG", str(user))
+    project = tmp_path / "project"
+    project.mkdir()
+    config = project / "reins.toml"
+    config.write_text(
+        '[memory]\ncapture = "user"\nrecall = "all"\nredact = ["BETA"]\nbudget = 9000\n'
+    )
+    memory = load_config(project).memory.settings()
+    assert memory is not None
+    assert (memory.capture, memory.recall) == ("project", "writable")  # asked more: not given
+    assert memory.redact == ("ACME", "BETA")
+    assert memory.budget == 400
+    config.write_text('[memory]\ncapture = "off"\nrecall = "off"\nbudget = 100\n')
+    narrowed = load_config(project).memory
+    assert (narrowed.capture, narrowed.recall, narrowed.budget) == ("off", "off", 100)
+    assert narrowed.settings() is None
+    config.write_text('[memory]\nmodel = "openai:gpt-4.1"\n')
+    with pytest.raises(UsageError, match="may not choose the model your conversation"):
+        load_config(project)
+    config.write_text('[memory]\ncapture = "everything"\n')
+    with pytest.raises(UsageError, match=r"memory\.capture"):
+        load_config(project)
+
+
+@pytest.mark.real_model
+async def test_the_embedded_model_extracts_through_its_grammar(
+    store: Path, workspace: Path
+) -> None:
+    """The cheapest embedded model as the extractor: held by the grammar to one `remember`
+    call, which the harness reads and judges (what it proposes is not judged here)."""
+    from reins.models import LocalModel
+
+    extractor = LocalModel(embedded="smollm2", n_ctx=4096)
+    run = await agent(store, workspace, model=extractor).run(
+        "Remember this: the staging server is called kestrel."
+    )
+    events = await events_of(store, run.run_id)
+    assert not [e for e in events if isinstance(e, Notice) and e.source == "memory"]
+    (update,) = [e for e in events if isinstance(e, MemoryUpdated)]
+    assert update.usage.output_tokens > 0
+    assert update.model
+    kept = Memories(store / "memory.db").all()
+    assert [f.id for f in kept] == [c.fact for c in update.changes if c.op == "add"]

@@ -19,11 +19,47 @@ from pathlib import Path
 from reins.memory import Memories
 from reins.memory._recall import recalled
 
-WORDS = (
-    "python tabs spaces pytest deploy staging production database port editor vim emacs "
-    "branch release docker kubernetes postgres redis api url timezone name language coffee "
-    "lint ruff black mypy make uv poetry npm yarn commit style review ci github gitlab"
-).split()
+WORDS = [
+    "python",
+    "tabs",
+    "spaces",
+    "pytest",
+    "deploy",
+    "staging",
+    "production",
+    "database",
+    "port",
+    "editor",
+    "vim",
+    "emacs",
+    "branch",
+    "release",
+    "docker",
+    "kubernetes",
+    "postgres",
+    "redis",
+    "api",
+    "url",
+    "timezone",
+    "name",
+    "language",
+    "coffee",
+    "lint",
+    "ruff",
+    "black",
+    "mypy",
+    "make",
+    "uv",
+    "poetry",
+    "npm",
+    "yarn",
+    "commit",
+    "style",
+    "review",
+    "ci",
+    "github",
+    "gitlab",
+]
 
 
 def timed(fn: Callable[[], object], runs: int) -> float:

@@ -97,7 +97,8 @@ class Suite:
             self.peer.reset()
         for session in scenario["sessions"] if config != "off" else ():
             project = session.get("project", "a")
-            _capture._now = lambda at=day(session["day"]): at  # type: ignore[assignment]
+            when = day(session["day"])  # the session's day on the timeline
+            _capture._now = lambda when=when: when  # type: ignore[misc]
             if config == "mem0":
                 for turn in session["turns"]:
                     owner = "user" if scope == "user" else f"project-{project}"

@@ -19,6 +19,7 @@ one call at a time.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import secrets
@@ -55,27 +56,33 @@ CREATE TABLE facts (
     expired_at TEXT,
     supersedes TEXT,
     reason TEXT NOT NULL,
-    closed_reason TEXT NOT NULL
+    closed_reason TEXT NOT NULL,
+    key TEXT NOT NULL
 );
 CREATE INDEX facts_by_owner ON facts (scope, owner, invalid_at);
 CREATE INDEX facts_by_supersedes ON facts (supersedes);
 CREATE VIRTUAL TABLE facts_fts USING fts5 (
-    text, content='facts', content_rowid='num', tokenize='porter unicode61 remove_diacritics 2'
+    text, key, content='facts', content_rowid='num',
+    tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER facts_added AFTER INSERT ON facts BEGIN
-    INSERT INTO facts_fts (rowid, text) VALUES (new.num, new.text);
+    INSERT INTO facts_fts (rowid, text, key) VALUES (new.num, new.text, new.key);
 END;
 CREATE TRIGGER facts_deleted AFTER DELETE ON facts BEGIN
-    INSERT INTO facts_fts (facts_fts, rowid, text) VALUES ('delete', old.num, old.text);
+    INSERT INTO facts_fts (facts_fts, rowid, text, key)
+    VALUES ('delete', old.num, old.text, old.key);
 END;
 CREATE TRIGGER facts_changed AFTER UPDATE OF text ON facts BEGIN
-    INSERT INTO facts_fts (facts_fts, rowid, text) VALUES ('delete', old.num, old.text);
-    INSERT INTO facts_fts (rowid, text) VALUES (new.num, new.text);
+    INSERT INTO facts_fts (facts_fts, rowid, text, key)
+    VALUES ('delete', old.num, old.text, old.key);
+    INSERT INTO facts_fts (rowid, text, key) VALUES (new.num, new.text, new.key);
 END;
 """
 """`num` is the rowid the full-text index refers to (an INTEGER PRIMARY KEY, so VACUUM keeps
 it); `id` the fact's public id. Times are ISO 8601 in UTC with microseconds, all one width, so
-they compare as text."""
+they compare as text. `key` names a fact's (scope, owner) as one token the full-text index
+holds too, so a search matches only the facts it may read: ranking every match of a common
+word across all owners cost tens of milliseconds at 10,000 facts."""
 
 _COLUMNS = (
     "id, text, scope, owner, session_id, run_id, seq, created_at, valid_at, invalid_at, "
@@ -399,11 +406,17 @@ class FactStore:
             return []
         when = _stamp(_utc(as_of) if as_of is not None else datetime.now(UTC))
         owned, params = _owned(pairs)
+        keys = " OR ".join(f'key : "{_key(*pair)}"' for pair in pairs)
         sql = (
-            f"SELECT {_prefixed('f.')} FROM facts_fts JOIN facts AS f ON f.num = facts_fts.rowid "
+            # CROSS JOIN: the index's matches drive, each looked up once; the planner, left to
+            # itself, may scan an owner's facts and run the match again for each of them.
+            f"SELECT {_prefixed('f.')} FROM facts_fts CROSS JOIN facts AS f "
+            "ON f.num = facts_fts.rowid "
             f"WHERE facts_fts MATCH ? AND {owned} AND f.valid_at <= ? "
-            "AND (f.invalid_at IS NULL OR f.invalid_at > ?) ORDER BY bm25(facts_fts) LIMIT ?"
+            "AND (f.invalid_at IS NULL OR f.invalid_at > ?) "
+            "ORDER BY bm25(facts_fts, 1.0, 0.0) LIMIT ?"
         )
+        match = f"({keys}) AND text : ({match})"
         return self._facts("search facts", sql, match, *params, when, when, limit)
 
     def current(
@@ -653,7 +666,7 @@ def _fact(row: tuple[Any, ...]) -> Fact:
 
 def _insert(db: sqlite3.Connection, fact: Fact) -> None:
     db.execute(
-        f"INSERT INTO facts ({_COLUMNS}) VALUES ({', '.join('?' * 14)})",
+        f"INSERT INTO facts ({_COLUMNS}, key) VALUES ({', '.join('?' * 15)})",
         (
             fact.id,
             fact.text,
@@ -669,8 +682,14 @@ def _insert(db: sqlite3.Connection, fact: Fact) -> None:
             fact.supersedes,
             fact.reason,
             fact.closed_reason,
+            _key(fact.scope, fact.owner),
         ),
     )
+
+
+def _key(scope: str, owner: str) -> str:
+    """A (scope, owner) as one word of the full-text index."""
+    return "k" + hashlib.sha256(f"{scope}\0{owner}".encode()).hexdigest()[:20]
 
 
 def _update_end(db: sqlite3.Connection, fact: Fact) -> None:

@@ -28,8 +28,9 @@ INTRO = (
     "true when noted; what the user or the files say now comes first. memory_search finds "
     "more."
 )
-MATCHED = 20
-RECENT = 50
+MATCHED, RECENT = 12, 24
+"""The facts read for the section: those that best match the goal, then the newest (its
+budget, 400 tokens, holds about 20)."""
 MEMORY_SEARCH = "memory_search"
 
 
