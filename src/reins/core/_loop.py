@@ -167,8 +167,9 @@ class RunLoop:
             while state.finished is None:
                 if state.review_pending and (recorded := await self._review()) is not None:
                     yield recorded  # the response was rejected, or stopped the run
-                    async for then in self._finished():
-                        yield then
+                    if self._finishing:
+                        async for then in self._finished():
+                            yield then
                     continue
                 if state.pending:
                     stage = self._act()
@@ -178,8 +179,9 @@ class RunLoop:
                     stage = self._think()
                 async for item in stage:
                     yield item
-                    async for then in self._finished():
-                        yield then
+                    if self._finishing:  # a check per item: this is the hot path
+                        async for then in self._finished():
+                            yield then
         finally:
             self.executor.close()
             if self.spans is not None:

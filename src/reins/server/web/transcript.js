@@ -221,6 +221,17 @@ export class RunView {
         this.add(h("div", { class: "notice info", text: `tools: ${said.join(" ")}` }));
         break;
       }
+      case "memory_updated": {
+        this.cost += event.cost ?? 0;
+        const done = { add: "remembered", update: "updated", invalidate: "forgot" };
+        for (const change of event.changes) {
+          this.add(h("div", { class: "notice info", text: `${done[change.op]} (${change.scope}): ${change.text}` }));
+        }
+        if (event.left_out.length) {
+          this.add(h("div", { class: "notice info", text: `not kept: ${event.left_out.join(", ")}` }));
+        }
+        break;
+      }
       case "run_finished":
         this.finish(event);
         break;
