@@ -20,19 +20,25 @@ Setup (once):
 
     python3.11 -m venv /tmp/mem0-venv && /tmp/mem0-venv/bin/pip install mem0ai==2.2.1
 
-Use (from the project's venv; `MEM0_PYTHON` overrides the worker's interpreter):
+Use (from the project's venv; `MEM0_PYTHON` overrides the worker's interpreter, and
+`REINS_LOCAL_THREADS` the servers' threads, as for LocalModel: on a busy machine 1 decodes ~4x
+faster than 2):
 
-    with Mem0Peer(model_path, workdir) as peer:
+    with Mem0Peer(model_path) as peer:  # workdir: a temporary folder unless given
         peer.add("I always indent Python with tabs.", user_id="u")
         peer.search("indentation", user_id="u")  # -> ["User always indents ...", ...]
 
     python benchmarks/memory/mem0_peer.py demo [GGUF]  # the indentation sample, timed
+
+Starting takes minutes (llama.cpp reads mem0's system prompt once), an add some 15-40 s with
+Qwen2.5-Coder 1.5B on 2 cores, a search under a second.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -102,14 +108,15 @@ class Mem0Peer:
     def __init__(
         self,
         model_path: str | Path,
-        workdir: Path,
+        workdir: Path | None = None,
         *,
         embed_model_path: str | Path | None = None,
         python: str = MEM0_PYTHON,
     ) -> None:
         self.model_path = Path(model_path)
         self.embed_model_path = Path(embed_model_path or model_path)
-        self.workdir = Path(workdir)
+        self._temporary = workdir is None  # removed on exit
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="mem0-peer-"))
         self.python = python
         self._servers: list[_Server] = []
         self._worker: subprocess.Popen[str] | None = None
@@ -117,10 +124,10 @@ class Mem0Peer:
 
     @classmethod
     def for_benchmark(cls) -> Mem0Peer:
-        """On the default embedded model, in a temporary folder."""
+        """On the default embedded model (the suite's answerer), in a temporary folder."""
         from reins.models._embedded import embedded_gguf
 
-        return cls(embedded_gguf(), Path(tempfile.mkdtemp(prefix="mem0-peer-")))
+        return cls(embedded_gguf())
 
     def __enter__(self) -> Mem0Peer:
         if not Path(self.python).exists():
@@ -190,7 +197,7 @@ class Mem0Peer:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._worker_log,
             text=True, env=env,
         )  # fmt: skip
-        self._read()  # {"ready": ...} once mem0 is up and the system prompt is cached
+        self._read()  # "ready", once mem0 is up and its system prompt is in the KV cache
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -209,6 +216,8 @@ class Mem0Peer:
         for server in self._servers:
             server.stop()
         self._servers = []
+        if self._temporary:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def add(self, text: str, *, user_id: str) -> None:
         """mem0's add of one user turn: its LLM extracts facts, deduplicated against the
@@ -219,9 +228,9 @@ class Mem0Peer:
         """The user's memories' texts, best first."""
         return list(self._call(op="search", query=query, user_id=user_id, limit=limit))
 
-    def all(self, *, user_id: str) -> list[str]:
+    def get_all(self, *, user_id: str) -> list[str]:
         """Every memory the user has (for inspection)."""
-        return list(self._call(op="all", user_id=user_id))
+        return list(self._call(op="get_all", user_id=user_id))
 
     def reset(self) -> None:
         """Forget everything (between scenarios)."""
@@ -258,9 +267,13 @@ def worker(config: dict[str, Any]) -> None:
     memory = Memory.from_config(config)
     llm = config["llm"]["config"]
     client = openai.OpenAI(base_url=llm["openai_base_url"], api_key="local")
-    system = {"role": "system", "content": ADDITIVE_EXTRACTION_PROMPT}  # put in the KV cache
-    client.chat.completions.create(
-        model="local", messages=[system, {"role": "user", "content": "-"}], max_tokens=1
+    client.chat.completions.create(  # puts mem0's system prompt in the server's KV cache
+        model="local",
+        messages=[
+            {"role": "system", "content": str(ADDITIVE_EXTRACTION_PROMPT)},
+            {"role": "user", "content": "-"},
+        ],
+        max_tokens=1,
     )
 
     def reply(answer: dict[str, Any]) -> None:
@@ -284,7 +297,7 @@ def worker(config: dict[str, Any]) -> None:
                     filters={"user_id": request["user_id"]},
                 )
                 result = [item["memory"] for item in found["results"]]
-            elif op == "all":
+            elif op == "get_all":
                 found = memory.get_all(filters={"user_id": request["user_id"]}, top_k=100)
                 result = [item["memory"] for item in found["results"]]
             elif op == "reset":
@@ -339,28 +352,23 @@ def embed_server(model: str, port: int) -> None:
 
 def demo(model: str | None) -> None:
     """The indentation sample, timed."""
-    if model is None:
-        from reins.models._embedded import embedded_gguf
-
-        model = str(embedded_gguf())
-    with tempfile.TemporaryDirectory(prefix="mem0-peer-") as folder:
-        started = time.perf_counter()
-        with Mem0Peer(model, Path(folder)) as peer:
-            print(f"start (servers, mem0, warm prompt): {time.perf_counter() - started:.1f} s")
-            for text in (
-                "I always indent Python with tabs.",
-                "Change of plan: I now indent Python with 4 spaces.",
-            ):
-                t = time.perf_counter()
-                peer.add(text, user_id="demo")
-                print(f"add {time.perf_counter() - t:6.1f} s  {text!r}")
-            for query in ("indentation", "How should I indent Python code?"):
-                t = time.perf_counter()
-                found = peer.search(query, user_id="demo")
-                print(f"search {time.perf_counter() - t:5.2f} s  {query!r} -> {found}")
-            print("all:", peer.all(user_id="demo"))
-            peer.reset()
-            print("after reset:", peer.all(user_id="demo"))
+    started = time.perf_counter()
+    with Mem0Peer.for_benchmark() if model is None else Mem0Peer(model) as peer:
+        print(f"start (servers, mem0, prompt read): {time.perf_counter() - started:.1f} s")
+        for text in (
+            "I always indent Python with tabs.",
+            "Change of plan: I now indent Python with 4 spaces.",
+        ):
+            t = time.perf_counter()
+            peer.add(text, user_id="demo")
+            print(f"add {time.perf_counter() - t:6.1f} s  {text!r}")
+        for query in ("indentation", "How should I indent Python code?"):
+            t = time.perf_counter()
+            found = peer.search(query, user_id="demo")
+            print(f"search {time.perf_counter() - t:5.2f} s  {query!r} -> {found}")
+        print("all:", peer.get_all(user_id="demo"))
+        peer.reset()
+        print("after reset:", peer.get_all(user_id="demo"))
 
 
 if __name__ == "__main__":

@@ -41,21 +41,34 @@ CONVERSATION_CHARS = 6000
 MESSAGE_CHARS = 800
 TOOL_CHARS = 300
 KNOWN_FACTS = 10
-MAX_CHANGES = 8
-EXTRACT_TOKENS = 700
+MAX_CHANGES = 4
+"""Changes a capture may make: also what the embedded model's grammar holds the call to (a
+list of long strings repeated many times makes llama.cpp's grammar sampler crawl)."""
+EVIDENCE_CHARS, FACT_CHARS = 120, 160
+EXTRACT_TOKENS = 400
 
 EXTRACT = """\
 You keep an AI agent's long-term memory: facts about the user and the project that will be \
 worth knowing in a later conversation.
 Read the conversation and call remember with the changes to the facts kept:
-- add: a new fact the user said or a tool result showed. Short, self-contained, third \
-person: "The user prefers tabs.", "The project's tests run with `make test`."
+- add: a new fact the user said or a tool result showed, short and self-contained.
 - update: a kept fact (give its number) the conversation shows has changed; write the fact \
 as it is now.
 - invalidate: a kept fact (give its number) the conversation shows is no longer true.
 Only what was said or observed: no guesses, nothing about how this task went, no greetings, \
 no passwords, keys or tokens. In evidence, copy the exact words of the conversation the \
-change rests on. For add, number is 0. Nothing worth keeping: call remember with no changes."""
+change rests on. For add, number is 0. Nothing worth keeping: call remember with no changes.
+
+Example. Facts kept now:
+1. The user's editor is vim.
+The conversation:
+user: I switched to emacs last week. Our CI runs on GitHub Actions. Thanks!
+The call:
+{"name": "remember", "arguments": {"changes": [\
+{"op": "update", "number": 1, "evidence": "I switched to emacs", \
+"fact": "The user's editor is emacs."}, \
+{"op": "add", "number": 0, "evidence": "Our CI runs on GitHub Actions", \
+"fact": "The project's CI runs on GitHub Actions."}]}}"""
 
 
 class _Proposed(BaseModel):
@@ -92,10 +105,12 @@ REMEMBER_SPEC = ToolSpec(
                         },
                         "evidence": {
                             "type": "string",
+                            "maxLength": EVIDENCE_CHARS,
                             "description": "The exact words of the conversation it rests on.",
                         },
                         "fact": {
                             "type": "string",
+                            "maxLength": FACT_CHARS,
                             "description": "The fact, as it is now (for add and update).",
                         },
                     },
