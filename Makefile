@@ -61,6 +61,8 @@ bench: system-bench setup peers
 	$(BIN)/python benchmarks/server.py
 	$(BIN)/python benchmarks/eval.py
 	$(BIN)/python benchmarks/checkpoints.py
+	$(BIN)/python benchmarks/memory/latency.py
+	$(BIN)/python benchmarks/memory/run.py --configs off,scripted,model --json /tmp/reins-memory.json
 	$(BIN)/python benchmarks/bfcl/run.py
 	$(BIN)/python benchmarks/tasks/oracle.py
 	$(BIN)/reins eval benchmarks/tasks/suite.yaml --model local --trust-suite \

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ..core._errors import UsageError
+from ..store._transactions import transaction
 from ._errors import FactError, MemoryStoreError
 
 Scope = Literal["user", "project", "session"]
@@ -534,7 +535,7 @@ class FactStore:
         with self._guard(doing), self._lock:
             db = self._connect(create=True)
             assert db is not None
-            with _transaction(db):
+            with transaction(db):
                 yield db
 
     @contextlib.contextmanager
@@ -576,7 +577,7 @@ class FactStore:
             version = self._version(db)
             if version == 0 and create:
                 db.execute("PRAGMA journal_mode = WAL")
-                with _transaction(db):  # another process may have made it meanwhile
+                with transaction(db):  # another process may have made it meanwhile
                     if self._version(db) == 0:
                         for statement in _statements(SCHEMA):
                             db.execute(statement)
@@ -797,17 +798,3 @@ def _statements(script: str) -> Iterator[str]:
         if sqlite3.complete_statement(statement):
             yield statement
             statement = ""
-
-
-@contextlib.contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on an error unless SQLite has already done so."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        db.execute("COMMIT")
-    except BaseException:
-        if db.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
-                db.execute("ROLLBACK")
-        raise

@@ -30,7 +30,6 @@ import os
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -67,6 +66,7 @@ from ._chain import (
 )
 from ._journal import Journals
 from ._log import index_update
+from ._transactions import transaction
 
 log = logging.getLogger("reins.store")
 
@@ -255,7 +255,7 @@ class SQLiteLog:
         # Made or changed by one process at a time: many started at once on a new store
         # each find the schema missing, and all but the first find it made once they hold
         # the lock.
-        with _transaction(db):
+        with transaction(db):
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version < SCHEMA_VERSION:  # an index: dropped, and rebuilt from the journals
                 for (name,) in db.execute(
@@ -564,7 +564,7 @@ class SQLiteLog:
     ) -> None:
         db = self._db
         try:
-            with _transaction(db):
+            with transaction(db):
                 try:
                     db.executemany(SAVE_SPAN, spans)
                     db.executemany(SAVE_RUN, self._run_rows(run_events))
@@ -724,7 +724,7 @@ class SQLiteLog:
         self._index()
         db = self._db
         try:
-            with _transaction(db):
+            with transaction(db):
                 for table in ("spans", "runs", "journals"):
                     db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         except sqlite3.Error as exc:
@@ -859,7 +859,7 @@ class SQLiteLog:
     def _forget(self, session_id: str, runs: list[str]) -> None:
         db = self._db
         try:
-            with _transaction(db):
+            with transaction(db):
                 for table in ("runs", "spans", "journals"):
                     db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         except sqlite3.Error as exc:
@@ -1000,21 +1000,6 @@ def _not_ours(session_id: str, trust: str, lines: list[bytes]) -> str:
         f"session {session_id} cannot go on: {why}{where}, so what it allowed cannot be "
         "shown to be yours; `reins show` still reads it: start a new session instead"
     )
-
-
-@contextlib.contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on an error unless SQLite has already done so
-    (a full disk can roll it back: a ROLLBACK then fails, and would hide the cause)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        db.execute("COMMIT")
-    except BaseException:
-        if db.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
-                db.execute("ROLLBACK")
-        raise
 
 
 def _escaped(event: Event) -> Event:
