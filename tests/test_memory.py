@@ -473,3 +473,18 @@ async def test_the_embedded_model_extracts_through_its_grammar(
     assert update.model
     kept = Memories(store / "memory.db").all()
     assert [f.id for f in kept] == [c.fact for c in update.changes if c.op == "add"]
+
+
+async def test_memory_beside_a_log_with_no_folder_is_refused_with_what_to_do(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from reins.store import MemoryLog
+
+    keeper = Agent(model=ScriptedModel(["Noted."]), workspace=workspace, memory=Memory())
+    assert isinstance(keeper.log, MemoryLog)
+    with pytest.raises(UsageError, match=r"give the agent a log on disk \(SQLiteLog\)"):
+        await keeper.run("Hi.")
+    elsewhere = Memory(path=tmp_path / "facts.db", model=extractor(TABS))
+    kept = Agent(model=ScriptedModel(["Noted."]), workspace=workspace, memory=elsewhere)
+    await kept.run(f"{TABS[0]}.")
+    assert [f.text for f in Memories(tmp_path / "facts.db").all()] == [TABS[1]]
