@@ -33,6 +33,8 @@ from reins.events import (
     Event,
     FilesRestored,
     ForkedFrom,
+    MemoryChange,
+    MemoryUpdated,
     ModelRequested,
     ModelResponded,
     Notice,
@@ -138,6 +140,25 @@ ONE_OF_EACH: list[Event] = [
     Checkpoint(**ENVELOPE, seq=21, step=3, snapshot="0f" * 20),
     FilesRestored(
         **ENVELOPE, seq=22, snapshot="0f" * 20, to_step=0, paths=("a.py", "new/"), forced=("a.py",)
+    ),
+    MemoryUpdated(
+        **ENVELOPE,
+        seq=23,
+        trigger="turn_end",
+        through=9,
+        changes=(
+            MemoryChange(
+                op="update",
+                fact="0a1b2c3d4e5f",
+                text="The user indents with spaces.",
+                scope="project",
+                replaced="f5e4d3c2b1a0",
+                evidence="I now indent with spaces",
+            ),
+        ),
+        left_out=("a secret (GitHub token)",),
+        usage=Usage(input_tokens=300, output_tokens=40, requests=1),
+        model="local",
     ),
 ]
 
