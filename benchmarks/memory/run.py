@@ -3,7 +3,9 @@
 Each scenario of `scenarios.yaml` is a few earlier sessions (user turns, each answered
 "Noted." by a scripted assistant, in project folder a or b, on a day of a timeline), then a
 question in a later session answered by the default embedded model (Qwen2.5-Coder 1.5B),
-whose answer is scored (`expect`: any of these; `forbid`: none of these). Configurations:
+whose answer is scored (`expect`: any of these; `forbid`: none of these; for another
+project's fact and for a secret, only that it does not come out, and a secret must not be in
+the memory's files either). Configurations:
 
 - `off`: no memory (the baseline: what the model guesses);
 - `scripted`: captures by an oracle extractor that proposes exactly the scenario's facts (the
@@ -151,10 +153,7 @@ class Suite:
         asked = time.perf_counter()
         result = await agent.run(question["ask"])
         answer = (result.final_answer or "").strip()
-        lowered = answer.lower()
-        passed = any(e.lower() in lowered for e in question["expect"]) and not any(
-            f.lower() in lowered for f in question.get("forbid", ())
-        )
+        passed = scored(scenario, answer, [store / "memory.db", user])
         log = SQLiteLog(store) if store.exists() else None
         captures = []
         if log is not None:
@@ -175,6 +174,22 @@ class Suite:
             "seconds_capture": round(captured, 2),
             "seconds_answer": round(time.perf_counter() - asked, 2),
         }
+
+
+LEAKS = ("project_isolation", "secret")
+"""Kinds scored on what must not come out: another project's fact, a secret (whether the
+model then says it does not know, or guesses, is its own matter)."""
+
+
+def scored(scenario: dict[str, Any], answer: str, files: list[Path]) -> bool:
+    question = scenario["question"]
+    lowered = answer.lower()
+    leaked = any(f.lower() in lowered for f in question.get("forbid", ()))
+    if scenario["kind"] in LEAKS:
+        kept = b"".join(f.read_bytes() for f in files if f.exists())
+        stored = any(f.encode() in kept for f in question["forbid"])
+        return not leaked and not (scenario["kind"] == "secret" and stored)
+    return not leaked and any(e.lower() in lowered for e in question["expect"])
 
 
 def table(results: list[dict[str, Any]], configs: list[str]) -> str:
