@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the commands import the memory when they run, so --help sta
     from rich.text import Text
 
     from ..agent._config import MemoryConfig
-    from ..memory._facts import Fact, Scope
+    from ..memory import Fact, Scope
     from ..memory._memories import Memories
 
 memory_app = typer.Typer(
@@ -371,8 +371,8 @@ def import_facts(
     """Add the facts of an export, as they were (ids, times, closed ones): every line is
     checked first, and one that is not a fact, or holds a secret, imports nothing. A fact
     already here (its id) is skipped."""
+    from ..memory import Fact
     from ..memory._errors import MemoryStoreError
-    from ..memory._facts import Fact
     from ..memory._secrets import secret_in
 
     with _one_line_errors():

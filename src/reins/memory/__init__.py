@@ -11,7 +11,8 @@ Secrets are never kept; `reins memory forget` deletes for real.
 
 from ._capture import Capture
 from ._errors import FactError, MemoryStoreError
-from ._facts import SCOPES, Fact, FactStore, Scope
+from ._fact import SCOPES, Fact, Scope
+from ._facts import FactStore
 from ._memories import Memories, user_facts
 from ._recall import RecallSection, memory_search_tool
 from ._secrets import secret_in

@@ -32,7 +32,7 @@ from ..core._messages import (
 )
 from ..core._model import Model, ModelSettings
 from ..core._state import RunState
-from ._facts import Fact, Scope
+from ._fact import Fact, Scope
 from ._memories import Memories
 from ._secrets import secret_in
 

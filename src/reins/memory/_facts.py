@@ -25,20 +25,25 @@ import re
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from ..core._errors import UsageError
 from ..store._transactions import transaction
 from ._errors import FactError, MemoryStoreError
-
-Scope = Literal["user", "project", "session"]
-SCOPES: tuple[Scope, ...] = get_args(Scope)
-"""Whose a fact is: the user's everywhere (owner ""), a project's (owner: its root path), a
-session's (owner: the session id)."""
+from ._fact import (
+    Fact,
+    Scope,
+    check,
+    check_scope,
+    fact_text,
+    one_line,
+    stamp,
+    utc,
+)
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -90,7 +95,6 @@ _COLUMNS = (
     "expired_at, supersedes, reason, closed_reason"
 )
 _VALID = "valid_at <= ? AND (invalid_at IS NULL OR invalid_at > ?)"
-_ID = re.compile(r"[0-9a-f]{12}")
 _PREFIX = re.compile(r"[0-9a-f]{1,12}")
 _WORD = re.compile(r"[^\W_]+")
 _MAX_TERMS = 32
@@ -104,107 +108,6 @@ _STOPWORDS = frozenset(
     will with would you your yours""".split()  # noqa: SIM905 (words read as a paragraph)
 )
 """Words too common to rank by (and FTS5's operators, lowercased: `and`, `or`, `not`, `near`)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Fact:
-    """One version of something an agent keeps; a change makes a new version (`supersedes`)."""
-
-    id: str
-    """12 hex digits, random."""
-    text: str
-    scope: Scope
-    owner: str
-    """Whose: "" for the user, the project's root path, or the session id."""
-    session_id: str | None
-    run_id: str | None
-    seq: int | None
-    """The event that recorded it."""
-    created_at: datetime
-    """When the store got it (UTC)."""
-    valid_at: datetime
-    """When it became true in the world."""
-    invalid_at: datetime | None
-    """When it stopped being true in the world."""
-    expired_at: datetime | None
-    """When the store learned that it stopped."""
-    supersedes: str | None
-    """The id of the version this one replaced."""
-    reason: str = ""
-    """Why it was added, one short line."""
-    closed_reason: str = ""
-    """Why it was closed."""
-
-    def valid(self, at: datetime | None = None) -> bool:
-        """True in the world at `at` (default: now)."""
-        when = _utc(at) if at is not None else datetime.now(UTC)
-        return self.valid_at <= when and (self.invalid_at is None or self.invalid_at > when)
-
-    def to_json(self) -> dict[str, Any]:
-        """The fact as JSON values (times in ISO 8601), for export."""
-        return {
-            "id": self.id,
-            "text": self.text,
-            "scope": self.scope,
-            "owner": self.owner,
-            "session_id": self.session_id,
-            "run_id": self.run_id,
-            "seq": self.seq,
-            "created_at": _stamp(self.created_at),
-            "valid_at": _stamp(self.valid_at),
-            "invalid_at": _stamp(self.invalid_at) if self.invalid_at is not None else None,
-            "expired_at": _stamp(self.expired_at) if self.expired_at is not None else None,
-            "supersedes": self.supersedes,
-            "reason": self.reason,
-            "closed_reason": self.closed_reason,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Fact:
-        """The fact `to_json` gave (an import); `FactError` says what is wrong with one that
-        is not."""
-        if not isinstance(data, Mapping):
-            raise FactError(f"a fact is a JSON object, not {type(data).__name__}")
-        name = data.get("id", "?")
-
-        def get(key: str, kind: type, *, optional: bool = False) -> Any:
-            value = data.get(key)
-            if value is None and optional:
-                return None
-            if not isinstance(value, kind) or isinstance(value, bool):
-                raise FactError(f"fact {name}: {key!r} must be a {kind.__name__}, not {value!r}")
-            return value
-
-        def time(key: str) -> datetime:
-            value = get(key, str)
-            try:
-                parsed = datetime.fromisoformat(value)
-            except ValueError:
-                raise FactError(
-                    f"fact {name}: {key!r} is not an ISO 8601 time: {value!r}"
-                ) from None
-            if parsed.tzinfo is None:
-                raise FactError(f"fact {name}: {key!r} has no time zone: {value!r}")
-            return parsed.astimezone(UTC)
-
-        fact = cls(
-            id=get("id", str),
-            text=get("text", str),
-            scope=get("scope", str),
-            owner=get("owner", str),
-            session_id=get("session_id", str, optional=True),
-            run_id=get("run_id", str, optional=True),
-            seq=get("seq", int, optional=True),
-            created_at=time("created_at"),
-            valid_at=time("valid_at"),
-            invalid_at=None if data.get("invalid_at") is None else time("invalid_at"),
-            expired_at=None if data.get("expired_at") is None else time("expired_at"),
-            supersedes=get("supersedes", str, optional=True),
-            reason=get("reason", str, optional=True) or "",
-            closed_reason=get("closed_reason", str, optional=True) or "",
-        )
-        _check(fact)
-        return fact
 
 
 class FactStore:
@@ -239,23 +142,23 @@ class FactStore:
     ) -> Fact:
         """Keep a new fact; `now` (default: the clock) is when it is stored, and when it
         became true unless `valid_at` says otherwise."""
-        created = _utc(now) if now is not None else datetime.now(UTC)
+        created = utc(now) if now is not None else datetime.now(UTC)
         fact = Fact(
             id=secrets.token_hex(6),
-            text=_text(text),
+            text=fact_text(text),
             scope=scope,
             owner=owner,
             session_id=session_id,
             run_id=run_id,
             seq=seq,
             created_at=created,
-            valid_at=_utc(valid_at) if valid_at is not None else created,
+            valid_at=utc(valid_at) if valid_at is not None else created,
             invalid_at=None,
             expired_at=None,
             supersedes=supersedes,
-            reason=_line(reason),
+            reason=one_line(reason),
         )
-        _check(fact)
+        check(fact)
         with self._write("add a fact") as db:
             if _taken(db, fact.id):
                 fact = replace(fact, id=_new_id(db))
@@ -273,15 +176,15 @@ class FactStore:
         """Mark a fact no longer true from `invalid_at` on, learned at `expired_at` (default:
         now); returns it closed. A closed fact cannot be closed again; one closed before it
         became true was never true (it ends where it began)."""
-        ended = _utc(invalid_at)
-        learned = _utc(expired_at) if expired_at is not None else datetime.now(UTC)
+        ended = utc(invalid_at)
+        learned = utc(expired_at) if expired_at is not None else datetime.now(UTC)
         with self._write("close a fact") as db:
             fact = _open_fact(db, fact_id)
             fact = replace(
                 fact,
                 invalid_at=max(ended, fact.valid_at),
                 expired_at=learned,
-                closed_reason=_line(reason),
+                closed_reason=one_line(reason),
             )
             _update_end(db, fact)
         return fact
@@ -304,9 +207,9 @@ class FactStore:
 
         A new version true from before the old one began (a correction) leaves the old one
         never true: it ends where it began."""
-        created = _utc(now) if now is not None else datetime.now(UTC)
-        began = _utc(valid_at) if valid_at is not None else created
-        new_text, why = _text(text), _line(reason)
+        created = utc(now) if now is not None else datetime.now(UTC)
+        began = utc(valid_at) if valid_at is not None else created
+        new_text, why = fact_text(text), one_line(reason)
         with self._write("replace a fact") as db:
             old = _open_fact(db, fact_id)
             old = replace(
@@ -333,7 +236,7 @@ class FactStore:
 
     def put(self, fact: Fact) -> bool:
         """Store a whole fact as it is (an import); False if its id is taken already."""
-        _check(fact)
+        check(fact)
         with self._write("import a fact") as db:
             if _taken(db, fact.id):
                 return False
@@ -360,7 +263,7 @@ class FactStore:
         if owner is not None and scope is None:
             raise UsageError("forget: an owner goes with a scope")
         if scope is not None:
-            _check_scope(scope)
+            check_scope(scope)
         if sum((bool(ids), scope is not None, everything)) == 0:
             return 0
         where, params = "1", list[str]()
@@ -405,7 +308,7 @@ class FactStore:
         pairs = _pairs(scopes)
         if not match or not pairs or limit <= 0:
             return []
-        when = _stamp(_utc(as_of) if as_of is not None else datetime.now(UTC))
+        when = stamp(utc(as_of) if as_of is not None else datetime.now(UTC))
         owned, params = _owned(pairs)
         keys = " OR ".join(f'key : "{_key(*pair)}"' for pair in pairs)
         sql = (
@@ -431,7 +334,7 @@ class FactStore:
         pairs = _pairs(scopes)
         if not pairs or (limit is not None and limit <= 0):
             return []
-        when = _stamp(_utc(as_of) if as_of is not None else datetime.now(UTC))
+        when = stamp(utc(as_of) if as_of is not None else datetime.now(UTC))
         owned, params = _owned(pairs)
         sql = (
             f"SELECT {_COLUMNS} FROM facts WHERE {owned} AND {_VALID} "
@@ -676,10 +579,10 @@ def _insert(db: sqlite3.Connection, fact: Fact) -> None:
             fact.session_id,
             fact.run_id,
             fact.seq,
-            _stamp(fact.created_at),
-            _stamp(fact.valid_at),
-            None if fact.invalid_at is None else _stamp(fact.invalid_at),
-            None if fact.expired_at is None else _stamp(fact.expired_at),
+            stamp(fact.created_at),
+            stamp(fact.valid_at),
+            None if fact.invalid_at is None else stamp(fact.invalid_at),
+            None if fact.expired_at is None else stamp(fact.expired_at),
             fact.supersedes,
             fact.reason,
             fact.closed_reason,
@@ -698,7 +601,7 @@ def _update_end(db: sqlite3.Connection, fact: Fact) -> None:
     assert fact.expired_at is not None
     db.execute(
         "UPDATE facts SET invalid_at = ?, expired_at = ?, closed_reason = ? WHERE id = ?",
-        (_stamp(fact.invalid_at), _stamp(fact.expired_at), fact.closed_reason, fact.id),
+        (stamp(fact.invalid_at), stamp(fact.expired_at), fact.closed_reason, fact.id),
     )
 
 
@@ -711,7 +614,7 @@ def _open_fact(db: sqlite3.Connection, fact_id: str) -> Fact:
     if fact.invalid_at is not None:
         raise FactError(
             f"fact {fact.id} is closed already (no longer true from "
-            f"{_stamp(fact.invalid_at)}): change its latest version instead"
+            f"{stamp(fact.invalid_at)}): change its latest version instead"
         )
     return fact
 
@@ -728,7 +631,7 @@ def _taken(db: sqlite3.Connection, fact_id: str) -> bool:
 
 def _pairs(scopes: Sequence[tuple[Scope, str]]) -> list[tuple[Scope, str]]:
     for scope, _ in scopes:
-        _check_scope(scope)
+        check_scope(scope)
     return list(dict.fromkeys(scopes))
 
 
@@ -740,54 +643,6 @@ def _owned(pairs: list[tuple[Scope, str]]) -> tuple[str, list[str]]:
 
 def _prefixed(table: str) -> str:
     return ", ".join(table + column for column in _COLUMNS.split(", "))
-
-
-def _check(fact: Fact) -> None:
-    """A fact well formed enough to store (FactError, or UsageError for a bad scope)."""
-    _check_scope(fact.scope)
-    if not _ID.fullmatch(fact.id):
-        raise FactError(f"a fact's id is 12 hex digits, not {fact.id!r}")
-    if fact.scope == "user" and fact.owner:
-        raise UsageError(f"a user fact has no owner (''), not {fact.owner!r}")
-    if fact.scope != "user" and not fact.owner:
-        raise UsageError(f"a {fact.scope} fact needs its owner (the {_OWNERS[fact.scope]})")
-    if not fact.text.strip():
-        raise FactError(f"fact {fact.id} has no text")
-    for name in ("created_at", "valid_at", "invalid_at", "expired_at"):
-        value = getattr(fact, name)
-        if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
-            raise FactError(f"fact {fact.id}: {name} must be a time with a time zone")
-    if fact.invalid_at is not None and fact.invalid_at < fact.valid_at:
-        raise FactError(f"fact {fact.id} stops being true (invalid_at) before it starts")
-
-
-_OWNERS = {"project": "project's root path", "session": "session id"}
-
-
-def _check_scope(scope: str) -> None:
-    if scope not in SCOPES:
-        raise UsageError(f"scope {scope!r}: use one of {', '.join(SCOPES)}")
-
-
-def _text(text: str) -> str:
-    text = text.strip()
-    if not text:
-        raise FactError("a fact needs some text")
-    return text
-
-
-def _line(reason: str) -> str:
-    return " ".join(reason.split())
-
-
-def _utc(when: datetime) -> datetime:
-    if when.tzinfo is None:
-        raise UsageError(f"{when.isoformat()} has no time zone: give an aware datetime (UTC)")
-    return when.astimezone(UTC)
-
-
-def _stamp(when: datetime) -> str:
-    return _utc(when).isoformat(timespec="microseconds")
 
 
 def _statements(script: str) -> Iterator[str]:

@@ -12,7 +12,8 @@ from typing import Any
 
 from ..core._paths import data_home
 from ._errors import FactError
-from ._facts import Fact, FactStore, Scope
+from ._fact import Fact, Scope
+from ._facts import FactStore
 
 FILE = "memory.db"
 

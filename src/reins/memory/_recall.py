@@ -18,7 +18,7 @@ from ..context._tokens import text_tokens
 from ..core._errors import ToolError
 from ..tools import Tool, ToolContext, tool
 from ._errors import MemoryStoreError
-from ._facts import Fact, Scope
+from ._fact import Fact, Scope
 from ._memories import Memories
 from ._settings import Memory
 

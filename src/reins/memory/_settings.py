@@ -14,7 +14,7 @@ from ..core._errors import UsageError
 
 if TYPE_CHECKING:
     from ..core._model import Model
-    from ._facts import Scope
+    from ._fact import Scope
 
 Recall = Literal["all", "writable", "off"]
 Capture = Literal["project", "user", "off"]
