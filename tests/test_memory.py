@@ -488,3 +488,22 @@ async def test_memory_beside_a_log_with_no_folder_is_refused_with_what_to_do(
     kept = Agent(model=ScriptedModel(["Noted."]), workspace=workspace, memory=elsewhere)
     await kept.run(f"{TABS[0]}.")
     assert [f.text for f in Memories(tmp_path / "facts.db").all()] == [TABS[1]]
+
+
+async def test_an_update_of_no_kept_fact_keeps_the_news_as_a_fact(
+    store: Path, workspace: Path
+) -> None:
+    """A small model says a fact changed, but not which: the new fact is kept all the same,
+    and shown before the older one it may contradict."""
+    await agent(store, workspace).run(f"{TABS[0]}.")
+
+    def vague(messages: list[Message], tools: list[ToolSpec]) -> Any:
+        change = {"op": "update", "number": 0, "evidence": SPACES[0], "fact": SPACES[1]}
+        return reply("", call("remember", "m1", changes=[change]))
+
+    run = await agent(store, workspace, model=FunctionModel(vague)).run(f"{SPACES[0]}.")
+    (update,) = [e for e in await events_of(store, run.run_id) if isinstance(e, MemoryUpdated)]
+    assert [(c.op, c.text) for c in update.changes] == [("add", SPACES[1])]
+    later = await agent(store, workspace).run("How do I indent?")
+    lines = [x for x in system_prompt(later.messages).splitlines() if "indents" in x]
+    assert [SPACES[1] in lines[0], TABS[1] in lines[1]] == [True, True]

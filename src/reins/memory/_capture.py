@@ -227,6 +227,8 @@ class _Decision:
     def judge(self, change: _Proposed) -> None:
         """Keep `change`, or say why not (in `left_out`)."""
         old = self.known[change.number - 1] if 1 <= change.number <= len(self.known) else None
+        if change.op == "update" and old is None:  # what changed is unknown; the news is not
+            change = change.model_copy(update={"op": "add", "number": 0})
         text = " ".join(change.fact.split())
         if (why := self._refusal(change, old, text)) is not None:
             self.left_out.append(why)

@@ -24,9 +24,9 @@ from ._settings import Memory
 
 HEADER = "## What you remember"
 INTRO = (
-    "Facts kept from earlier sessions, each with its age and where it came from. They were "
-    "true when noted; what the user or the files say now comes first. memory_search finds "
-    "more."
+    "Facts kept from earlier sessions, newest first, each with its age and where it came "
+    "from. They were true when noted: where two disagree, the newer holds, and what the user "
+    "or the files say now comes first. memory_search finds more."
 )
 MATCHED, RECENT = 12, 24
 """The facts read for the section: those that best match the goal, then the newest (its
@@ -70,12 +70,12 @@ class RecallSection:
 
 
 def recalled(memories: Memories, goal: str, scopes: Sequence[tuple[Scope, str]]) -> list[Fact]:
-    """The facts valid now in `scopes`: those that match `goal` (best first), then the rest,
-    newest first."""
+    """The facts valid now in `scopes`: the best matches of `goal`, then the rest, each part
+    newest first (a small model takes the first of two that disagree)."""
     matched = memories.search(goal, scopes=scopes, limit=MATCHED)
     seen = {f.id for f in matched}
     recent = [f for f in memories.current(scopes=scopes, limit=RECENT) if f.id not in seen]
-    return [*matched, *recent]
+    return [*sorted(matched, key=lambda f: f.valid_at, reverse=True), *recent]
 
 
 def described(fact: Fact, now: datetime, *, as_of: datetime | None = None) -> str:
