@@ -177,11 +177,11 @@ class EventRenderer:
                     what = {"add": "remembered", "update": "updated", "invalidate": "forgot"}
                     out.print(
                         f"[magenta]◆ {what[change.op]}[/] [dim]({change.scope})[/] "
-                        f"{escape(change.text)}",
+                        f"{escape(visible(change.text))}",
                         soft_wrap=True,
                     )
                 if event.left_out:
-                    out.print(f"[dim]◆ not kept: {escape(', '.join(event.left_out))}[/]")
+                    out.print(f"[dim]◆ not kept: {escape(visible(', '.join(event.left_out)))}[/]")
             case ModelRequested():
                 self._streamed, self._held, self._said = False, "", ""
                 self._asked_at = event.ts
