@@ -229,6 +229,8 @@ async def test_secrets_and_unfounded_facts_are_never_kept(store: Path, workspace
             {"op": "add", "number": 0, "evidence": said, "fact": fact} for said, fact, _ in rules
         ]
         changes.append({"op": "add", "number": 0, "evidence": "I love rust", "fact": "Rust."})
+        # The agent's own reply ("Noted.") is in the conversation, but it is no evidence.
+        changes.append({"op": "add", "number": 0, "evidence": "Noted", "fact": "It was noted."})
         return reply("", call("remember", "m1", changes=changes))
 
     model = FunctionModel(made_up)
@@ -237,7 +239,8 @@ async def test_secrets_and_unfounded_facts_are_never_kept(store: Path, workspace
     assert [c.text for c in update.changes] == ["The user likes coffee."]
     assert update.left_out == (
         "a secret (OpenAI key)",
-        "add: its evidence is not in the conversation",
+        "add: its evidence is not what the user said or a tool showed",
+        "add: its evidence is not what the user said or a tool showed",
     )
     everything = Memories(store / "memory.db").all()
     assert [f.text for f in everything] == ["The user likes coffee."]

@@ -27,6 +27,7 @@ from ..core._messages import (
     Message,
     SystemMessage,
     ToolCall,
+    ToolResultMessage,
     ToolSpec,
     UserMessage,
 )
@@ -156,7 +157,9 @@ class Capture:
             ModelSettings(tool_choice="required", temperature=0.0, max_tokens=EXTRACT_TOKENS),
         )
         proposed = _proposed(response.message.tool_calls, response.message.text)
-        decided = _Decision(known, conversation, self.redact)
+        # Evidence is what the user said or a tool showed: the agent's own words are no fact.
+        heard = "\n".join(m.content for m in new if isinstance(m, UserMessage | ToolResultMessage))
+        decided = _Decision(known, heard, self.redact)
         for change in proposed:
             decided.judge(change)
         applied = await asyncio.to_thread(self._apply, decided.kept, state)
@@ -244,7 +247,7 @@ class _Decision:
         if (kind := secret_in(f"{change.fact}\n{change.evidence}", self.redact)) is not None:
             return f"a secret ({kind})"
         if not self._evident(change.evidence):
-            return f"{change.op}: its evidence is not in the conversation"
+            return f"{change.op}: its evidence is not what the user said or a tool showed"
         if change.op != "add":
             if old is None:
                 return f"{change.op}: no kept fact numbered {change.number}"
