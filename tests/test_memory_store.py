@@ -17,6 +17,7 @@ import pytest
 
 from reins.core._errors import UsageError
 from reins.memory import Fact, FactError, FactStore, MemoryStoreError, secret_in
+from reins.memory._facts import SCHEMA_VERSION
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -298,12 +299,12 @@ def test_a_malformed_import_says_what_is_wrong(data: dict[str, object], error: s
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
     with sqlite3.connect(path) as db:
-        db.execute("PRAGMA user_version = 2")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(MemoryStoreError) as caught:
         FactStore(path).count()
     assert str(caught.value) == (
-        f"memory store {path} has schema version 2, newer than this reins reads (1): upgrade "
-        "reins, or move the file aside to start a new one"
+        f"memory store {path} has schema version {SCHEMA_VERSION + 1}, newer than this reins "
+        f"reads ({SCHEMA_VERSION}): upgrade reins, or move the file aside to start a new one"
     )
 
 

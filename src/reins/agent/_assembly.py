@@ -70,7 +70,7 @@ from ._output import Output, OutputCheck
 if TYPE_CHECKING:
     from ..checkpoints import Shadow
     from ..mcp import MCPServer
-    from ..memory import Capture, Memories
+    from ..memory import Capture, Embeddings, Memories
     from ..subagents import ChildAgent, ChildRun, Handoff
 
 AGENT_MADE = frozenset(
@@ -92,7 +92,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
     _shadows: tuple[Path, Path, Shadow] | None = field(
         default=None, init=False, repr=False, compare=False
     )
-    _memories: tuple[tuple[object, ...], Memories, Tool] | None = field(
+    _memories: tuple[tuple[object, ...], Memories, Tool, Embeddings | None] | None = field(
         default=None, init=False, repr=False, compare=False
     )
     _extractor: tuple[object, Model] | None = field(
@@ -258,7 +258,8 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             from ..memory import Memories, memory_search_tool
 
             made = Memories(local, memory.user_path, timeout=memory.timeout)
-            self._memories = (key, made, memory_search_tool(made, memory))
+            meaning = _embeddings(memory.embeddings)
+            self._memories = (key, made, memory_search_tool(made, memory, meaning), meaning)
         return self._memories[1]
 
     def _capture(self, state: RunState, workspace: Workspace) -> Capture | None:
@@ -540,8 +541,9 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             return []
         from ..memory import RecallSection
 
+        assert self._memories is not None
         scopes = memory.readable(str(project_root(workspace.root)), session_id)
-        return [RecallSection(memories, scopes, memory.budget)]
+        return [RecallSection(memories, scopes, memory.budget, self._memories[3])]
 
     def _spill_folder(self, run_id: str) -> Path | None:
         """The run's folder for over-long results, in a log on disk; None: they are cut."""
@@ -568,6 +570,15 @@ def _resolve(name: str) -> Model:
     from ._resolve import resolve_model
 
     return resolve_model(name)
+
+
+def _embeddings(chosen: str | Embeddings | None) -> Embeddings | None:
+    """Memory's embedding model: a string is resolved as a model's is (its server and key)."""
+    if not isinstance(chosen, str):
+        return chosen
+    from ._resolve import resolve_embeddings
+
+    return resolve_embeddings(chosen)
 
 
 def _runs_commands(mode: Mode | None) -> bool:

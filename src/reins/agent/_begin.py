@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..context._modes import Mode, resolve_mode
-from ..context._sections import PromptContext, build_prompt
+from ..context._sections import PromptContext, build_prompt, prepare_sections
 from ..core._cancel import Cancel
 from ..core._catalog import UNKNOWN, lookup, priced, served_at
 from ..core._errors import UsageError
@@ -61,7 +61,9 @@ async def start_run(
     if session_id is None or fresh:
         session_id = session_id or new_session_id()
         prompt = PromptContext(workspace=workspace.root, goal=goal, approvals=agent._may_ask())
-        system = build_prompt(agent._sections(mode, workspace, session_id), prompt)
+        sections = agent._sections(mode, workspace, session_id)
+        await prepare_sections(sections, prompt)
+        system = build_prompt(sections, prompt)
         history: list[Message] = [SystemMessage(content=system), *preface]
         notes += prompt.notes
         notes += agent._skills()[1]

@@ -239,6 +239,9 @@ class MemoryConfig(BaseModel):
     capture: Literal["project", "user", "off"] = "off"
     model: str | None = None
     """The extractor (None: the run's model, a hosted one's cheapest sibling)."""
+    embeddings: str | None = None
+    """Recall by meaning too: an OpenAI-compatible embedding model (`openai:NAME`,
+    `ollama:NAME`, `ENDPOINT:NAME`, `http(s)://HOST/v1`); None: by words alone."""
     budget: int = Field(default=DEFAULT_BUDGET, ge=0)
     redact: tuple[str, ...] = ()
     """Regexes (RE2) of what must never be kept, besides keys, tokens and passwords."""
@@ -694,12 +697,13 @@ def _narrowed_memory(
     path: Path, theirs: dict[str, object], mine: dict[str, object]
 ) -> dict[str, object]:
     """A project's `[memory]`, as far as it narrows the user's: it may read and write less,
-    never more, and may not choose the model the conversation is sent to."""
-    if "model" in theirs:
-        raise UsageError(
-            f"config {path}: memory.model: a project's file may not choose the model your "
-            "conversation is sent to; set it in your own config"
-        )
+    never more, and may not choose the models the conversation is sent to."""
+    for key in ("model", "embeddings"):
+        if key in theirs:
+            raise UsageError(
+                f"config {path}: memory.{key}: a project's file may not choose the model your "
+                "conversation is sent to; set it in your own config"
+            )
     layer = dict(theirs)
     defaults = MemoryConfig()
     options: tuple[str, ...]

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from typing import TYPE_CHECKING
 
 from ..core._errors import UnknownModel, UsageError
 from ..core._model import Model
 from ..models._embedded import DEFAULT_EMBEDDED, EMBEDDED, check_installed, embedded_model
 from ._config import Config, load_config, user_config_path
 from ._model_entries import register_entries
+
+if TYPE_CHECKING:
+    from ..memory import Embeddings
 
 KNOWN = (
     f"local, local:NAME (an embedded model: {', '.join(EMBEDDED)}), local:PATH.gguf, "
@@ -130,6 +134,32 @@ def resolve_model(spec: str, config: Config | None = None) -> Model:
     from ..models import OpenAIModel
 
     return OpenAIModel(model=rest, base_url=base_url, api_key=api_key, provider=kind)
+
+
+EMBEDDINGS = (
+    "openai:NAME, ollama:NAME, ENDPOINT:NAME (an OpenAI-compatible endpoint of the config), "
+    "http(s)://HOST/v1 (llama.cpp's llama-server --embeddings, vLLM)"
+)
+
+
+def resolve_embeddings(spec: str, config: Config | None = None) -> Embeddings:
+    """The embedding model a string names (memory's recall by meaning): a model of an
+    OpenAI-compatible `/v1/embeddings`, its server and key found as a chat model's are."""
+    from ..memory import Embeddings
+    from ..models import OpenAIModel
+
+    kind, _, rest = spec.partition(":")
+    if kind in ("http", "https"):
+        return Embeddings(model="default", base_url=spec)
+    others = ("local", "script", "anthropic", "bedrock", "vertex", "openai-responses")
+    kind = ALIASES.get(kind, kind)
+    model = resolve_model(spec, config) if rest and kind not in (*others, "gemini") else None
+    if type(model) is not OpenAIModel:
+        raise UsageError(
+            f"memory embeddings {spec!r}: embeddings come from an OpenAI-compatible "
+            f"/v1/embeddings; known forms: {EMBEDDINGS}"
+        )
+    return Embeddings(model=rest, base_url=model.base_url, api_key=model.api_key)
 
 
 HOSTED = ("openai", "anthropic", "gemini")

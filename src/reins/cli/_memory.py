@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the commands import the memory when they run, so --help sta
     from rich.text import Text
 
     from ..agent._config import MemoryConfig
-    from ..memory import Fact, Scope
+    from ..memory import Embeddings, Fact, Scope
     from ..memory._memories import Memories
 
 memory_app = typer.Typer(
@@ -186,13 +186,25 @@ def search(
     json_out: JsonOut = False,
     store: StoreOpt = None,
 ) -> None:
-    """The facts true now (or at --as-of) that best match QUERY's words (BM25), the best
-    first: the user's, this project's and the sessions'."""
+    """The facts true now (or at --as-of) that best match QUERY's words (BM25), and its
+    meaning when the config names `[memory] embeddings`, the best first: the user's, this
+    project's and the sessions'."""
+    import asyncio
+
+    from ..memory._vectors import hybrid
+
     with _one_line_errors():
         chosen = _scope(scope) if scope is not None else None
         when = _moment("--as-of", as_of, end_of_day=True) if as_of else None
-        memories = _memories(store)
-        facts = memories.search(query, scopes=_scopes(memories, chosen), as_of=when, limit=limit)
+        config = _config()
+        memories = _memories(store, config)
+        embeddings = _embeddings(config.embeddings) if config.embeddings else None
+        scopes = _scopes(memories, chosen)
+        facts, unmeant = asyncio.run(
+            hybrid(memories, embeddings, query, scopes=scopes, as_of=when, limit=limit)
+        )
+        if unmeant:
+            err.print(f"[yellow]search by meaning failed[/] ({escape(unmeant)}): by words only")
         if json_out:
             _print_json([f.to_json() for f in facts])
         elif not facts:
@@ -436,6 +448,12 @@ def _config() -> MemoryConfig:
     from ..agent._config import load_config
 
     return load_config().memory
+
+
+def _embeddings(spec: str) -> Embeddings:
+    from ..agent._resolve import resolve_embeddings
+
+    return resolve_embeddings(spec)
 
 
 def _store_of(store: Path | None) -> Path:

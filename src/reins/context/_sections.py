@@ -34,7 +34,8 @@ class PromptContext:
 
 class SectionSource(Protocol):
     """A source of one part of the system prompt: a `PromptSection`, or an object of yours
-    with the same `name`, `budget` and `render(context)`."""
+    with the same `name`, `budget` and `render(context)` (and, if it reads what takes time,
+    an async `prepare(context)`, awaited first: `prepare_sections`)."""
 
     @property
     def name(self) -> str: ...
@@ -169,6 +170,22 @@ COMPUTE_WITH_CALCULATE = (
     "Add up or average numbers with calculate (`sum([12, 7.5, 30]) / 3`), not in your head; "
     "a whole read_file ends with the file's line count."
 )
+
+
+async def prepare_sections(sections: Sequence[SectionSource], context: PromptContext) -> None:
+    """Let each section with an async `prepare(context)` read what takes time (a database, a
+    server) before the prompt is built, off the event loop; one that fails is said in
+    `context.notes`, and renders unprepared."""
+    for section in sections:
+        prepare = getattr(section, "prepare", None)
+        if prepare is None:
+            continue
+        try:
+            await prepare(context)
+        except Exception as exc:
+            context.notes.append(
+                f"prompt section {section.name!r} could not prepare: {type(exc).__name__}: {exc}"
+            )
 
 
 def build_prompt(sections: Sequence[SectionSource], context: PromptContext) -> str:

@@ -45,8 +45,23 @@ from ._fact import (
     utc,
 )
 
-SCHEMA_VERSION = 1
-SCHEMA = """
+SCHEMA_VERSION = 2
+VECTORS = """
+CREATE TABLE vectors (
+    num INTEGER PRIMARY KEY,
+    model TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE TRIGGER facts_unembedded AFTER DELETE ON facts BEGIN
+    DELETE FROM vectors WHERE num = old.num;
+END;
+"""
+"""Version 2: a fact's embedding (`num` is its fact's; float32, unit length) under the name of
+the model that made it; a fact's deletion takes its vector with it."""
+MIGRATIONS = {1: VECTORS}
+"""What brings a file of a version to the next."""
+SCHEMA = (
+    """
 CREATE TABLE facts (
     num INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
@@ -84,6 +99,8 @@ CREATE TRIGGER facts_changed AFTER UPDATE OF text ON facts BEGIN
     INSERT INTO facts_fts (rowid, text, key) VALUES (new.num, new.text, new.key);
 END;
 """
+    + VECTORS
+)
 """`num` is the rowid the full-text index refers to (an INTEGER PRIMARY KEY, so VACUUM keeps
 it); `id` the fact's public id. Times are ISO 8601 in UTC with microseconds, all one width, so
 they compare as text. `key` names a fact's (scope, owner) as one token the full-text index
@@ -401,6 +418,83 @@ class FactStore:
         sql = f"SELECT {_COLUMNS} FROM facts WHERE {owned} ORDER BY num"
         return self._facts("list facts", sql, *params)
 
+    def unembedded(
+        self, model: str, *, scopes: Sequence[tuple[Scope, str]], limit: int
+    ) -> list[tuple[str, str]]:
+        """(id, text) of facts of `scopes`, closed ones too, with no vector of `model`, the
+        newest first."""
+        pairs = _pairs(scopes)
+        if not pairs or limit <= 0:
+            return []
+        owned, params = _owned(pairs)
+        sql = (
+            "SELECT f.id, f.text FROM facts AS f LEFT JOIN vectors AS v ON v.num = f.num "
+            f"WHERE {owned} "
+            "AND (v.model IS NULL OR v.model != ?) ORDER BY f.num DESC LIMIT ?"
+        )
+        with self._guard("list facts to embed"), self._lock:
+            db = self._connect(create=False)
+            return [] if db is None else db.execute(sql, (*params, model, limit)).fetchall()
+
+    def put_vectors(self, model: str, rows: Sequence[tuple[str, bytes]]) -> None:
+        """Keep each fact's (by id) vector of `model`, in place of any other; a fact forgotten
+        meanwhile gets none."""
+        if not rows:
+            return
+        with self._write("keep facts' vectors") as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO vectors (num, model, vector) "
+                "SELECT num, ?, ? FROM facts WHERE id = ?",
+                [(model, vector, fact_id) for fact_id, vector in rows],
+            )
+
+    def nearest(
+        self,
+        vector: bytes,
+        model: str,
+        *,
+        scopes: Sequence[tuple[Scope, str]],
+        as_of: datetime | None = None,
+        limit: int = 10,
+    ) -> list[tuple[float, Fact]]:
+        """The facts of `scopes` true at `as_of` (default: now) whose vectors of `model` are
+        nearest `vector` (unit length, float32), with their cosine similarity, nearest first."""
+        import numpy as np
+
+        pairs = _pairs(scopes)
+        if not pairs or limit <= 0:
+            return []
+        when = stamp(utc(as_of) if as_of is not None else datetime.now(UTC))
+        owned, params = _owned(pairs)
+        sql = (
+            "SELECT f.num, v.vector FROM facts AS f JOIN vectors AS v ON v.num = f.num "
+            f"WHERE {owned} "
+            "AND f.valid_at <= ? AND (f.invalid_at IS NULL OR f.invalid_at > ?) AND v.model = ?"
+        )
+        with self._guard("search facts by meaning"), self._lock:
+            db = self._connect(create=False)
+            if db is None:
+                return []
+            rows = [
+                row
+                for row in db.execute(sql, (*params, when, when, model))
+                if len(row[1]) == len(vector)  # another size: a model renamed in place
+            ]
+            if not rows:
+                return []
+            matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
+            scores = matrix.reshape(len(rows), -1) @ np.frombuffer(vector, dtype=np.float32)
+            best = np.argsort(-scores, kind="stable")[:limit]
+            nums = [rows[i][0] for i in best]
+            marks = ", ".join("?" * len(nums))
+            found = {
+                row[0]: _fact(row[1:])
+                for row in db.execute(
+                    f"SELECT num, {_COLUMNS} FROM facts WHERE num IN ({marks})", nums
+                )
+            }
+        return [(float(scores[i]), found[rows[i][0]]) for i in best]
+
     def count(self, *, scopes: Sequence[tuple[Scope, str]] | None = None) -> int:
         """How many facts there are, closed ones too, of `scopes` (default: all)."""
         sql, params = "SELECT count(*) FROM facts", list[str]()
@@ -478,6 +572,8 @@ class FactStore:
         db = self._db
         try:
             version = self._version(db)
+            if 0 < version < SCHEMA_VERSION:
+                version = self._migrated(db)
             if version == 0 and create:
                 db.execute("PRAGMA journal_mode = WAL")
                 with transaction(db):  # another process may have made it meanwhile
@@ -491,6 +587,17 @@ class FactStore:
             raise
         self._ready = version == SCHEMA_VERSION
         return db if self._ready else None
+
+    def _migrated(self, db: sqlite3.Connection) -> int:
+        """The file brought to this version, in one transaction (another process may be at it)."""
+        with transaction(db):
+            version = self._version(db)
+            while version < SCHEMA_VERSION:
+                for statement in _statements(MIGRATIONS[version]):
+                    db.execute(statement)
+                version += 1
+            db.execute(f"PRAGMA user_version = {version}")
+        return version
 
     def _version(self, db: sqlite3.Connection) -> int:
         version = int(db.execute("PRAGMA user_version").fetchone()[0])

@@ -76,6 +76,37 @@ class Memories:
         )
         return sorted(found, key=lambda f: f.valid_at, reverse=True)[:limit]
 
+    def unembedded(
+        self, model: str, *, scopes: Sequence[tuple[Scope, str]], limit: int
+    ) -> list[tuple[str, str]]:
+        """(id, text) of the facts of `scopes` with no vector of `model` yet."""
+        found = chain.from_iterable(
+            s.unembedded(model, scopes=part, limit=limit) for s, part in self._split(scopes)
+        )
+        return list(found)[:limit]
+
+    def put_vectors(self, model: str, rows: Sequence[tuple[str, bytes]]) -> None:
+        """Keep these facts' (by id) vectors of `model`, each in the file that has the fact."""
+        for store in self._files():
+            if store.path.exists():  # a fact is there: none is made
+                store.put_vectors(model, rows)
+
+    def nearest(
+        self,
+        vector: bytes,
+        model: str,
+        *,
+        scopes: Sequence[tuple[Scope, str]],
+        as_of: datetime | None = None,
+        limit: int = 10,
+    ) -> list[Fact]:
+        """The facts of `scopes` valid at `as_of` nearest `vector` in meaning, nearest first."""
+        found = chain.from_iterable(
+            s.nearest(vector, model, scopes=part, as_of=as_of, limit=limit)
+            for s, part in self._split(scopes)
+        )
+        return [fact for _, fact in sorted(found, key=lambda pair: -pair[0])][:limit]
+
     def add(self, text: str, *, scope: Scope, owner: str, **source: Any) -> Fact:
         return self.store_of(scope).add(text, scope=scope, owner=owner, **source)
 

@@ -15,6 +15,7 @@ from ..core._errors import UsageError
 if TYPE_CHECKING:
     from ..core._model import Model
     from ._fact import Scope
+    from ._vectors import Embeddings
 
 Recall = Literal["all", "writable", "off"]
 Capture = Literal["project", "user", "off"]
@@ -42,6 +43,10 @@ class Memory:
     model: str | Model | None = None
     """What extracts the facts: None, the run's model (a hosted one's cheapest sibling, as
     for summaries)."""
+    embeddings: str | Embeddings | None = None
+    """Recall by meaning besides words: an OpenAI-compatible embedding model (`Embeddings`,
+    or a string the agent resolves: `openai:NAME`, `ollama:NAME`, `ENDPOINT:NAME`,
+    `http(s)://HOST/v1`); None: by words alone (BM25)."""
     budget: int = DEFAULT_BUDGET
     """Tokens the "What you remember" section may take."""
     redact: tuple[str, ...] = ()
