@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -34,27 +35,37 @@ SPACES = ("I now indent with 4 spaces", "The user indents with 4 spaces.", "tabs
 
 def extractor(*rules: tuple[str, str, str | None], calls: list[str] | None = None) -> FunctionModel:
     """An extractor that knows what to find: for each rule (words said, the fact, the words of
-    a kept fact it replaces) found in the conversation, an add or an update."""
+    a kept fact it replaces) found in the conversation, the fact; reconciled, an update of the
+    kept fact shown with it that holds those words, else new."""
 
     def extract(messages: list[Message], tools: list[ToolSpec]) -> Any:
-        assert [t.name for t in tools] == ["remember"]
         prompt = messages[-1].content
-        kept, _, conversation = prompt.partition("The conversation:\n")
+        if [t.name for t in tools] == ["reconcile"]:
+            return reply("", call("reconcile", "m2", decisions=reconciled(prompt, rules)))
+        assert [t.name for t in tools] == ["remember"]
+        conversation = prompt.partition("The conversation:\n")[2]
         if calls is not None:
             calls.append(conversation)
-        changes = []
-        for said, fact, replaces in rules:
-            if said not in conversation:
-                continue
-            number = 0
-            if replaces is not None:
-                lines = [line for line in kept.splitlines() if replaces in line]
-                number = int(lines[0].split(".")[0]) if lines else 0
-            op = "update" if number else "add"
-            changes.append({"op": op, "number": number, "evidence": said, "fact": fact})
-        return reply("", call("remember", "m1", changes=changes))
+        facts = [
+            {"evidence": said, "fact": fact} for said, fact, _ in rules if said in conversation
+        ]
+        return reply("", call("remember", "m1", facts=facts))
 
     return FunctionModel(extract, name="extractor")
+
+
+def reconciled(prompt: str, rules: tuple[tuple[str, str, str | None], ...]) -> list[Any]:
+    """The decisions for a reconcile prompt: "New fact N: TEXT", then "  Kept K: TEXT" lines."""
+    decisions: list[dict[str, Any]] = []
+    replaces: str | None = None
+    for line in prompt.splitlines():
+        if line.startswith("New fact "):
+            number, _, text = line.removeprefix("New fact ").partition(": ")
+            replaces = next((r for _, fact, r in rules if fact == text), None)
+            decisions.append({"fact": int(number), "op": "new", "kept": 0})
+        elif line.startswith("  Kept ") and replaces and replaces in line:
+            decisions[-1].update(op="update", kept=int(line.split()[1].rstrip(":")))
+    return decisions
 
 
 @pytest.fixture
@@ -225,13 +236,11 @@ async def test_secrets_and_unfounded_facts_are_never_kept(store: Path, workspace
     )
 
     def made_up(messages: list[Message], tools: list[ToolSpec]) -> Any:
-        changes = [
-            {"op": "add", "number": 0, "evidence": said, "fact": fact} for said, fact, _ in rules
-        ]
-        changes.append({"op": "add", "number": 0, "evidence": "I love rust", "fact": "Rust."})
+        facts = [{"evidence": said, "fact": fact} for said, fact, _ in rules]
+        facts.append({"evidence": "I love rust", "fact": "Rust."})
         # The agent's own reply ("Noted.") is in the conversation, but it is no evidence.
-        changes.append({"op": "add", "number": 0, "evidence": "Noted", "fact": "It was noted."})
-        return reply("", call("remember", "m1", changes=changes))
+        facts.append({"evidence": "Noted", "fact": "It was noted."})
+        return reply("", call("remember", "m1", facts=facts))
 
     model = FunctionModel(made_up)
     run = await agent(store, workspace, model=model).run(f"my key is {key}; I like tea.")
@@ -239,8 +248,8 @@ async def test_secrets_and_unfounded_facts_are_never_kept(store: Path, workspace
     assert [c.text for c in update.changes] == ["The user likes coffee."]
     assert update.left_out == (
         "a secret (OpenAI key)",
-        "add: its evidence is not what the user said or a tool showed",
-        "add: its evidence is not what the user said or a tool showed",
+        "its evidence is not what the user said or a tool showed",
+        "its evidence is not what the user said or a tool showed",
     )
     everything = Memories(store / "memory.db").all()
     assert [f.text for f in everything] == ["The user likes coffee."]
@@ -308,7 +317,7 @@ async def test_a_capture_that_fails_is_said_and_read_again_at_the_next_turns_end
         seen.append(conversation)
         if failing.pop(0) if failing else False:
             raise ConnectionError("the extractor is down")
-        return reply("", call("remember", "m1", changes=[]))
+        return reply("", call("remember", "m1", facts=[]))
 
     model = ScriptedModel(["Noted.", "Done."])
     keeper = agent(store, workspace, model, model=FunctionModel(extract))
@@ -398,10 +407,10 @@ def test_the_command_line_captures_then_a_later_session_recalls(tmp_path: Path) 
     ws, store = tmp_path / "ws", tmp_path / "store"
     ws.mkdir()
     said = "I always indent with tabs"
-    remember = {"op": "add", "number": 0, "evidence": said, "fact": TABS[1]}
+    remember = {"evidence": said, "fact": TABS[1]}
     extract = tmp_path / "extract.json"
     extract.write_text(
-        json.dumps([{"tool_calls": [{"name": "remember", "arguments": {"changes": [remember]}}]}])
+        json.dumps([{"tool_calls": [{"name": "remember", "arguments": {"facts": [remember]}}]}])
     )
     config = tmp_path / "config.toml"
     config.write_text(f'[memory]\ncapture = "project"\nmodel = "script:{extract}"\n')
@@ -493,20 +502,59 @@ async def test_memory_beside_a_log_with_no_folder_is_refused_with_what_to_do(
     assert [f.text for f in Memories(tmp_path / "facts.db").all()] == [TABS[1]]
 
 
-async def test_an_update_of_no_kept_fact_keeps_the_news_as_a_fact(
+async def test_an_update_of_a_fact_not_shown_keeps_the_news_as_a_fact(
     store: Path, workspace: Path
 ) -> None:
-    """A small model says a fact changed, but not which: the new fact is kept all the same,
-    and shown before the older one it may contradict."""
+    """A small model says a fact changed, but names one it was not shown: the new fact is
+    kept all the same, and shown before the older one it may contradict."""
     await agent(store, workspace).run(f"{TABS[0]}.")
 
     def vague(messages: list[Message], tools: list[ToolSpec]) -> Any:
-        change = {"op": "update", "number": 0, "evidence": SPACES[0], "fact": SPACES[1]}
-        return reply("", call("remember", "m1", changes=[change]))
+        if tools[0].name == "reconcile":
+            assert "  Kept 1: The user indents with tabs." in messages[-1].content
+            decision = {"fact": 1, "op": "update", "kept": 7}
+            return reply("", call("reconcile", "m2", decisions=[decision]))
+        found = {"evidence": SPACES[0], "fact": SPACES[1]}
+        return reply("", call("remember", "m1", facts=[found]))
 
     run = await agent(store, workspace, model=FunctionModel(vague)).run(f"{SPACES[0]}.")
     (update,) = [e for e in await events_of(store, run.run_id) if isinstance(e, MemoryUpdated)]
     assert [(c.op, c.text) for c in update.changes] == [("add", SPACES[1])]
+    assert update.usage.requests == 2  # found, then reconciled
     later = await agent(store, workspace).run("How do I indent?")
     lines = [x for x in system_prompt(later.messages).splitlines() if "indents" in x]
     assert [SPACES[1] in lines[0], TABS[1] in lines[1]] == [True, True]
+
+
+async def test_a_reconcile_may_close_a_kept_fact_or_find_it_the_same(
+    store: Path, workspace: Path
+) -> None:
+    """The second call's other answers: a kept fact no longer true is closed and nothing
+    added; a new fact that says what a kept one says is left out."""
+    memories = Memories(store / "memory.db")
+    owner = str(workspace)
+    redis = memories.add("The project caches with Redis.", scope="project", owner=owner)
+    port = memories.add("The dev server listens on port 8080.", scope="project", owner=owner)
+    said = "We dropped Redis, and the dev server is on 8080"
+
+    def extract(messages: list[Message], tools: list[ToolSpec]) -> Any:
+        if tools[0].name == "remember":
+            facts = [
+                {"evidence": "We dropped Redis", "fact": "The project caches without Redis."},
+                {"evidence": "the dev server is on 8080", "fact": "The dev server uses 8080."},
+            ]
+            return reply("", call("remember", "m1", facts=facts))
+        shown = messages[-1].content
+        kept = {text: n for n, text in re.findall(r"Kept (\d+): (.*)", shown)}
+        decisions = [
+            {"fact": 1, "op": "invalidate", "kept": int(kept[redis.text])},
+            {"fact": 2, "op": "same", "kept": int(kept[port.text])},
+        ]
+        return reply("", call("reconcile", "m2", decisions=decisions))
+
+    run = await agent(store, workspace, model=FunctionModel(extract)).run(f"{said}.")
+    (update,) = [e for e in await events_of(store, run.run_id) if isinstance(e, MemoryUpdated)]
+    assert [(c.op, c.fact) for c in update.changes] == [("invalidate", redis.id)]
+    assert update.left_out == ("known already",)
+    now = Memories(store / "memory.db").current(scopes=[("project", owner)])
+    assert [f.text for f in now] == [port.text]

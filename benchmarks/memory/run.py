@@ -55,29 +55,33 @@ def day(n: int) -> datetime:
 
 
 def oracle(scenario: dict[str, Any]) -> FunctionModel:
-    """An extractor that proposes the facts the scenario lists for the turns it is shown."""
+    """An extractor that finds the facts the scenario lists for the turns it is shown, and
+    reconciles each as the scenario says (an update of the kept fact holding `replaces`)."""
+    facts = [f for s in scenario["sessions"] for t in s["turns"] for f in t.get("facts", ())]
     turns = [t for s in scenario["sessions"] for t in s["turns"] if t.get("facts")]
 
     def extract(messages: list[Message], tools: list[ToolSpec]) -> Any:
-        kept, _, conversation = messages[-1].content.partition("The conversation:\n")
-        changes = []
-        for turn in turns:
-            if turn["say"] not in conversation:
-                continue
-            for fact in turn["facts"]:
-                number = 0
-                if replaces := fact.get("replaces"):
-                    lines = [x for x in kept.splitlines() if replaces.lower() in x.lower()]
-                    number = int(lines[0].split(".")[0]) if lines and lines[0][0].isdigit() else 0
-                changes.append(
-                    {
-                        "op": "update" if number else "add",
-                        "number": number,
-                        "evidence": fact["evidence"],
-                        "fact": fact["fact"],
-                    }
-                )
-        call = ToolCall(id="m1", name="remember", arguments={"changes": changes})
+        prompt = messages[-1].content
+        if tools[0].name == "reconcile":
+            decisions: list[dict[str, Any]] = []
+            replaces = None
+            for line in prompt.splitlines():
+                if line.startswith("New fact "):
+                    number, _, text = line.removeprefix("New fact ").partition(": ")
+                    replaces = next((f.get("replaces") for f in facts if f["fact"] == text), None)
+                    decisions.append({"fact": int(number), "op": "new", "kept": 0})
+                elif line.startswith("  Kept ") and replaces and replaces.lower() in line.lower():
+                    decisions[-1].update(op="update", kept=int(line.split()[1].rstrip(":")))
+            call = ToolCall(id="m2", name="reconcile", arguments={"decisions": decisions})
+            return AssistantMessage(text="", tool_calls=(call,))
+        conversation = prompt.partition("The conversation:\n")[2]
+        found = [
+            {"evidence": fact["evidence"], "fact": fact["fact"]}
+            for turn in turns
+            if turn["say"] in conversation
+            for fact in turn["facts"]
+        ]
+        call = ToolCall(id="m1", name="remember", arguments={"facts": found})
         return AssistantMessage(text="", tool_calls=(call,))
 
     return FunctionModel(extract, name="oracle")

@@ -280,6 +280,7 @@ class RunAssembly(AgentFields[DepsT, OutputT]):
             scope=written[0],
             owner=written[1],
             redact=memory.redact,
+            embeddings=self._memories[3] if self._memories else None,
         )
 
     def _memory_model(self) -> Model:

@@ -1,11 +1,12 @@
-"""Capture: a turn's new messages read for facts worth keeping, in one model call that both
-extracts them and reconciles each with the similar facts kept (add, update, invalidate; what
-it leaves out is a no-op).
+"""Capture: a turn's new messages read for facts worth keeping, in two model calls: one
+extracts what was said or observed (`remember`), without the kept facts in view (a small model
+shown them proposes them again); one reconciles each new fact with the kept facts most like it
+(`reconcile`: new, update, invalidate, or the same), made only when some are alike.
 
-The model proposes; the harness decides. A change is kept only if the words it quotes as its
-evidence are in the conversation (only what was said or observed, no inference), it holds no
-secret, and it is not a fact kept already. What was kept, and why the rest was not, is what
-the loop records as `memory_updated`.
+The model proposes; the harness decides. A fact is kept only if the words it quotes as its
+evidence are what the user said or a tool showed (no inference), it holds no secret, and it is
+not a fact kept already; a change names only a kept fact shown with it. What was kept, and why
+the rest was not, is what the loop records as `memory_updated`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import asyncio
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -24,9 +25,9 @@ from ..context._compaction import clip, render
 from ..core._catalog import price, served_at
 from ..core._events import MemoryChange
 from ..core._messages import (
+    AssistantMessage,
     Message,
     SystemMessage,
-    ToolCall,
     ToolResultMessage,
     ToolSpec,
     UserMessage,
@@ -36,47 +37,59 @@ from ..core._state import RunState
 from ._fact import Fact, Scope
 from ._memories import Memories
 from ._secrets import secret_in
+from ._vectors import Embeddings, hybrid
 
-REMEMBER = "remember"
+REMEMBER, RECONCILE = "remember", "reconcile"
 CONVERSATION_CHARS = 6000
 MESSAGE_CHARS = 800
 TOOL_CHARS = 300
-KNOWN_FACTS = 10
-MAX_CHANGES = 4
-"""Changes a capture may make: also what the embedded model's grammar holds the call to (a
-list of long strings repeated many times makes llama.cpp's grammar sampler crawl)."""
+ALIKE = 3
+"""Kept facts shown with each new one to reconcile it with."""
+MAX_FACTS = 4
+"""Facts a capture may find: also what the embedded model's grammar holds the call to (a list
+of long strings repeated many times makes llama.cpp's grammar sampler crawl)."""
 EVIDENCE_CHARS, FACT_CHARS = 120, 160
-EXTRACT_TOKENS = 400
+EXTRACT_TOKENS, RECONCILE_TOKENS = 400, 200
 
 EXTRACT = """\
 You keep an AI agent's long-term memory: facts about the user and the project that will be \
 worth knowing in a later conversation.
-Read the conversation and call remember with the changes to the facts kept:
-- add: a new fact the user said or a tool result showed, short and self-contained.
-- update: a kept fact (give its number) the conversation shows has changed; write the fact \
-as it is now.
-- invalidate: a kept fact (give its number) the conversation shows is no longer true.
-Only what was said or observed: no guesses, nothing about how this task went, no greetings, \
-no passwords, keys or tokens. In evidence, copy the exact words of the conversation the \
-change rests on. For add, number is 0. Nothing worth keeping: call remember with no changes.
+Read the conversation and call remember with each fact the user said or a tool result showed, \
+short and self-contained, as it is now. Only what was said or observed: no guesses, nothing \
+about how this task went, no greetings, no passwords, keys or tokens. In evidence, copy the \
+exact words of the conversation the fact rests on. Nothing worth keeping: call remember with \
+no facts.
 
-Example. Facts kept now:
-1. The user's editor is vim.
-The conversation:
+Example. The conversation:
 user: I switched to emacs last week. Our CI runs on GitHub Actions. Thanks!
 The call:
-{"name": "remember", "arguments": {"changes": [\
-{"op": "update", "number": 1, "evidence": "I switched to emacs", \
-"fact": "The user's editor is emacs."}, \
-{"op": "add", "number": 0, "evidence": "Our CI runs on GitHub Actions", \
-"fact": "The project's CI runs on GitHub Actions."}]}}"""
+{"name": "remember", "arguments": {"facts": [\
+{"evidence": "I switched to emacs", "fact": "The user's editor is emacs."}, \
+{"evidence": "Our CI runs on GitHub Actions", "fact": "The project's CI runs on GitHub \
+Actions."}]}}"""
+
+RECONCILE_PROMPT = """\
+You keep an AI agent's long-term memory. Each new fact below comes with the kept facts most \
+like it. Call reconcile with one decision for each new fact:
+- new: it is about something else; keep it beside them (kept: 0).
+- update: it is about the same thing as kept fact N, which has changed: N is replaced by it.
+- invalidate: it says kept fact N is no longer true, and gives nothing in its place.
+- same: kept fact N says the same already.
+
+Example.
+New fact 1: The user's editor is emacs.
+  Kept 1: The user's editor is vim.
+  Kept 2: The user's shell is zsh.
+New fact 2: The project's CI runs on GitHub Actions.
+  Kept 3: The project deploys on Fridays.
+The call:
+{"name": "reconcile", "arguments": {"decisions": [{"fact": 1, "op": "update", "kept": 1}, \
+{"fact": 2, "op": "new", "kept": 0}]}}"""
 
 
-class _Proposed(BaseModel):
+class _Found(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    op: Literal["add", "update", "invalidate"]
-    number: int = 0
     evidence: str = ""
     fact: str = ""
 
@@ -84,26 +97,35 @@ class _Proposed(BaseModel):
 class _Remember(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    changes: list[_Proposed] = Field(default_factory=list[_Proposed])
+    facts: list[_Found] = Field(default_factory=list[_Found])
+
+
+class _Decided(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    fact: int
+    op: Literal["new", "update", "invalidate", "same"]
+    kept: int = 0
+
+
+class _Reconcile(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    decisions: list[_Decided] = Field(default_factory=list[_Decided])
 
 
 REMEMBER_SPEC = ToolSpec(
     name=REMEMBER,
-    description="Record the changes to the facts kept across sessions.",
+    description="Record the facts worth keeping across sessions.",
     parameters={
         "type": "object",
         "properties": {
-            "changes": {
+            "facts": {
                 "type": "array",
-                "maxItems": MAX_CHANGES,
+                "maxItems": MAX_FACTS,
                 "items": {
                     "type": "object",
                     "properties": {
-                        "op": {"type": "string", "enum": ["add", "update", "invalidate"]},
-                        "number": {
-                            "type": "integer",
-                            "description": "The kept fact's number; 0 for add.",
-                        },
                         "evidence": {
                             "type": "string",
                             "maxLength": EVIDENCE_CHARS,
@@ -112,15 +134,43 @@ REMEMBER_SPEC = ToolSpec(
                         "fact": {
                             "type": "string",
                             "maxLength": FACT_CHARS,
-                            "description": "The fact, as it is now (for add and update).",
+                            "description": "The fact, short and self-contained, as it is now.",
                         },
                     },
-                    "required": ["op", "number", "evidence", "fact"],
+                    "required": ["evidence", "fact"],
                     "additionalProperties": False,
                 },
             }
         },
-        "required": ["changes"],
+        "required": ["facts"],
+        "additionalProperties": False,
+    },
+)
+RECONCILE_SPEC = ToolSpec(
+    name=RECONCILE,
+    description="Say what each new fact does to the kept facts like it.",
+    parameters={
+        "type": "object",
+        "properties": {
+            "decisions": {
+                "type": "array",
+                "maxItems": MAX_FACTS,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "fact": {"type": "integer", "description": "The new fact's number."},
+                        "op": {"type": "string", "enum": ["new", "update", "invalidate", "same"]},
+                        "kept": {
+                            "type": "integer",
+                            "description": "The kept fact's number; 0 for new.",
+                        },
+                    },
+                    "required": ["fact", "op", "kept"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["decisions"],
         "additionalProperties": False,
     },
 )
@@ -129,7 +179,8 @@ REMEMBER_SPEC = ToolSpec(
 @dataclass(kw_only=True)
 class Capture:
     """The loop's `Remembers`: reads a run's new messages with `model` and writes what it
-    finds to `scope` (whose: `owner`) in `memories`."""
+    finds to `scope` (whose: `owner`) in `memories`; the kept facts like each new one are
+    found by words, and by meaning with `embeddings`."""
 
     memories: Memories
     model: Callable[[], Model]
@@ -137,6 +188,7 @@ class Capture:
     scope: Scope
     owner: str
     redact: Sequence[str] = ()
+    embeddings: Embeddings | None = None
 
     async def capture(self, state: RunState, *, trigger: str) -> dict[str, Any] | None:
         new = [m for m in state.messages[state.remembered :] if not isinstance(m, SystemMessage)]
@@ -145,47 +197,62 @@ class Capture:
         conversation = clip(
             render(new, message_chars=MESSAGE_CHARS, tool_chars=TOOL_CHARS), CONVERSATION_CHARS
         )
-        said = " ".join(m.content for m in new if isinstance(m, UserMessage))
-        scopes = [(self.scope, self.owner)]
-        known = await asyncio.to_thread(
-            self.memories.search, said or conversation, scopes=scopes, limit=KNOWN_FACTS
-        )
         model = self.model()
+        settings = ModelSettings(tool_choice="required", temperature=0.0)
         response = await model.request(
-            _prompt(known, conversation),
+            _extract_prompt(conversation),
             [REMEMBER_SPEC],
-            ModelSettings(tool_choice="required", temperature=0.0, max_tokens=EXTRACT_TOKENS),
+            replace(settings, max_tokens=EXTRACT_TOKENS),
         )
-        proposed = _proposed(response.message.tool_calls, response.message.text)
+        usage = response.usage
+        found = _parsed(_Remember, response.message, REMEMBER).facts
         # Evidence is what the user said or a tool showed: the agent's own words are no fact.
         heard = "\n".join(m.content for m in new if isinstance(m, UserMessage | ToolResultMessage))
-        decided = _Decision(known, heard, self.redact)
-        for change in proposed:
-            decided.judge(change)
+        decided = _Decision(heard, self.redact)
+        candidates = [c for c in found[:MAX_FACTS] if decided.admitted(c)]
+        alike = [await self._alike(c.fact) for c in candidates]
+        decisions: list[_Decided] = []
+        if any(alike):
+            shown = _reconcile_prompt(candidates, alike)
+            answer = await model.request(
+                [SystemMessage(content=RECONCILE_PROMPT), UserMessage(content=shown)],
+                [RECONCILE_SPEC],
+                replace(settings, max_tokens=RECONCILE_TOKENS),
+            )
+            usage = usage + answer.usage
+            decisions = _parsed(_Reconcile, answer.message, RECONCILE).decisions
+        decided.reconcile(candidates, alike, decisions)
         applied = await asyncio.to_thread(self._apply, decided.kept, state)
         return {
             "through": len(state.messages),
             "changes": tuple(applied),
             "left_out": tuple(decided.left_out),
-            "usage": response.usage,
-            "cost": price(response.model_name, response.usage, at=served_at(model)),
+            "usage": usage,
+            "cost": price(response.model_name, usage, at=served_at(model)),
             "model": response.model_name,
         }
 
+    async def _alike(self, text: str) -> list[Fact]:
+        """The kept facts of the capture's scope most like `text` (a failing embedder: by
+        words alone, as a recall's)."""
+        scopes = [(self.scope, self.owner)]
+        facts, _ = await hybrid(self.memories, self.embeddings, text, scopes=scopes, limit=ALIKE)
+        return facts
+
     def _apply(
-        self, kept: list[tuple[_Proposed, Fact | None]], state: RunState
+        self, kept: list[tuple[_Change, Fact | None]], state: RunState
     ) -> list[MemoryChange]:
         """Write the kept changes; the source of each is the event that will record them."""
         source = {"session_id": state.session_id, "run_id": state.run_id, "seq": state.next_seq}
         now = _now()
         changes: list[MemoryChange] = []
-        for proposed, old in kept:
-            reason = f'"{proposed.evidence}"'
+        for change, old in kept:
+            reason = f'"{change.evidence}"'
             replaced = None
-            match proposed.op:
+            match change.op:
                 case "add":
                     fact = self.memories.add(
-                        proposed.fact,
+                        change.fact,
                         scope=self.scope,
                         owner=self.owner,
                         valid_at=now,
@@ -195,7 +262,7 @@ class Capture:
                 case "update":
                     assert old is not None
                     closed, fact = self.memories.replace(
-                        old, proposed.fact, valid_at=now, reason=reason, **source
+                        old, change.fact, valid_at=now, reason=reason, **source
                     )
                     replaced = closed.id
                 case "invalidate":
@@ -203,101 +270,145 @@ class Capture:
                     fact = self.memories.close(old, invalid_at=now, reason=reason)
             changes.append(
                 MemoryChange(
-                    op=proposed.op,
+                    op=change.op,
                     fact=fact.id,
                     text=fact.text,
                     scope=self.scope,
                     replaced=replaced,
-                    evidence=proposed.evidence,
+                    evidence=change.evidence,
                 )
             )
         return changes
 
 
+@dataclass(frozen=True)
+class _Change:
+    op: Literal["add", "update", "invalidate"]
+    evidence: str
+    fact: str
+
+
 class _Decision:
-    """Which proposed changes are kept, and why the others are not."""
+    """Which found facts are kept, and how, and why the others are not."""
 
-    def __init__(self, known: list[Fact], conversation: str, redact: Sequence[str]) -> None:
-        self.known = known
-        self.words = _words(conversation)
-        self.conversation = " ".join(self.words)
+    def __init__(self, heard: str, redact: Sequence[str]) -> None:
+        self.words = _words(heard)
+        self.heard = " ".join(self.words)
         self.redact = redact
-        self.kept: list[tuple[_Proposed, Fact | None]] = []
+        self.kept: list[tuple[_Change, Fact | None]] = []
         self.left_out: list[str] = []
-        self._texts = {_normal(f.text) for f in known}
-        self._touched: set[str] = set()
+        self._texts: set[str] = set()
 
-    def judge(self, change: _Proposed) -> None:
-        """Keep `change`, or say why not (in `left_out`)."""
-        old = self.known[change.number - 1] if 1 <= change.number <= len(self.known) else None
-        if change.op == "update" and old is None:  # what changed is unknown; the news is not
-            change = change.model_copy(update={"op": "add", "number": 0})
-        text = " ".join(change.fact.split())
-        if (why := self._refusal(change, old, text)) is not None:
-            self.left_out.append(why)
-            return
-        if change.op != "invalidate":
-            change = change.model_copy(update={"fact": text})
+    def admitted(self, found: _Found) -> bool:
+        """Whether a found fact may be kept at all (else `left_out` says why)."""
+        text = " ".join(found.fact.split())
+        if (kind := secret_in(f"{found.fact}\n{found.evidence}", self.redact)) is not None:
+            why = f"a secret ({kind})"
+        elif not self._evident(found.evidence):
+            why = "its evidence is not what the user said or a tool showed"
+        elif not text:
+            why = "no fact given"
+        elif _normal(text) in self._texts:
+            why = "found twice"
+        else:
             self._texts.add(_normal(text))
-        if old is not None and change.op != "add":
-            self._touched.add(old.id)
-        self.kept.append((change, old if change.op != "add" else None))
+            return True
+        self.left_out.append(why)
+        return False
 
-    def _refusal(self, change: _Proposed, old: Fact | None, text: str) -> str | None:
-        if (kind := secret_in(f"{change.fact}\n{change.evidence}", self.redact)) is not None:
-            return f"a secret ({kind})"
-        if not self._evident(change.evidence):
-            return f"{change.op}: its evidence is not what the user said or a tool showed"
-        if change.op != "add":
-            if old is None:
-                return f"{change.op}: no kept fact numbered {change.number}"
-            if old.id in self._touched:
-                return f"{change.op}: fact {change.number} was changed already"
-        if change.op != "invalidate":
-            if not text:
-                return f"{change.op}: no fact given"
-            if _normal(text) in self._texts:
-                return "known already"
-        return None
+    def reconcile(
+        self,
+        candidates: Sequence[_Found],
+        alike: Sequence[Sequence[Fact]],
+        decisions: Sequence[_Decided],
+    ) -> None:
+        """Each admitted fact as the reconciliation says, within what it was shown: an
+        update or invalidation of a kept fact not shown with it keeps the news as a new fact."""
+        numbered = _numbered(alike)
+        said = {d.fact: d for d in reversed(decisions)}  # a fact decided twice: the first
+        touched: set[str] = set()
+        for n, (found, facts) in enumerate(zip(candidates, alike, strict=True), 1):
+            text = " ".join(found.fact.split())
+            if any(_normal(f.text) == _normal(text) for f in facts):
+                self.left_out.append("known already")
+                continue
+            decision = said.get(n)
+            old = numbered.get(decision.kept) if decision is not None else None
+            if decision is None or old not in facts or decision.op == "new":
+                self.kept.append((_Change("add", found.evidence, text), None))
+                continue
+            assert old is not None
+            if decision.op == "same":
+                self.left_out.append("known already")
+            elif old.id in touched:
+                self.left_out.append(
+                    f"{decision.op}: kept fact {decision.kept} was changed already"
+                )
+            else:
+                touched.add(old.id)
+                self.kept.append((_Change(decision.op, found.evidence, text), old))
 
     def _evident(self, evidence: str) -> bool:
-        """The quoted words are the conversation's: verbatim (spacing and case aside), or
-        all but a few of them, for a model that quotes loosely."""
+        """The quoted words are what was heard: verbatim (spacing and case aside), or all but
+        a few of them, for a model that quotes loosely."""
         words = _words(evidence)
         if not words:
             return False
-        if " ".join(words) in self.conversation:
+        if " ".join(words) in self.heard:
             return True
         present = set(self.words)
         return len(words) >= 3 and sum(w in present for w in words) >= 0.8 * len(words)
 
 
-def _prompt(known: list[Fact], conversation: str) -> list[Message]:
-    kept = "\n".join(f"{n}. {f.text}" for n, f in enumerate(known, 1)) or "(none)"
+def _numbered(alike: Sequence[Sequence[Fact]]) -> dict[int, Fact]:
+    """The kept facts shown, by their numbers in the reconcile prompt (one number a fact)."""
+    numbered: dict[int, Fact] = {}
+    ids: dict[str, int] = {}
+    for facts in alike:
+        for fact in facts:
+            if fact.id not in ids:
+                ids[fact.id] = len(ids) + 1
+                numbered[ids[fact.id]] = fact
+    return numbered
+
+
+def _reconcile_prompt(candidates: Sequence[_Found], alike: Sequence[Sequence[Fact]]) -> str:
+    number = {f.id: n for n, f in _numbered(alike).items()}
+    lines: list[str] = []
+    for n, (found, facts) in enumerate(zip(candidates, alike, strict=True), 1):
+        lines.append(f"New fact {n}: {' '.join(found.fact.split())}")
+        lines += [f"  Kept {number[f.id]}: {f.text}" for f in facts] or ["  (no kept fact)"]
+    return "\n".join(lines)
+
+
+def _extract_prompt(conversation: str) -> list[Message]:
     return [
         SystemMessage(content=EXTRACT),
-        UserMessage(content=f"Facts kept now:\n{kept}\n\nThe conversation:\n{conversation}"),
+        UserMessage(content=f"The conversation:\n{conversation}"),
     ]
 
 
-def _proposed(calls: Sequence[ToolCall], text: str) -> list[_Proposed]:
-    """The changes of the extractor's `remember` call (or of its reply, if it wrote the call
-    as JSON text); raises if it made none."""
-    arguments: object = next((c.arguments for c in calls if c.name == REMEMBER), None)
+Call = TypeVar("Call", _Remember, _Reconcile)
+
+
+def _parsed(kind: type[Call], message: AssistantMessage, name: str) -> Call:
+    """The arguments of the extractor's call `name` (or of its reply, if it wrote the call as
+    JSON text); raises if it made none, or they are malformed."""
+    arguments: object = next((c.arguments for c in message.tool_calls if c.name == name), None)
     if arguments is None:
         try:
-            arguments = json.loads(text)
+            arguments = json.loads(message.text)
         except ValueError:
             raise ValueError(
-                f"the extractor did not call {REMEMBER}: {clip(text, 200)!r}"
+                f"the extractor did not call {name}: {clip(message.text, 200)!r}"
             ) from None
         if isinstance(arguments, dict) and "arguments" in arguments:
             arguments = arguments["arguments"]
     try:
-        return _Remember.model_validate(arguments).changes[:MAX_CHANGES]
+        return kind.model_validate(arguments)
     except ValidationError as exc:
         raise ValueError(
-            f"the extractor's {REMEMBER} call is malformed: {exc.errors()[0]['msg']}"
+            f"the extractor's {name} call is malformed: {exc.errors()[0]['msg']}"
         ) from None
 
 
