@@ -114,7 +114,7 @@ class AgentFields(Generic[DepsT, OutputT]):
     installed (without it, a run says so once and goes on)."""
     memory: Memory | None = None
     """Memory across sessions (`reins.memory.Memory`): facts read from each turn's messages
-    when it ends (one model call) and kept in the log's folder (the user's own in the user's
+    when it ends (a model call, and one more when kept facts are alike) and kept in the log's folder (the user's own in the user's
     data folder), recalled at a new session's start ("What you remember") and by the
     `memory_search` tool. None: no memory (the default)."""
     checks: Checks | Sequence[str] = ()
