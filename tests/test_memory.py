@@ -558,3 +558,31 @@ async def test_a_reconcile_may_close_a_kept_fact_or_find_it_the_same(
     assert update.left_out == ("known already",)
     now = Memories(store / "memory.db").current(scopes=[("project", owner)])
     assert [f.text for f in now] == [port.text]
+
+
+async def test_a_run_that_searched_its_memory_replays_as_it_ran(
+    store: Path, workspace: Path
+) -> None:
+    """A replay keeps no memory: `memory_search` gives what it gave the run (what the memory
+    held then), so the replay sees what the run saw, and does not diverge."""
+    from reins.eval import replay_run
+
+    await agent(store, workspace).run(f"{TABS[0]}.")
+    model = ScriptedModel(
+        [
+            reply("", call("memory_search", "s1", query="indent")),
+            reply("", call("memory_search", "s2", query="nothing like it", as_of="2020-01-01")),
+            reply("", call("memory_search", "s3", query="indent", as_of="March")),  # an error
+            "FINAL_ANSWER: tabs",
+        ]
+    )
+    run = await agent(store, workspace, model, capture="off").run("How do I indent?")
+    results = [
+        e.result for e in await events_of(store, run.run_id) if isinstance(e, ToolCallFinished)
+    ]
+    assert TABS[1] in results[0].content
+    assert results[2].is_error
+    Memories(store / "memory.db").forget(Memories(store / "memory.db").all())  # gone since
+    replayed = await replay_run(SQLiteLog(store), run.run_id, workspace=workspace)
+    assert replayed.divergence is None
+    assert replayed.compared == len(await events_of(store, run.run_id))

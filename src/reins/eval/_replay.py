@@ -5,6 +5,10 @@ after), and the replay stops there (replies past it would be invented)."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import json
+import os
 import re
 import shutil
 import tempfile
@@ -17,7 +21,7 @@ from ..agent import Agent, Ask, Budgets
 from ..context import ContextSettings
 from ..core._approval import Approval, ApprovalHandler, ApprovalMode, ApprovalRequest
 from ..core._cancel import Cancel
-from ..core._errors import UsageError
+from ..core._errors import ToolError, UsageError
 from ..core._events import (
     EVENT,
     Checkpoint,
@@ -31,14 +35,17 @@ from ..core._events import (
     SubagentEvent,
     TextDelta,
     ThinkingDelta,
+    ToolCallFinished,
+    ToolCallStarted,
 )
 from ..core._log import EventLog
+from ..core._messages import ToolResultMessage
 from ..core._questions import Asker, QuestionRequest
 from ..permissions import Permissions
 from ..policies import Guards
 from ..sandbox import SandboxMode, SandboxPolicy
 from ..testing import ScriptedModel
-from ..tools import BUILTIN_TOOLS, calculate
+from ..tools import BUILTIN_TOOLS, Tool, ToolContext, calculate
 
 ReplayAgentFactory = Callable[
     [RunStarted, Path, ApprovalHandler | ApprovalMode, Asker | None], Agent
@@ -51,7 +58,8 @@ IGNORED = {"ts", "run_id", "session_id", "v", "seq"}
 """What differs between any two runs, and says nothing of the harness (events are compared
 in order; a log's checkpoints, not compared, shift the seqs of those after them)."""
 IGNORED_BY_KIND: dict[str, set[str]] = {
-    "run_started": {"config", "messages", "grants"},  # the workspace, today's prompt
+    # the workspace, today's prompt; where memory's reading starts (a replay keeps none)
+    "run_started": {"config", "messages", "grants", "remembered"},
     "model_request": {"estimated_tokens"},
     "model_response": {"usage", "cost", "model", "finish"},  # the recorded model's own
     # a diff is for people (older logs have none); the model, and so the run, never sees it
@@ -135,7 +143,13 @@ async def replay_events(
         auto = any(d.by == "auto" for d in decided.values())
         approval: ApprovalHandler | ApprovalMode = "allow" if auto else _as_decided(decided)
         agent = _as_recorded(
-            first, place, log, approval, _as_answered(answered) if answered else None, permissions
+            first,
+            place,
+            log,
+            approval,
+            _as_answered(answered) if answered else None,
+            permissions,
+            _played_back(recorded),
         )
         cancel = Cancel()
         stream = agent.iter(first.goal, cancel=cancel, model=ScriptedModel(replies))
@@ -171,12 +185,13 @@ def _as_recorded(
     approval: ApprovalHandler | ApprovalMode,
     ask: Asker | None,
     permissions: Permissions | None,
+    played: Sequence[Tool] = (),
 ) -> Agent:
     """Today's agent with the recorded run's settings: its tools, caps, guards, checks,
     context, mode and sandbox as the run's config holds them (so only the harness's code,
     not a setting, can make it differ); its model is the replies, given to `iter`."""
     config = first.config
-    builtin = {t.name: t for t in (*BUILTIN_TOOLS, calculate)}
+    builtin = {t.name: t for t in (*BUILTIN_TOOLS, calculate, *played)}
     return Agent(
         model=ScriptedModel([]),
         tools=[builtin[name] for name in config.tools if name in builtin],
@@ -203,6 +218,43 @@ def _as_recorded(
         context=config.context or ContextSettings(),
         defer_tools_above=config.defer_tools_above,
     )
+
+
+def _played_back(recorded: Sequence[Event]) -> list[Tool]:
+    """`memory_search` answering what it answered the run: it reads what the memory held
+    then, which a replay does not keep (and which may have changed since). Calls are matched
+    by their arguments, in the order they were made."""
+    from ..memory import Memories, Memory, memory_search_tool
+
+    real = memory_search_tool(Memories(Path(os.devnull)), Memory())  # its name and schema
+
+    def key(arguments: dict[str, Any]) -> str:
+        with contextlib.suppress(ValueError):  # a call refused as malformed: the same again
+            arguments = real.args_model.model_validate(arguments).model_dump()  # with defaults
+        return json.dumps(arguments, sort_keys=True, default=str)
+
+    started = {
+        e.call.id: e.call
+        for e in recorded
+        if isinstance(e, ToolCallStarted) and e.call.name == real.name
+    }
+    results: dict[str, list[ToolResultMessage]] = {}
+    for e in recorded:
+        if isinstance(e, ToolCallFinished) and (call := started.get(e.result.call_id)):
+            results.setdefault(key(call.arguments), []).append(e.result)
+    if not started:
+        return []
+
+    async def memory_search(ctx: ToolContext, **arguments: Any) -> str:
+        kept = results.get(key(arguments))
+        if not kept:
+            raise ToolError("this call was not in the recorded run")
+        result = kept.pop(0)
+        if result.is_error:
+            raise ToolError(result.content.removeprefix("error: "))
+        return result.content
+
+    return [dataclasses.replace(real, fn=memory_search)]
 
 
 def _comparable(event: Event, workspace: Path) -> dict[str, Any]:
