@@ -586,3 +586,45 @@ async def test_a_run_that_searched_its_memory_replays_as_it_ran(
     replayed = await replay_run(SQLiteLog(store), run.run_id, workspace=workspace)
     assert replayed.divergence is None
     assert replayed.compared == len(await events_of(store, run.run_id))
+
+
+async def test_chatter_is_not_kept_and_a_vaguer_fact_does_not_replace_a_concrete_one(
+    store: Path, workspace: Path
+) -> None:
+    """What a small model proposes, held back by the harness: a "fact" resting on chatter
+    ("Ok, next") is left out; an update into a fact with no concrete token where the kept one
+    had some ("the API was migrated" for "the API's host is api.old.dev") is kept beside it,
+    the host still known; an update that brings a new value replaces."""
+    memories = Memories(store / "memory.db")
+    owner = str(workspace)
+    host = memories.add("The API's host is api.old.dev.", scope="project", owner=owner)
+    tabs = memories.add("The user indents Python with tabs.", scope="project", owner=owner)
+    said = "Ok, next. We migrated the API. I indent Python with 4 spaces now"
+
+    def extract(messages: list[Message], tools: list[ToolSpec]) -> Any:
+        if tools[0].name == "remember":
+            facts = [
+                {"evidence": "Ok, next", "fact": "The user said 'Ok, next.'"},
+                {"evidence": "We migrated the API", "fact": "The project's API was migrated."},
+                {"evidence": "I indent Python with 4 spaces", "fact": SPACES_PY},
+            ]
+            return reply("", call("remember", "m1", facts=facts))
+        kept = {text: int(n) for n, text in re.findall(r"Kept (\d+): (.*)", messages[-1].content)}
+        decisions = [
+            {"fact": 1, "op": "update", "kept": kept[host.text]},
+            {"fact": 2, "op": "update", "kept": kept[tabs.text]},
+        ]
+        return reply("", call("reconcile", "m2", decisions=decisions))
+
+    run = await agent(store, workspace, model=FunctionModel(extract)).run(f"{said}.")
+    (update,) = [e for e in await events_of(store, run.run_id) if isinstance(e, MemoryUpdated)]
+    assert update.left_out == ("its evidence holds nothing to keep",)
+    assert [(c.op, c.text) for c in update.changes] == [
+        ("add", "The project's API was migrated."),
+        ("update", SPACES_PY),
+    ]
+    now = {f.text for f in Memories(store / "memory.db").current(scopes=[("project", owner)])}
+    assert now == {host.text, "The project's API was migrated.", SPACES_PY}
+
+
+SPACES_PY = "The user indents Python with 4 spaces."

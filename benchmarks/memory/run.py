@@ -41,7 +41,7 @@ from reins import Agent, Budgets
 from reins.core._messages import AssistantMessage, Message, ToolCall, ToolSpec
 from reins.core._model import Model
 from reins.events import MemoryUpdated
-from reins.memory import Memory, _capture
+from reins.memory import Memories, Memory, _capture
 from reins.store import SQLiteLog
 from reins.testing import FunctionModel, ScriptedModel
 
@@ -134,8 +134,12 @@ class Suite:
         project = question.get("project", "a")
         memory = None
         instructions = ""
+        found: list[str] = []
         if config in ("scripted", "model"):
             memory = Memory(recall="all", capture="off", path=store / "memory.db", user_path=user)
+            owners = [("user", ""), *(("project", str(p)) for p in projects.values())]
+            kept = Memories(store / "memory.db", user).current(scopes=owners)
+            found = [f"{f.scope} {Path(f.owner).name}: {f.text}" for f in kept]
         elif config == "mem0":
             found = [
                 *self.peer.search(question["ask"], user_id=f"project-{project}"),
@@ -175,6 +179,7 @@ class Suite:
             "capture_in": [c.usage.input_tokens for c in captures],
             "capture_out": [c.usage.output_tokens for c in captures],
             "left_out": [why for c in captures for why in c.left_out],
+            "memory": found,
             "seconds_capture": round(captured, 2),
             "seconds_answer": round(time.perf_counter() - asked, 2),
         }

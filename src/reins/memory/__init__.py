@@ -2,8 +2,9 @@
 
 A turn's new messages are read when it ends (and before a compaction takes them out of the
 window) for facts worth keeping: one model call extracts them, a second reconciles each with
-the kept facts most like it, if any (`Capture`). A fact is never deleted when it stops being true, but closed
-(`invalid_at`, `expired_at`), so what was true at a date can be asked (`as_of`). Facts are
+the kept facts most like it, if any (`Capture`). A fact is never deleted when it stops being
+true, but closed (`invalid_at`, `expired_at`), so what was true at a date can be asked
+(`as_of`). Facts are
 recalled at a session's start ("What you remember", `RecallSection`) and by `memory_search`,
 by words (BM25) and, with `Embeddings`, by meaning too.
 Which scopes a run reads and writes is the deployment's policy (`Memory`), never the model's.

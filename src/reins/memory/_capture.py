@@ -35,6 +35,7 @@ from ..core._messages import (
 from ..core._model import Model, ModelSettings
 from ..core._state import RunState
 from ._fact import Fact, Scope
+from ._facts import STOPWORDS as _STOPWORDS
 from ._memories import Memories
 from ._secrets import secret_in
 from ._vectors import Embeddings, hybrid
@@ -306,6 +307,8 @@ class _Decision:
             why = f"a secret ({kind})"
         elif not self._evident(found.evidence):
             why = "its evidence is not what the user said or a tool showed"
+        elif not set(_words(found.evidence)) - _FILLER:
+            why = "its evidence holds nothing to keep"
         elif not text:
             why = "no fact given"
         elif _normal(text) in self._texts:
@@ -338,7 +341,9 @@ class _Decision:
                 self.kept.append((_Change("add", found.evidence, text), None))
                 continue
             assert old is not None
-            if decision.op == "same":
+            if decision.op != "same" and _unfounded(decision.op, text, old.text):
+                self.kept.append((_Change("add", found.evidence, text), None))
+            elif decision.op == "same":
                 self.left_out.append("known already")
             elif old.id in touched:
                 self.left_out.append(
@@ -418,6 +423,32 @@ def _now() -> datetime:
 
 
 _WORD = re.compile(r"\w+")
+_FILLER = _STOPWORDS | frozenset(
+    """ok okay thanks thank next yes yeah no sure great hi hello hey bye please cool fine good
+    done continue go ahead today s let lets right alright nice perfect got later see""".split()  # noqa: SIM905
+)
+"""Words that carry nothing to keep: evidence of only these ("Ok, next.") is chatter."""
+_TOKEN = re.compile(r"[\w/.:@#+-]*[\w/]")
+
+
+def _unfounded(op: str, new: str, old: str) -> bool:
+    """Whether a change of `old` by `new` lacks what it needs where `old` has concrete tokens
+    (a small model proposes such changes; `new` is then kept beside `old`): an update, a
+    concrete token of its own ("the API was migrated" does not replace "the API's host is
+    api.old.dev"); an invalidation, one of `old`'s (it says what is no longer true)."""
+    was, now = _specifics(old), _specifics(new)
+    return bool(was) and not (now - was if op == "update" else now & was)
+
+
+def _specifics(text: str) -> set[str]:
+    """The concrete tokens of a fact: names (capitalized past its first word), numbers,
+    and paths, hosts, handles (a word with / . : @ # inside)."""
+    tokens = _TOKEN.findall(text)
+    return {
+        t.casefold()
+        for n, t in enumerate(tokens)
+        if any(c.isdigit() for c in t) or any(c in "/.:@#" for c in t) or (n > 0 and t[0].isupper())
+    }
 
 
 def _words(text: str) -> list[str]:

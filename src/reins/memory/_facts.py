@@ -115,7 +115,7 @@ _VALID = "valid_at <= ? AND (invalid_at IS NULL OR invalid_at > ?)"
 _PREFIX = re.compile(r"[0-9a-f]{1,12}")
 _WORD = re.compile(r"[^\W_]+")
 _MAX_TERMS = 32
-_STOPWORDS = frozenset(
+STOPWORDS = frozenset(
     """a about above after again all also am an and any are as at be because been before being
     below between both but by can could did do does doing down during each few for from further
     had has have having he her here hers him his how i if in into is it its itself just me more
@@ -650,7 +650,7 @@ class FactStore:
 def fts_query(text: str) -> str:
     """Free text as a safe FTS5 query: its words, each quoted, OR-ed, common ones dropped ("" if
     none is left). Quoting leaves no FTS5 syntax (`*`, `NEAR(`, `AND`, `col:`) to act."""
-    words = dict.fromkeys(w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS)
+    words = dict.fromkeys(w for w in _WORD.findall(text.lower()) if w not in STOPWORDS)
     return " OR ".join(f'"{word}"' for word in list(words)[:_MAX_TERMS])
 
 
