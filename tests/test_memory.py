@@ -592,14 +592,14 @@ async def test_chatter_is_not_kept_and_a_vaguer_fact_does_not_replace_a_concrete
     store: Path, workspace: Path
 ) -> None:
     """What a small model proposes, held back by the harness: a "fact" resting on chatter
-    ("Ok, next") is left out; an update into a fact with no concrete token where the kept one
-    had some ("the API was migrated" for "the API's host is api.old.dev") is kept beside it,
-    the host still known; an update that brings a new value replaces."""
+    ("Ok, next") or telling what the user asked is left out; an update into a fact with no
+    value where the kept one had some ("the API was migrated" for "the API's host is
+    api.old.dev") is kept beside it, the host still known; a plain update replaces."""
     memories = Memories(store / "memory.db")
     owner = str(workspace)
     host = memories.add("The API's host is api.old.dev.", scope="project", owner=owner)
     tabs = memories.add("The user indents Python with tabs.", scope="project", owner=owner)
-    said = "Ok, next. We migrated the API. I indent Python with 4 spaces now"
+    said = "Ok, next. We migrated the API. I indent Python with 4 spaces now. Add the date lib"
 
     def extract(messages: list[Message], tools: list[ToolSpec]) -> Any:
         if tools[0].name == "remember":
@@ -607,6 +607,7 @@ async def test_chatter_is_not_kept_and_a_vaguer_fact_does_not_replace_a_concrete
                 {"evidence": "Ok, next", "fact": "The user said 'Ok, next.'"},
                 {"evidence": "We migrated the API", "fact": "The project's API was migrated."},
                 {"evidence": "I indent Python with 4 spaces", "fact": SPACES_PY},
+                {"evidence": "Add the date lib", "fact": "The user asked to add the date lib."},
             ]
             return reply("", call("remember", "m1", facts=facts))
         kept = {text: int(n) for n, text in re.findall(r"Kept (\d+): (.*)", messages[-1].content)}
@@ -618,7 +619,10 @@ async def test_chatter_is_not_kept_and_a_vaguer_fact_does_not_replace_a_concrete
 
     run = await agent(store, workspace, model=FunctionModel(extract)).run(f"{said}.")
     (update,) = [e for e in await events_of(store, run.run_id) if isinstance(e, MemoryUpdated)]
-    assert update.left_out == ("its evidence holds nothing to keep",)
+    assert update.left_out == (
+        "its evidence holds nothing to keep",
+        "it tells of the conversation, not a fact",
+    )
     assert [(c.op, c.text) for c in update.changes] == [
         ("add", "The project's API was migrated."),
         ("update", SPACES_PY),

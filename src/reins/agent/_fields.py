@@ -114,9 +114,9 @@ class AgentFields(Generic[DepsT, OutputT]):
     installed (without it, a run says so once and goes on)."""
     memory: Memory | None = None
     """Memory across sessions (`reins.memory.Memory`): facts read from each turn's messages
-    when it ends (a model call, and one more when kept facts are alike) and kept in the log's folder (the user's own in the user's
-    data folder), recalled at a new session's start ("What you remember") and by the
-    `memory_search` tool. None: no memory (the default)."""
+    when it ends (a model call, and one more when kept facts are alike) and kept in the log's
+    folder (the user's own in the user's data folder), recalled at a new session's start
+    ("What you remember") and by the `memory_search` tool. None: no memory (the default)."""
     checks: Checks | Sequence[str] = ()
     """What a final answer must pass before it ends the run: `Checks(commands=["pytest -q"],
     stop_hooks=[...], max_rejections=3)`; a list is the commands alone."""

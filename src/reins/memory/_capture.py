@@ -62,8 +62,9 @@ exact words of the conversation the fact rests on. Nothing worth keeping: call r
 no facts.
 
 Example. The conversation:
-user: I switched to emacs last week. Our CI runs on GitHub Actions. Thanks!
-The call:
+user: I switched to emacs last week. Our CI runs on GitHub Actions. Can you fix the failing \
+test? Thanks!
+The call (the request to fix a test is this task's, not a fact):
 {"name": "remember", "arguments": {"facts": [\
 {"evidence": "I switched to emacs", "fact": "The user's editor is emacs."}, \
 {"evidence": "Our CI runs on GitHub Actions", "fact": "The project's CI runs on GitHub \
@@ -309,6 +310,8 @@ class _Decision:
             why = "its evidence is not what the user said or a tool showed"
         elif not set(_words(found.evidence)) - _FILLER:
             why = "its evidence holds nothing to keep"
+        elif _REPORTED.match(text):
+            why = "it tells of the conversation, not a fact"
         elif not text:
             why = "no fact given"
         elif _normal(text) in self._texts:
@@ -432,23 +435,29 @@ _TOKEN = re.compile(r"[\w/.:@#+-]*[\w/]")
 
 
 def _unfounded(op: str, new: str, old: str) -> bool:
-    """Whether a change of `old` by `new` lacks what it needs where `old` has concrete tokens
-    (a small model proposes such changes; `new` is then kept beside `old`): an update, a
-    concrete token of its own ("the API was migrated" does not replace "the API's host is
-    api.old.dev"); an invalidation, one of `old`'s (it says what is no longer true)."""
+    """Whether a change of `old` by `new` lacks what it needs where `old` holds values (a
+    small model proposes such changes; `new` is then kept beside `old`): an update, a value of
+    its own ("the API was migrated" does not replace "the API's host is api.old.dev"); an
+    invalidation, one of `old`'s (it says which is no longer true)."""
     was, now = _specifics(old), _specifics(new)
     return bool(was) and not (now - was if op == "update" else now & was)
 
 
 def _specifics(text: str) -> set[str]:
-    """The concrete tokens of a fact: names (capitalized past its first word), numbers,
-    and paths, hosts, handles (a word with / . : @ # inside)."""
-    tokens = _TOKEN.findall(text)
+    """The values a fact holds: numbers, versions, ports, and paths, hosts, handles (a word
+    with / . : @ # in it)."""
     return {
-        t.casefold()
-        for n, t in enumerate(tokens)
-        if any(c.isdigit() for c in t) or any(c in "/.:@#" for c in t) or (n > 0 and t[0].isupper())
+        t.casefold() for t in _TOKEN.findall(text) if any(c.isdigit() or c in "/.:@#" for c in t)
     }
+
+
+_REPORTED = re.compile(
+    r"(the )?user (has |had )?(just )?(asked|requested|acknowledged|informed|said|mentioned|"
+    r"thanked|committed|confirmed|greeted|agreed|told)\b",
+    re.IGNORECASE,
+)
+"""A "fact" that tells what the user did in the conversation ("The user asked to install the
+date library"): how this task went, which a small model proposes though told not to."""
 
 
 def _words(text: str) -> list[str]:
