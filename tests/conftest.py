@@ -2,11 +2,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from reins import SQLiteLog
+from reins.store import IndexedLog
 from reins.testing import block_model_requests
+
+from .helpers import Backend
+
+if TYPE_CHECKING:
+    from .postgres import PostgresServer
 
 
 @pytest.fixture(autouse=True)
@@ -66,3 +73,35 @@ def llama_server() -> Iterator[str]:
 
     with llama_cpp_server() as base_url:
         yield base_url
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server, started once for the tests that need one (tests/postgres.py)."""
+    from .postgres import run_postgres
+
+    with run_postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A new, empty database of that server, for one test."""
+    with postgres_server.database() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """A new store of each kind the contract holds for: a folder (SQLite + JSONL), and a
+    PostgreSQL database."""
+    if request.param == "postgres":
+        return Backend("postgres", request.getfixturevalue("postgres_url"))
+    return Backend("sqlite", str(tmp_path / "store"))
+
+
+@pytest.fixture
+async def any_log(backend: Backend) -> AsyncIterator[IndexedLog]:
+    log = backend.open()
+    yield log
+    await log.close()

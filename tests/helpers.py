@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from reins import AssistantMessage, ToolCall
 from reins.core._paths import log_key_path
 from reins.events import EVENT, Event
+from reins.store import IndexedLog, open_log
 from reins.store._chain import load_key, opened
 
 
@@ -31,3 +33,15 @@ def sign_again(journal: Path) -> None:
     assert chain is not None
     bodies = [opened(line)[0] for line in journal.read_bytes().splitlines()]
     journal.write_bytes(chain.seal(chain.genesis(journal.stem), bodies)[0])
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A store of one kind (`address`: its folder, or its PostgreSQL URL), and the logs opened
+    on it, each as another process would open it."""
+
+    kind: Literal["sqlite", "postgres"]
+    address: str
+
+    def open(self) -> IndexedLog:
+        return open_log(self.address if self.kind == "postgres" else Path(self.address))

@@ -325,7 +325,7 @@ def test_help_names_what_each_option_takes_without_type_noise(on_path: dict[str,
     lines = [" ".join(line.strip("│ ").split()) for line in run.stdout.splitlines()]
     assert any(line.startswith("--model -m MODEL ") for line in lines), run.stdout
     assert any(line.startswith("--mode MODE explore/plan") for line in lines), run.stdout
-    assert any(line.startswith("--store DIR ") for line in lines), run.stdout
+    assert any(line.startswith("--store DIR|URL ") for line in lines), run.stdout
     assert any(line.startswith("--max-steps N ") for line in lines), run.stdout
     assert any(line.startswith("--yes -y Approve") for line in lines), run.stdout
     assert any(line.startswith("* GOAL What the agent") for line in lines), run.stdout

@@ -21,7 +21,7 @@ from reins import Agent, Ask, Budgets, ContextSettings, Message, ToolSpec, UserM
 from reins.core._errors import UsageError
 from reins.events import RunStarted
 from reins.server import RunRequest, Runs, create_app, server_token
-from reins.store import SQLiteLog
+from reins.store import IndexedLog, SQLiteLog
 from reins.testing import FunctionModel, ScriptedModel
 from reins.tools import BUILTIN_TOOLS
 
@@ -82,7 +82,7 @@ async def stream(
 
 def served(
     workspace: Path,
-    log: SQLiteLog,
+    log: IndexedLog,
     model: Any,
     *,
     max_steps: int = 10,
@@ -111,9 +111,10 @@ WRITE_THEN_ANSWER = [
 
 
 async def test_a_run_started_over_http_streams_its_logged_events_and_ends(
-    workspace: Path, sqlite_log: SQLiteLog
+    workspace: Path, any_log: IndexedLog
 ) -> None:
-    runs, app = served(workspace, sqlite_log, ScriptedModel(WRITE_THEN_ANSWER))
+    """On a folder's log and on PostgreSQL alike."""
+    runs, app = served(workspace, any_log, ScriptedModel(WRITE_THEN_ANSWER))
     async with serving(app) as client:
         started = await client.post("/api/runs", json={"goal": "write hello.txt"})
         assert started.status_code == 201
@@ -121,7 +122,7 @@ async def test_a_run_started_over_http_streams_its_logged_events_and_ends(
         events = await stream(client, run_id)
         view = (await client.get(f"/api/runs/{run_id}")).json()
 
-    logged = await sqlite_log.events(run_id)
+    logged = await any_log.events(run_id)
     journal = [e for e in events if e.id is not None]
     assert [(int(e.id or 0), e.data["kind"]) for e in journal] == [
         (event.seq, event.kind) for event in logged

@@ -1,4 +1,5 @@
-"""The event log on real SQLite: durability, the JSONL mirror, concurrency, corruption."""
+"""The event log on real SQLite: durability, the JSONL mirror, concurrency, corruption; the
+contract every log keeps, on SQLite and on a real PostgreSQL (`backend`, `any_log`)."""
 
 from __future__ import annotations
 
@@ -36,10 +37,11 @@ from reins import (
 from reins.core._paths import log_key_path
 from reins.events import EVENT, Event, Notice, RunConfig, RunFinished, RunStarted
 from reins.policies import BeforeRound
+from reins.store import EventLog, IndexedLog
 from reins.store._doctor import doctor
 from reins.testing import FunctionModel, ScriptedModel
 
-from .helpers import call, journal_events, reply
+from .helpers import Backend, call, journal_events, reply
 
 
 @tool
@@ -69,18 +71,30 @@ def per_turn(n_tools: int) -> FunctionModel:
     return FunctionModel(answer)
 
 
+async def recorded_runs(log: IndexedLog, session_id: str) -> set[str]:
+    """The runs with any event of the session in the store (in its journal, or its rows),
+    whether or not the index lists them."""
+    if isinstance(log, SQLiteLog):
+        path = log.directory / "sessions" / f"{session_id}.jsonl"
+        return {json.loads(line)["run_id"] for line in path.read_text().splitlines()}
+    from reins.store import PostgresLog  # psycopg: only with a PostgreSQL store
+
+    assert isinstance(log, PostgresLog)
+    return {run for run, session in (await log.recorded_runs()).items() if session == session_id}
+
+
 def scripted(n_tools: int) -> ScriptedModel:
     calls = (reply("", call("pause", f"c{i}", step=i)) for i in range(n_tools))
     return ScriptedModel([*calls, "done"])
 
 
-async def test_a_run_survives_closing_and_reopening(tmp_path: Path, workspace: Path) -> None:
-    log = SQLiteLog(tmp_path / "store")
+async def test_a_run_survives_closing_and_reopening(backend: Backend, workspace: Path) -> None:
+    log = backend.open()
     result = await Agent(model=scripted(2), tools=[pause], workspace=workspace, log=log).run("go")
     before = await log.events(result.run_id)
     await log.close()
 
-    reopened = SQLiteLog(tmp_path / "store")
+    reopened = backend.open()
     assert await reopened.events(result.run_id) == before
     [info] = await reopened.runs()
     assert (info.run_id, info.session_id, info.goal, info.stop_reason) == (
@@ -127,26 +141,25 @@ async def test_the_journal_holds_exactly_the_run_events(
 
 
 async def test_concurrent_runs_never_interleave_or_duplicate_seq(
-    sqlite_log: SQLiteLog, workspace: Path
+    any_log: IndexedLog, workspace: Path
 ) -> None:
-    agent = Agent(model=per_turn(20), tools=[pause], workspace=workspace, log=sqlite_log)
+    agent = Agent(model=per_turn(20), tools=[pause], workspace=workspace, log=any_log)
     first = await agent.run("seed")
     results = await asyncio.gather(*(agent.run(f"run {i}") for i in range(6)))
     for result in [first, *results]:
-        events = await sqlite_log.events(result.run_id)
+        events = await any_log.events(result.run_id)
         assert [e.seq for e in events] == list(range(1, len(events) + 1))
         assert {e.run_id for e in events} == {result.run_id}
         assert result.stop_reason is StopReason.END_TURN
 
 
 async def test_two_new_turns_of_one_session_at_once_one_runs_the_other_is_refused(
-    sqlite_log: SQLiteLog, workspace: Path
+    any_log: IndexedLog, workspace: Path
 ) -> None:
     """In one process as across processes: the session is claimed before its history is
     read, so two turns never fork it; the refused one writes nothing."""
-    agent = Agent(model=per_turn(5), tools=[pause], workspace=workspace, log=sqlite_log)
+    agent = Agent(model=per_turn(5), tools=[pause], workspace=workspace, log=any_log)
     first = await agent.run("seed")
-    path = sqlite_log.directory / "sessions" / f"{first.session_id}.jsonl"
     outcomes = await asyncio.gather(
         *(agent.run(f"turn {i}", session_id=first.session_id) for i in range(2)),
         return_exceptions=True,
@@ -156,9 +169,9 @@ async def test_two_new_turns_of_one_session_at_once_one_runs_the_other_is_refuse
     assert isinstance(refused, SessionBusy)
     assert f"session {first.session_id} has a run going on in this process" in str(refused)
     assert done.stop_reason is StopReason.END_TURN
-    runs = {json.loads(line)["run_id"] for line in path.read_text().splitlines()}
+    runs = await recorded_runs(any_log, first.session_id)
     assert runs == {first.run_id, done.run_id}  # nothing of the refused turn
-    assert [r.run_id for r in await sqlite_log.runs(first.session_id)] == [
+    assert [r.run_id for r in await any_log.runs(first.session_id)] == [
         first.run_id,
         done.run_id,
     ]
@@ -185,13 +198,13 @@ async def test_two_new_turns_at_once_on_the_in_memory_log(workspace: Path) -> No
 
 
 async def test_a_second_writer_of_a_session_is_refused_while_a_run_goes_on(
-    tmp_path: Path, workspace: Path
+    backend: Backend, workspace: Path
 ) -> None:
-    first = SQLiteLog(tmp_path / "store")
+    first = backend.open()
     run = Agent(model=scripted(3), tools=[pause], workspace=workspace, log=first).iter("go")
     started = await anext(run)
     await anext(run)
-    second = SQLiteLog(tmp_path / "store")  # its own open file: as another process would
+    second = backend.open()  # its own file or connection: as another process would
     agent = Agent(model=per_turn(0), workspace=workspace, log=second)
     with pytest.raises(StoreError, match="is being written by another process"):
         await agent.run("again", session_id=started.session_id)
@@ -203,12 +216,11 @@ async def test_a_second_writer_of_a_session_is_refused_while_a_run_goes_on(
 
 
 async def test_runs_of_one_session_interleaved_in_one_write_read_back_apart(
-    tmp_path: Path,
+    backend: Backend, tmp_path: Path
 ) -> None:
     """Two runs of a session going on at once can share a commit: their lines alternate in
     the journal, and each run still reads back exactly its own events, in the index too."""
-    store = tmp_path / "store"
-    log = SQLiteLog(store)
+    log = backend.open()
     config = RunConfig(model="m", workspace=str(tmp_path), max_steps=3)
 
     def run(run_id: str) -> list[Event]:
@@ -227,17 +239,21 @@ async def test_runs_of_one_session_interleaved_in_one_write_read_back_apart(
     assert (await log.events("run-a"), await log.events("run-b")) == (a, b)
     await log.close()
 
-    reopened = SQLiteLog(store)  # from the index alone
+    reopened = backend.open()  # from the index alone
     assert (await reopened.events("run-a"), await reopened.events("run-b")) == (a, b)
+    assert [(r.run_id, r.stop_reason) for r in await reopened.runs("s1")] == [
+        ("run-a", StopReason.END_TURN),
+        ("run-b", StopReason.END_TURN),
+    ]
     await reopened.close()
 
 
-async def test_a_run_seq_out_of_order_is_refused(sqlite_log: SQLiteLog, workspace: Path) -> None:
-    result = await Agent(model=scripted(0), workspace=workspace, log=sqlite_log).run("go")
-    events = await sqlite_log.events(result.run_id)
+async def test_a_run_seq_out_of_order_is_refused(any_log: IndexedLog, workspace: Path) -> None:
+    result = await Agent(model=scripted(0), workspace=workspace, log=any_log).run("go")
+    events = await any_log.events(result.run_id)
     due = len(events) + 1
     with pytest.raises(StoreError, match=f"event 2 arrived where {due} was due"):
-        await sqlite_log.append(events[1])
+        await any_log.append(events[1])
 
 
 async def run_once(store: Path, workspace: Path) -> str:
@@ -414,9 +430,10 @@ async def test_a_gap_in_seq_is_reported_where_it_is(tmp_path: Path, workspace: P
     await log.close()
 
 
-async def test_unknown_run_ids(sqlite_log: SQLiteLog) -> None:
+async def test_unknown_run_ids(any_log: IndexedLog) -> None:
     with pytest.raises(RunNotFound, match="no run 'nope'"):
-        await sqlite_log.events("nope")
+        await any_log.events("nope")
+    assert await any_log.runs("nope") == []
 
 
 class Explodes(Policy):
@@ -432,11 +449,17 @@ class Explodes(Policy):
         return Continue()
 
 
-@pytest.mark.parametrize("on_disk", [True, False])
 async def test_a_run_whose_loop_raised_frees_its_session(
-    tmp_path: Path, workspace: Path, on_disk: bool
+    any_log: IndexedLog, workspace: Path
 ) -> None:
-    log = SQLiteLog(tmp_path / "store") if on_disk else MemoryLog()
+    await a_loop_that_raised_frees_its_session(any_log, workspace)
+
+
+async def test_a_run_whose_loop_raised_frees_its_session_in_memory(workspace: Path) -> None:
+    await a_loop_that_raised_frees_its_session(MemoryLog(), workspace)
+
+
+async def a_loop_that_raised_frees_its_session(log: EventLog, workspace: Path) -> None:
     agent = Agent(model=per_turn(1), tools=[pause], workspace=workspace, log=log)
     first = await agent.run("seed")
     broken = Agent(
@@ -452,32 +475,32 @@ async def test_a_run_whose_loop_raised_frees_its_session(
     # the stopped run going on now would act behind that history's back.
     with pytest.raises(UsageError, match="its session went on with a later turn"):
         await broken.resume(stopped.run_id)
-    await log.close()
 
 
 async def test_a_session_claimed_by_another_process_is_refused_before_its_history_is_read(
-    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+    backend: Backend, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two logs on one store stand for two processes (the journal's lock is per open file)."""
-    first = SQLiteLog(tmp_path / "store")
+    """Two logs on one store stand for two processes (the journal's lock is per open file;
+    PostgreSQL's advisory lock per connection)."""
+    first = backend.open()
     seed = await Agent(model=per_turn(1), tools=[pause], workspace=workspace, log=first).run("a")
     first.claim(seed.session_id)  # as a turn about to start elsewhere does
-    second = SQLiteLog(tmp_path / "store")
+    second = backend.open()
+    assert second.writing(seed.session_id)
+    before = await recorded_runs(second, seed.session_id)
     read: list[str] = []
-    real_events = SQLiteLog.events
+    real_events = type(second).events
 
-    async def events(self: SQLiteLog, run_id: str) -> list[Event]:
+    async def events(self: IndexedLog, run_id: str) -> list[Event]:
         read.append(run_id)
-        return await real_events(self, run_id)
+        return await real_events(self, run_id)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(SQLiteLog, "events", events)
+    monkeypatch.setattr(type(second), "events", events)
     agent = Agent(model=per_turn(1), tools=[pause], workspace=workspace, log=second)
-    journal = tmp_path / "store" / "sessions" / f"{seed.session_id}.jsonl"
-    before = journal.read_bytes()
     with pytest.raises(SessionBusy, match="is being written by another process"):
         await agent.run("b", session_id=seed.session_id)
     assert read == []  # refused before the history was read
-    assert journal.read_bytes() == before
+    assert await recorded_runs(second, seed.session_id) == before
     first.release(seed.session_id)
     later = await agent.run("b", session_id=seed.session_id)
     assert [m.content for m in later.messages if isinstance(m, UserMessage)] == ["a", "b"]
@@ -492,22 +515,25 @@ def test_a_log_opened_on_a_file_says_the_log_is_a_folder(tmp_path: Path) -> None
     assert (tmp_path / "notes").read_text() == "not a log"
 
 
-async def test_many_runs_started_at_once_on_a_new_store_all_run(tmp_path: Path) -> None:
+async def test_many_runs_started_at_once_on_a_new_store_all_run(
+    backend: Backend, tmp_path: Path
+) -> None:
     """Twenty `reins run` on a store that does not exist yet: each found the schema missing,
     and some failed with 'table runs already exists' (it is made once, under a lock); the
-    log key they all need is made once too."""
+    log key they all need is made once too. On PostgreSQL fewer: its tables are made once,
+    under an advisory lock."""
     from .test_cli import _spawned, script
 
     (tmp_path / "ws").mkdir()
     model = script(tmp_path / "s.json", ["FINAL_ANSWER: done"])
-    store = tmp_path / "new" / "store"
-    args = ("-m", model, "-w", "ws", "--store", str(store))
-    started = [_spawned(tmp_path, "run", f"go {i}", *args) for i in range(20)]
+    count = 20 if backend.kind == "sqlite" else 4
+    args = ("-m", model, "-w", "ws", "--store", backend.address)
+    started = [_spawned(tmp_path, "run", f"go {i}", *args) for i in range(count)]
     errors = [p.communicate(timeout=300)[1] for p in started]
-    assert [p.returncode for p in started] == [0] * 20, errors
-    log = SQLiteLog(store)
+    assert [p.returncode for p in started] == [0] * count, errors
+    log = backend.open()
     runs = await log.runs()
-    assert sorted(r.goal for r in runs) == sorted(f"go {i}" for i in range(20))
+    assert sorted(r.goal for r in runs) == sorted(f"go {i}" for i in range(count))
     for run in runs:  # every journal verifies under the one key
         log.claim(run.session_id)
         log.release(run.session_id)

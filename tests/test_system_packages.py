@@ -27,7 +27,8 @@ def bin_dir() -> Iterator[Path]:
     shutil.copy(SCRIPT, path / "system_packages.sh")
     (path / "called").mkdir(mode=0o777)
     (path / "called").chmod(0o777)  # the stubs, run as `nobody`, leave their marks here
-    commands = ("cmake", "g++", "npm", "tmux", "zsh", "fish", "chromium", "bwrap", "python3")
+    commands = ("cmake", "g++", "npm", "tmux", "zsh", "fish", "chromium", "pg_ctlcluster")
+    commands += ("bwrap", "python3")
     for name in (*commands, "apt-get"):
         stub = path / name
         stub.write_text(f"#!/bin/sh\n: > {path}/called/{name}\n")
@@ -98,3 +99,11 @@ def test_nothing_missing_is_silent(bin_dir: Path) -> None:
     result = run_unprivileged(bin_dir, "all")
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
     assert (bin_dir / "called" / "python3").exists()  # the libseccomp check ran
+
+
+def test_the_tests_need_postgresql_and_only_they_do(bin_dir: Path) -> None:
+    (bin_dir / "pg_ctlcluster").unlink()
+    assert run_unprivileged(bin_dir, "bench").returncode == 0
+    assert "make test needs postgresql: run  sudo apt-get install postgresql" in (
+        run_unprivileged(bin_dir, "test").stderr
+    )

@@ -61,9 +61,12 @@ def acp(
     from ..store import SQLiteLog
     from ..store._placement import check_placement
     from ..tools._workspace import Workspace
+    from ._execute import _store_of
 
     _one_line_logs()
     with _one_line_errors():
+        if store:
+            _store_of(store, what="reins acp")  # a PostgreSQL store is said now
         try:
             from ..acp import ACPAgent, serve_stdio
         except ImportError as exc:
@@ -88,7 +91,7 @@ def acp(
     def log_of(workspace: Path) -> SQLiteLog:
         """The store of the folder's runs: the one named, else the folder's own (where
         `reins sessions` in that folder reads)."""
-        directory = store if store is not None else project_store(workspace)
+        directory = _store_of(store, what="reins acp") if store else project_store(workspace)
         check_placement(directory, workspace)
         if directory not in logs:
             logs[directory] = SQLiteLog(directory)

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from rich.markup import escape
 
 from ..core._errors import UsageError
-from ._agent_parts import _approval, _asker, _on_cap, _permissions, _stop_hooks
+from ._agent_parts import (
+    _approval,
+    _asker,
+    _memory_beside,
+    _on_cap,
+    _permissions,
+    _stop_hooks,
+)
 from ._console import err
 from ._stdin import LineSource
 
@@ -18,7 +25,7 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
     from ..agent._agent import Agent
     from ..agent._config import Config
     from ..mcp import MCPServerConfig
-    from ..store import SQLiteLog
+    from ..store import IndexedLog
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -64,7 +71,7 @@ class AgentChoices:
         self.model = spec  # chosen once: asked again, the answer (and its note) stand
         return spec
 
-    def agent(self, config: Config, log: SQLiteLog, lines: LineSource) -> Agent:
+    def agent(self, config: Config, log: IndexedLog, lines: LineSource) -> Agent:
         from ..agent._agent import Agent
         from ..agent._budgets import Budgets
         from ..agent._config import ProfileConfig
@@ -119,7 +126,7 @@ class AgentChoices:
             ask=_asker(config, lines),
             planning=_either(self.planning, config.planning),
             checkpoints=config.checkpoints,
-            memory=config.memory.settings(),
+            memory=_memory_beside(config, log),
         )._record(profile=self.profile, profile_inferred=self.profile_inferred)
         if _either(self.subagents, config.subagents):
             # With no profiles, spawn_agent still offers a copy of this agent.

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the commands import the core when they run, so --help stays
     from ..agent._groups import Ask
     from ..core._questions import Asker, AskMode
     from ..mcp import MCPServerConfig
+    from ..memory import Memory
     from ..permissions import ApprovalHandler, ApprovalMode, Permissions
     from ..policies import CapHandler, CommandHook
     from ..store import EventLog
@@ -166,5 +167,20 @@ def _served_agent(
         mode=mode,
         planning=planning,
         checkpoints=checkpoints and config.checkpoints,
-        memory=config.memory.settings() if memory else None,
+        memory=_memory_beside(config, log) if memory else None,
     )
+
+
+def _memory_beside(config: Config, log: EventLog) -> Memory | None:
+    """The config's memory; for a log with no folder (a PostgreSQL store) its facts in the
+    current folder's store folder (on this machine), where `reins memory` reads them then."""
+    from dataclasses import replace
+
+    from ._execute import _store_of
+
+    memory = config.memory.settings()
+    if memory is None or memory.path is not None:
+        return memory
+    if isinstance(getattr(log, "directory", None), Path):
+        return memory
+    return replace(memory, path=_store_of(None) / "memory.db")

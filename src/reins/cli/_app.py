@@ -25,6 +25,7 @@ from ._resume import resume
 from ._run import run
 from ._sessions import sessions_app
 from ._show import replay, show
+from ._store import store_app
 from ._undo import diff, rewind, undo
 
 app = typer.Typer(
@@ -90,7 +91,7 @@ def _main(
         )
 
 
-# The commands, in the order `reins --help` lists them; the groups (sessions, mcp) come after.
+# The commands, in the order `reins --help` lists them; the groups (sessions, mcp...) come after.
 for command in (
     run,
     resume,
@@ -111,6 +112,7 @@ app.add_typer(sessions_app, name="sessions")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(eval_app, name="eval")
 app.add_typer(memory_app, name="memory")
+app.add_typer(store_app, name="store")
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, cast
 
 import typer
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from ..agent._config import Config
     from ..agent._run import AgentRun
     from ..core._cancel import Cancel
-    from ..store import SQLiteLog
+    from ..store import IndexedLog
 
 COMMANDS = {
     "/help": "what the commands do",
@@ -87,7 +88,7 @@ def chat(
         Workspace(options.workspace)  # a folder that is not there is said now, not after a goal
         _check_mode(options.mode)
 
-    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+    async def go(log: IndexedLog, cancel: Cancel) -> StopReason:
         import asyncio  # here, as the core: `reins --help` never needs it
 
         from prompt_toolkit import PromptSession
@@ -99,9 +100,7 @@ def chat(
             from ..store import find_session
 
             session_id = find_session(await log.runs(), session)
-        prompt: PromptSession[str] = PromptSession(
-            history=FileHistory(log.directory / "chat_history")
-        )
+        prompt: PromptSession[str] = PromptSession(history=FileHistory(_history_file(log)))
         talk = Chat(choices, config, log, prompt, session_id)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -117,6 +116,18 @@ def chat(
         return StopReason.END_TURN
 
     _execute(options.store, go, workspace=options.workspace)
+
+
+def _history_file(log: IndexedLog) -> Path:
+    """Where the lines typed are kept: beside the log, or for a log with no folder (a
+    PostgreSQL store) in the current folder's store folder: they stay on this machine."""
+    from ._execute import _store_of
+
+    folder = getattr(log, "directory", None)
+    if not isinstance(folder, Path):
+        folder = _store_of(None)
+        folder.mkdir(parents=True, exist_ok=True)
+    return folder / "chat_history"
 
 
 class WholeLines:
@@ -193,7 +204,7 @@ class Chat:
         self,
         choices: AgentChoices,
         config: Config,
-        log: SQLiteLog,
+        log: IndexedLog,
         prompt: PromptSession[str],
         session_id: str | None,
     ) -> None:

@@ -15,7 +15,7 @@ from ._options import StoreOpt, TrustProjectOpt
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._cancel import Cancel
-    from ..store import SQLiteLog
+    from ..store import IndexedLog
 
 
 def compact(
@@ -39,7 +39,7 @@ def compact(
 
     config = _config(trust_project, checks=False)
 
-    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+    async def go(log: IndexedLog, cancel: Cancel) -> StopReason:
         session_id = find_session(await log.runs(), session)
         last = (await log.runs(session_id))[-1]
         state = RunState.fold(await log.events(last.run_id))

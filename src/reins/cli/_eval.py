@@ -136,7 +136,8 @@ def eval_suite(
     from ._execute import _store_of
 
     config = _config(trust_project)
-    directory = _store_of(store)
+    with _one_line_errors():
+        directory = _store_of(store, what="reins eval")
     if replay:
         with _one_line_errors():
             if suite is not None or resume is not None:
@@ -422,7 +423,7 @@ def list_evals(store: StoreOpt = None) -> None:
     from ._execute import _store_of
 
     with _one_line_errors():
-        evals = list_records(_store_of(store))
+        evals = list_records(_store_of(store, what="reins eval"))
     from rich.table import Table
 
     table = Table()
@@ -455,7 +456,7 @@ def show_eval(
     from ._execute import _store_of
 
     with _one_line_errors():
-        directory = _store_of(store)
+        directory = _store_of(store, what="reins eval")
         result = read_record(directory, eval_id)
         if html_file is not None:
             _check_html()
@@ -490,7 +491,7 @@ def compare_evals(
     from ._execute import _store_of
 
     with _one_line_errors():
-        directory = _store_of(store)
+        directory = _store_of(store, what="reins eval")
         seen = compare(read_record(directory, a), read_record(directory, b))
     out.print(
         f"{len(seen.shared)} tasks in both: pass rate {seen.rate_a:.0%} → {seen.rate_b:.0%} "

@@ -21,7 +21,7 @@ from ._short_ids import short
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._cancel import Cancel
-    from ..store import SQLiteLog
+    from ..store import IndexedLog
 
 EXIT_CODES: dict[StopReason, int] = {
     StopReason.END_TURN: 0,
@@ -41,54 +41,73 @@ EXIT_CODES: dict[StopReason, int] = {
 
 
 def _execute(
-    store: Path | None,
-    go: Callable[[SQLiteLog, Cancel], Coroutine[Any, Any, StopReason]],
+    store: str | Path | None,
+    go: Callable[[IndexedLog, Cancel], Coroutine[Any, Any, StopReason]],
     *,
     create: bool = True,
     workspace: Path | None = None,
 ) -> None:
-    """Open the log (`store`, else the current folder's), run `go` with Ctrl-C wired to a
-    cooperative cancel, exit with its code. Every error of ours becomes one line on stderr;
-    nothing else ever shows a traceback. A log a run in `workspace` could reach is refused
-    before it is opened (made)."""
+    """Open the log (`store`: a folder or a PostgreSQL address, else the current folder's),
+    run `go` with Ctrl-C wired to a cooperative cancel, exit with its code. Every error of
+    ours becomes one line on stderr; nothing else ever shows a traceback. A log a run in
+    `workspace` could reach is refused before it is opened (made)."""
     logging.basicConfig(  # unless -v
         format="warning: %(message)s", level=logging.WARNING, handlers=[WARNINGS]
     )
     WARNINGS.holding = True  # until the command has read what it reads
     with _one_line_errors():
-        where = ""
-        if store is None:
-            store = _store_of(None)
-            where = f"for {os.getcwd()} (its log would be at {store})"
-            if not create:
-                _say_unread_store()
-        if workspace is not None:
-            from ..store._placement import check_placement
+        import asyncio  # here, as the core: `reins --help` never needs it
 
-            check_placement(store, workspace)
-        if store.exists() and not store.is_dir():
-            raise UsageError(
-                f"the event log {store} is a file; the log is a folder: pass --store a folder "
-                "(one that does not exist yet is made)"
-            )
-        if not create and not _holds_a_log(store):  # a read makes no reins.db in any folder
-            raise UsageError(
-                f"no event log {where or f'at {store}'}; run `reins run GOAL` first, or "
-                "pass --store"
-            )
-        import asyncio
+        from ..store import is_postgres
 
-        reason = asyncio.run(_with_log(store, go))
+        if is_postgres(store):  # a database: no folder to place, find or make
+            reason = asyncio.run(_with_log(str(store), go, create=create))
+        else:
+            reason = asyncio.run(_with_log(_folder(store, create, workspace), go))
     raise typer.Exit(EXIT_CODES[reason])
 
 
-def _store_of(store: Path | None) -> Path:
-    """The store named, else the current folder's in the user's data folder (one a folder,
-    as `./.reins` was): never one found in the project, which a clone can ship (grants in its
-    journal) and its commands can reach."""
-    from ..core._paths import project_store
+def _folder(given: str | Path | None, create: bool, workspace: Path | None) -> Path:
+    """The store folder a command opens: checked, so that a read makes no log, and no run's
+    commands can reach the log they are recorded in."""
+    store = Path(given) if given is not None else None
+    where = ""
+    if store is None:
+        store = _store_of(None)
+        where = f"for {os.getcwd()} (its log would be at {store})"
+        if not create:
+            _say_unread_store()
+    if workspace is not None:
+        from ..store._placement import check_placement
 
-    return store if store is not None else project_store(os.getcwd())
+        check_placement(store, workspace)
+    if store.exists() and not store.is_dir():
+        raise UsageError(
+            f"the event log {store} is a file; the log is a folder: pass --store a folder "
+            "(one that does not exist yet is made)"
+        )
+    if not create and not _holds_a_log(store):  # a read makes no reins.db in any folder
+        raise UsageError(
+            f"no event log {where or f'at {store}'}; run `reins run GOAL` first, or pass --store"
+        )
+    return store
+
+
+def _store_of(store: str | Path | None, *, what: str = "this command") -> Path:
+    """The store folder named, else the current folder's in the user's data folder (one a
+    folder, as `./.reins` was): never one found in the project, which a clone can ship
+    (grants in its journal) and its commands can reach. A PostgreSQL store is refused where
+    `what` keeps files beside the log (a UsageError)."""
+    from ..core._paths import project_store
+    from ..store import is_postgres
+
+    if is_postgres(store):
+        raise UsageError(
+            f"{what} keeps its files in a store folder, and --store names a PostgreSQL "
+            "database: give it a folder (a PostgreSQL store serves run, resume, chat, "
+            "sessions, show, replay, doctor, memory, serve and store copy)"
+        )
+    return Path(store) if store is not None else project_store(os.getcwd())
 
 
 def _say_unread_store() -> None:
@@ -109,15 +128,22 @@ def _holds_a_log(store: Path) -> bool:
 
 
 async def _with_log(
-    store: Path, go: Callable[[SQLiteLog, Cancel], Coroutine[Any, Any, StopReason]]
+    store: str | Path,
+    go: Callable[[IndexedLog, Cancel], Coroutine[Any, Any, StopReason]],
+    *,
+    create: bool = True,
 ) -> StopReason:
     import asyncio
 
     from ..core._cancel import Cancel
-    from ..store import SQLiteLog, peek_runs
+    from ..store import open_log, peek_runs
 
-    log = SQLiteLog(store)
-    short.know(peek_runs(store))  # ids print as their shortest unique prefix among these
+    log = open_log(store, create=create)
+    try:  # ids print as their shortest unique prefix among these
+        short.know(peek_runs(store) if isinstance(store, Path) else await log.runs())
+    except BaseException:
+        await log.close()
+        raise
     cancel = Cancel()
     loop = asyncio.get_running_loop()
 

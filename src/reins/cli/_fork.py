@@ -15,7 +15,7 @@ from ._options import StoreOpt
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._cancel import Cancel
-    from ..store import SQLiteLog
+    from ..store import IndexedLog
 
 
 def fork(
@@ -43,7 +43,7 @@ def fork(
     from ..agent._fork import fork_run
     from ..store import find_run
 
-    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+    async def go(log: IndexedLog, cancel: Cancel) -> StopReason:
         info = find_run(await log.runs(), run_id)
         session_id, forked = await fork_run(log, info.run_id, at_seq=at, step=step)
         out.print(

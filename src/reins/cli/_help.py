@@ -9,7 +9,7 @@ import typer
 from typer._click import Command
 from typer.core import TyperArgument, TyperOption
 
-WORDS = {"store": "DIR", "workspace": "DIR"}
+WORDS = {"store": "DIR|URL", "workspace": "DIR"}
 """Options whose value is better named than after the option."""
 
 

@@ -67,7 +67,7 @@ def serve(
     from ..agent._groups import Ask
     from ..agent._resolve import default_model, resolve_model
     from ..server import TOKEN_VARIABLE, Runs, create_app, server_token
-    from ..store import SQLiteLog
+    from ..store import is_postgres, open_log
     from ..store._placement import check_placement
     from ..tools._workspace import Workspace
     from ._execute import _store_of
@@ -80,8 +80,10 @@ def serve(
         spec, why = default_model()
         if why:
             err.print(f"[dim]{escape(why)}[/]")
-    directory = _store_of(store)
     with _one_line_errors():  # a bad model or workspace is said now, not at each run
+        # The token: beside the log, or with a PostgreSQL log in the current folder's store
+        # folder (on this machine).
+        directory = _store_of(None if is_postgres(store) else store)
         Workspace(workspace)
         check_placement(directory, workspace)
         resolve_model(spec, config)
@@ -94,7 +96,7 @@ def serve(
         )
 
     async def go() -> None:
-        log = SQLiteLog(directory)
+        log = open_log(store if store is not None and is_postgres(store) else directory)
         cap = max_steps or config.max_steps or 30
         # nobody asked with --yes or approval = "allow" / "deny"; else the run waits for a client
         approval: ApprovalMode = "pause"
@@ -136,7 +138,7 @@ def serve(
                 bound = server.servers[0].sockets[0].getsockname()[1]
                 kept = directory / "server.token"
                 url = f"http://{_url_host(host)}:{bound}"
-                err.print(f"reins serve: {url} (store {directory})")
+                err.print(f"reins serve: {url} ({log.where})")
                 if made:
                     err.print(f"token (shown this once; kept in {kept}): {token}")
                     err.print(f"the page, signed in: {url}/#token={token}")

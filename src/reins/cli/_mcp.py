@@ -140,7 +140,7 @@ def serve(
             err.print(f"[dim]{escape(why)}[/]")  # stdout is the MCP channel
     with _one_line_errors():  # a bad model or workspace is said now, not at each run's call
         Workspace(workspace)
-        check_placement(_store_of(store), workspace)
+        check_placement(_store_of(store, what="reins mcp serve"), workspace)
         resolve_model(spec, config)
         config.sandbox.policy(mode=sandbox, network=network)  # an unknown mode
 

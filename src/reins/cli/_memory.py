@@ -456,13 +456,16 @@ def _embeddings(spec: str) -> Embeddings:
     return resolve_embeddings(spec)
 
 
-def _store_of(store: Path | None) -> Path:
+def _store_of(store: str | Path | None) -> Path:
+    """The folder of the store's `memory.db`: with a PostgreSQL store, the current folder's
+    store folder (where runs on it keep their facts, on this machine)."""
+    from ..store import is_postgres
     from ._execute import _store_of as store_of
 
-    return store_of(store)
+    return store_of(None if is_postgres(store) else store)
 
 
-def _memories(store: Path | None, config: MemoryConfig | None = None) -> Memories:
+def _memories(store: str | Path | None, config: MemoryConfig | None = None) -> Memories:
     """The facts of the store's `memory.db` and the user's, waiting `[memory] timeout` for a
     file another process holds."""
     from ..memory._memories import FILE, Memories

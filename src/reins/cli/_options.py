@@ -14,12 +14,13 @@ from . import _complete
 from ._console import _one_line_errors
 
 StoreOpt = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--store",
         envvar="REINS_STORE",
-        help="Folder of the event log (SQLite + JSONL); default: the current folder's, in the "
-        "user's data folder ($XDG_DATA_HOME/reins, else ~/.local/share/reins).",
+        help="Folder of the event log (SQLite + JSONL), or a PostgreSQL database "
+        "(postgresql://USER@HOST:PORT/DATABASE, with reins[postgres]); default: the current "
+        "folder's, in the user's data folder ($XDG_DATA_HOME/reins, else ~/.local/share/reins).",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")]

@@ -48,7 +48,7 @@ from ._stdin import TerminalLines
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._cancel import Cancel
     from ..core._state import RunState
-    from ..store import SQLiteLog
+    from ..store import IndexedLog
 
 
 def resume(
@@ -112,7 +112,7 @@ def resume(
     flags = _guard_flags(no_guard, guard, loop_threshold, stall_threshold, goal_anchor)
     servers = _mcp_servers(config, mcp_config)
 
-    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+    async def go(log: IndexedLog, cancel: Cancel) -> StopReason:
         info = find_run(await log.runs(), run_id)
         state = RunState.fold(await log.events(info.run_id))
         _check_workspace(state)

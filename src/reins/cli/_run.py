@@ -22,7 +22,7 @@ from ._stdin import TerminalLines
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._cancel import Cancel
     from ..core._messages import Goal
-    from ..store import SQLiteLog
+    from ..store import IndexedLog
 
 
 @takes_run_options
@@ -87,7 +87,7 @@ def run(
         Workspace(options.workspace)  # one refused (missing, /, the home folder) is said first
         asked = _with_media(goal, image or [])  # a missing or unsupported file: said first
 
-    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+    async def go(log: IndexedLog, cancel: Cancel) -> StopReason:
         lines = TerminalLines(piped_steers=steer_stdin)  # a line answers a prompt, or steers
         agent = choices.agent(config, log, lines)
         if session is not None:  # `last`, or a unique prefix, as for every other id

@@ -13,21 +13,21 @@ from ._short_ids import short
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._state import RunState
-    from ..store import RunInfo, SQLiteLog
+    from ..store import IndexedLog, RunInfo
 
 
-def _running(log: SQLiteLog, runs: list[RunInfo]) -> set[str]:
+def _running(log: IndexedLog, runs: list[RunInfo]) -> set[str]:
     """The unfinished runs going on now in another process: each the last of its session,
     whose journal that process holds (a run whose process died holds nothing)."""
     last = {run.session_id: run for run in runs}  # the index lists them as they started
     return {
         run.run_id
         for run in last.values()
-        if run.stop_reason is None and log.journals.writing(run.session_id)
+        if run.stop_reason is None and log.writing(run.session_id)
     }
 
 
-def _say_unverified(log: SQLiteLog, session_ids: Iterable[str]) -> None:
+def _say_unverified(log: IndexedLog, session_ids: Iterable[str]) -> None:
     """Of each session whose journal is not signed with the user's key: it is read, and
     never continued (what it allowed would not be the user's)."""
     for session_id in dict.fromkeys(session_ids):

@@ -22,7 +22,7 @@ from ._short_ids import short
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._cancel import Cancel
-    from ..store import RunInfo, SQLiteLog
+    from ..store import IndexedLog, RunInfo
 
 sessions_app = typer.Typer(rich_markup_mode="markdown", help="List the sessions and their runs.")
 
@@ -60,7 +60,7 @@ def sessions(
         list_remote(server, limit, json_out)
     from ._render import render_runs
 
-    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+    async def go(log: IndexedLog, cancel: Cancel) -> StopReason:
         runs = sorted(await log.runs(), key=lambda run: run.started_at)
         running = _running(log, runs)
         if limit is not None:
@@ -77,7 +77,7 @@ def sessions(
     _execute(store, go, create=False)
 
 
-async def _render_tree(log: SQLiteLog, runs: list[RunInfo]) -> None:
+async def _render_tree(log: IndexedLog, runs: list[RunInfo]) -> None:
     """Each session a line (its first goal, its runs, how its latest ended), a fork indented
     under the session it came from, with where."""
     from ..core._events import ForkedFrom
@@ -147,7 +147,7 @@ def sessions_rm(
     outputs. A session another process is writing is refused."""
     from ..store import find_session
 
-    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+    async def go(log: IndexedLog, cancel: Cancel) -> StopReason:
         chosen = [find_session(await log.runs(), given) for given in session_ids]
         for session_id in dict.fromkeys(chosen):
             runs = await log.remove(session_id)
@@ -185,7 +185,7 @@ def sessions_prune(
     with _one_line_errors():
         age = _age(older_than)
 
-    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+    async def go(log: IndexedLog, cancel: Cancel) -> StopReason:
         sessions: dict[str, list[RunInfo]] = {}
         for run in sorted(await log.runs(), key=lambda run: run.started_at):
             sessions.setdefault(run.session_id, []).append(run)

@@ -21,7 +21,7 @@ from ._short_ids import short
 
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._cancel import Cancel
-    from ..store import SQLiteLog
+    from ..store import IndexedLog
 
 
 def show(
@@ -48,7 +48,7 @@ def show(
     from ..store import find_run
     from ._render import render_finish, render_transcript
 
-    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+    async def go(log: IndexedLog, cancel: Cancel) -> StopReason:
         runs = await log.runs()
         info = find_run(runs, run_id)
         state = RunState.fold(await log.events(info.run_id))
@@ -102,7 +102,7 @@ def replay(
     from ..core._state import RunState
     from ..store import find_run
 
-    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+    async def go(log: IndexedLog, cancel: Cancel) -> StopReason:
         runs = await log.runs()
         info = find_run(runs, run_id)
         events = await log.events(info.run_id)

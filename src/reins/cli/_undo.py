@@ -18,7 +18,7 @@ from ._options import StoreOpt
 if TYPE_CHECKING:  # the commands import the core when they run, so --help stays fast
     from ..core._cancel import Cancel
     from ..core._events import FilesRestored
-    from ..store import SQLiteLog
+    from ..store import IndexedLog
 
 RunArg = Annotated[
     str,
@@ -47,7 +47,7 @@ def diff(
     from ..agent._undo import run_diff
     from ..store import find_run
 
-    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+    async def go(log: IndexedLog, cancel: Cancel) -> StopReason:
         info = find_run(await log.runs(), run_id)
         text = await run_diff(log, info.run_id, step=step)
         if not text:
@@ -80,7 +80,7 @@ def undo(
     from ..agent._undo import undo_run
     from ..store import find_run
 
-    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+    async def go(log: IndexedLog, cancel: Cancel) -> StopReason:
         info = find_run(await log.runs(), run_id)
         restored = await undo_run(log, info.run_id, to_step=to_step, force=force)
         _say_restored(restored)
@@ -103,7 +103,7 @@ def rewind(
     from ..agent._undo import rewind_run
     from ..store import find_run
 
-    async def go(log: SQLiteLog, cancel: Cancel) -> StopReason:
+    async def go(log: IndexedLog, cancel: Cancel) -> StopReason:
         info = find_run(await log.runs(), run_id)
         session_id, forked, restored = await rewind_run(log, info.run_id, step=step, force=force)
         out.print(

@@ -28,10 +28,13 @@ HIDDEN_IN_HOME = (
     ".cargo/credentials",
     ".cargo/credentials.toml",
     ".password-store",
+    ".pgpass",
+    ".pg_service.conf",
     ".local/share/keyrings",
     ".bash_history",
     ".zsh_history",
     ".python_history",
+    ".psql_history",
 )
 """Credentials and histories, below the home folder."""
 HIDDEN_IN_CONFIG = ("gcloud", "gh")

@@ -39,7 +39,7 @@ from ..core._events import (
 )
 from ..core._state import RunState
 from ..core._stop import StopReason
-from ..store import SQLiteLog
+from ..store import IndexedLog
 from ._requests import ResumeRequest, RunRequest
 from ._views import RunStatus, RunView, run_status, run_view
 from ._webhooks import deliver
@@ -100,7 +100,7 @@ class Runs:
     webhooks runs ask for."""
 
     def __init__(
-        self, log: SQLiteLog, make_agent: AgentFactory, *, signing_key: bytes = b""
+        self, log: IndexedLog, make_agent: AgentFactory, *, signing_key: bytes = b""
     ) -> None:
         self.log = log
         self.make_agent = make_agent
@@ -393,7 +393,7 @@ class Runs:
 
     def _written(self, session_id: str) -> bool:
         """Whether another process writes the session now (it holds the journal's lock)."""
-        return self.log.journals.writing(session_id)
+        return self.log.writing(session_id)
 
     async def close(self) -> None:
         """Stop every run going on (each ends as cancelled, in its log), end the streams of

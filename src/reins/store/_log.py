@@ -4,11 +4,36 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import Protocol
 
 from ..core._errors import RunNotFound, SessionBusy, StoreError
 from ..core._events import Event, RunFinished, RunResumed, RunStarted
 from ..core._ids import shortest_prefixes
-from ..core._log import RunInfo
+from ..core._log import EventLog, RunInfo
+
+
+class IndexedLog(EventLog, Protocol):
+    """A log the front ends open from `--store` (`SQLiteLog`, `PostgresLog`): the protocol,
+    and what the commands ask of its index beside it."""
+
+    @property
+    def where(self) -> str:
+        """The log, named for a message: `the event log at DIR`, `the PostgreSQL store at
+        HOST:PORT/DATABASE` (never a password)."""
+        ...
+
+    def writing(self, session_id: str) -> bool:
+        """True if some process (this one included) is writing the session now."""
+        ...
+
+    def unverified(self, session_id: str) -> str | None:
+        """Why the session is not known to be the user's (read, never continued); None if
+        it is."""
+        ...
+
+    async def remove(self, session_id: str) -> list[str]:
+        """Delete the session for good (`SessionBusy` while it is written); its runs' ids."""
+        ...
 
 
 def index_update(info: RunInfo | None, event: Event) -> RunInfo | None:

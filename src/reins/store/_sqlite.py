@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError
 
 from ..core._errors import (
     LogCorrupted,
@@ -50,7 +49,6 @@ from ..core._events import EVENT, Event, RunFinished, RunResumed, RunStarted
 from ..core._log import RunInfo
 from ..core._paths import log_key_path
 from ..core._stop import StopReason
-from ..core._unicode import NOTE, escape_model
 from ._blobs import CARRIERS, FolderBlobs, media_in, referred
 from ._chain import (
     SIGNED,
@@ -66,6 +64,7 @@ from ._chain import (
 )
 from ._journal import Journals
 from ._log import index_update
+from ._serialize import serialized, unrecordable
 from ._transactions import transaction
 
 log = logging.getLogger("reins.store")
@@ -345,11 +344,8 @@ class SQLiteLog:
             events = batch.events
             try:
                 chain = self._chain or self._signer()
-                try:
-                    bodies = [e.__pydantic_serializer__.to_json(e) for e in events]
-                except PydanticSerializationError:  # text JSON cannot hold: the rare path
-                    events = batch.events = [_escaped(e) for e in events]
-                    bodies = [e.__pydantic_serializer__.to_json(e) for e in events]
+                events, bodies = serialized(events)
+                batch.events = events
                 data, head = chain.seal(self.journals.head(session_id, chain), bodies)
                 end = self.journals.append(session_id, data, head)
             except (OSError, ValueError, RecursionError, StoreError) as exc:
@@ -357,7 +353,9 @@ class SQLiteLog:
                     self._next_seq[event.run_id] = event.seq
                 if isinstance(exc, StoreError):
                     raise
-                raise self._write_error(exc, _culprit(events, exc)) from None
+                if not isinstance(exc, OSError):  # PydanticSerializationError is a ValueError
+                    raise unrecordable(exc, events) from None
+                raise self._write_error(exc, events[0]) from None
             self._journal_sizes[session_id] = (end, head, SIGNED)
             self._locate(session_id, batch, bodies, end - len(data), end)
         if time.monotonic() - self._indexed_at >= INDEX_EVERY:
@@ -371,14 +369,8 @@ class SQLiteLog:
             else:
                 self._index_failed = False
 
-    def _write_error(self, exc: Exception, event: Event) -> StoreError:
+    def _write_error(self, exc: OSError, event: Event) -> StoreError:
         where = self.journals.directory
-        if not isinstance(exc, OSError):  # PydanticSerializationError is a ValueError
-            return StoreError(
-                f"run {event.run_id}: event {event.seq} ({event.kind}) cannot be recorded "
-                f"({str(exc).removeprefix('Error serializing to JSON: ')}); nothing of it was "
-                "written"
-            )
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             then = (
                 "run the command again"
@@ -691,6 +683,15 @@ class SQLiteLog:
         self._refresh()
         return [damage for _, damage in self._damaged.values()]
 
+    @property
+    def where(self) -> str:
+        """The log, named for a message."""
+        return f"the event log at {self.directory}"
+
+    def writing(self, session_id: str) -> bool:
+        """True if some process (this one included) holds the session's journal lock."""
+        return self.journals.writing(session_id)
+
     def unverified(self, session_id: str) -> str | None:
         """Why the session's journal is not known to be the user's, as of the index (None: it
         is signed with the user's key; reading it checks each MAC); such a session is read,
@@ -1000,27 +1001,6 @@ def _not_ours(session_id: str, trust: str, lines: list[bytes]) -> str:
         f"session {session_id} cannot go on: {why}{where}, so what it allowed cannot be "
         "shown to be yours; `reins show` still reads it: start a new session instead"
     )
-
-
-def _escaped(event: Event) -> Event:
-    """The event with the text that JSON cannot carry (a lone surrogate) escaped, said so."""
-    escaped = escape_model(event)
-    if escaped is not event:
-        log.warning("run %s, event %d: %s", event.run_id, event.seq, NOTE)
-    return escaped
-
-
-def _culprit(events: list[Event], exc: Exception) -> Event:
-    """The event that could not be serialized (for a failed write: the first)."""
-    if isinstance(exc, OSError):
-        return events[0]
-    for event in events:
-        try:
-            escaped = _escaped(event)
-            escaped.__pydantic_serializer__.to_json(escaped)
-        except (ValueError, RecursionError):
-            return event
-    return events[0]
 
 
 def _disk_full(directory: Path) -> bool:
