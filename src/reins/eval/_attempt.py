@@ -52,7 +52,8 @@ class Attempt:
     failures: list[str] = field(default_factory=list[str])
     """Why it did not pass: a setup that failed, each check that failed, each matcher missed."""
     worker: int | None = None
-    """The process id of the worker process that ran it (`-j N`); None: the eval's own."""
+    """The process id of the worker process that ran it (`-j N`; `--ray`: a Ray worker's, on
+    its node); None: the eval's own."""
 
 
 async def attempt(

@@ -1,6 +1,6 @@
-"""An eval: every task of a suite attempted `repeat` times, here or in worker processes
-(`_workers`), each attempt recorded in the store as it ends (`_record`), so an eval stopped
-part way is resumed from what it left."""
+"""An eval: every task of a suite attempted `repeat` times, here, in worker processes
+(`_workers`) or on a Ray cluster (`_ray`), each attempt recorded in the store as it ends
+(`_record`), so an eval stopped part way is resumed from what it left."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..sandbox import SandboxPolicy
 from ._attempt import AgentFactory, Attempt, attempt
+from ._ray import OnRay, on_ray
 from ._record import add_attempt, mend_record, record_path, start_record
 from ._results import EvalResult, TaskResult
 from ._suite import Suite, Task
@@ -45,11 +46,13 @@ async def run_eval(
     jobs: int = 1,
     on_attempt: Callable[[Attempt], None] = lambda attempt: None,
     recipe: AgentRecipe | None = None,
+    ray: OnRay | None = None,
 ) -> EvalResult:
     """Run the attempts of `suite` that `result` does not hold yet (all, for a new eval),
     `jobs` at a time, each recorded as it ends; `result` with them all, in the suite's order.
     Given a `recipe`, `jobs` > 1 go to as many worker processes (`_workers`); else they share
-    this process, their agents from `make_agent`."""
+    this process, their agents from `make_agent`. Given `ray` too, they are Ray tasks on the
+    cluster joined (`_ray.connected`), as many at once as it has CPUs."""
     path = record_path(store, result.eval_id)
     if path.exists():
         mend_record(path)
@@ -64,7 +67,9 @@ async def run_eval(
 
     planned = [(task, n) for task in suite.tasks for n in range(1, result.repeat + 1)]
     todo = [(task, n) for task, n in planned if (task.id, n) not in done]
-    if jobs > 1 and recipe is not None:
+    if ray is not None and recipe is not None:
+        await on_ray(todo, recipe, policy, ray, ended)
+    elif jobs > 1 and recipe is not None:
         await in_workers(todo, recipe, policy, store, jobs, ended)
     else:
         await _in_process(todo, make_agent, policy, jobs, ended)
