@@ -40,6 +40,14 @@ def _ray_installed() -> None:
         pytest.skip("ray is not installed: pip install 'reins[ray]'")
 
 
+def _reins(
+    command: list[str], cwd: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -140,14 +148,7 @@ def test_an_eval_on_a_ray_cluster_survives_a_dead_node_and_counts_each_attempt_o
     store = str(request.getfixturevalue("postgres_url")) if shared else str(folder)
     env = {**_env(), "XDG_DATA_HOME": str(tmp_path / "data")}  # with PostgreSQL: the record
     args = [*REINS, "eval", str(suite), "--trust-suite", "--json"]
-    here = subprocess.run(
-        [*args, "here.json", "--store", str(folder)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    here = _reins([*args, "here.json", "--store", str(folder)], tmp_path, env, 60)
     assert here.returncode == 0, here.stderr
     with _cluster(Path(f"/tmp/reins-ray-{os.getpid()}")) as (address, worker_port):
         running = subprocess.Popen(
@@ -234,23 +235,10 @@ def test_on_a_local_ray_the_nodes_write_their_runs_to_a_postgresql_store(
     suite = suite_at(tmp_path, FOUR)
     env = {**_env(), "XDG_DATA_HOME": str(tmp_path / "data")}  # the eval's record: there
     args = [*REINS, "eval", str(suite), "--trust-suite", "--json"]
-    here = subprocess.run(
-        [*args, "here.json", "--store", str(tmp_path / "store")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    here = _reins([*args, "here.json", "--store", str(tmp_path / "store")], tmp_path, env, 60)
     assert here.returncode == 0, here.stderr
-    shared = subprocess.run(  # no ADDRESS: a Ray started here for the eval
-        [*args, "ray.json", "--store", postgres_url, "--ray"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    # no ADDRESS: a Ray started here for the eval
+    shared = _reins([*args, "ray.json", "--store", postgres_url, "--ray"], tmp_path, env, 120)
     assert shared.returncode == 0, shared.stderr
     one, two = (json.loads((tmp_path / f).read_text()) for f in ("here.json", "ray.json"))
     assert _how_it_went(two) == _how_it_went(one)

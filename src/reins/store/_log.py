@@ -36,6 +36,15 @@ class IndexedLog(EventLog, Protocol):
         ...
 
 
+def busy_here(session_id: str, others: set[str]) -> SessionBusy:
+    """A turn of a session that has one going on in this process (`others`: its runs)."""
+    return SessionBusy(
+        f"session {session_id} has a run going on in this process"
+        + (f" ({min(others)})" if others else "")
+        + "; a session takes one turn at a time: wait for it, or start a new session"
+    )
+
+
 def index_update(info: RunInfo | None, event: Event) -> RunInfo | None:
     """The run index line after `event`, or None if the event does not change it."""
     match event:

@@ -36,6 +36,7 @@ from ..core._events import EVENT, Event, RunFinished, RunResumed, RunStarted
 from ..core._log import RunInfo
 from ..core._stop import StopReason
 from ._blobs import CARRIERS, media_in, referred
+from ._log import busy_here
 from ._pg_connect import Address, address, connect_options, failed
 from ._pg_locks import SessionLocks
 from ._pg_schema import SCHEMA_VERSION, prepare
@@ -273,11 +274,7 @@ class PostgresLog:
         starts, and ends with that run or with `release`."""
         others = self._live.get(session_id, set()) - {run_id}
         if session_id in self._claimed or others:
-            raise SessionBusy(
-                f"session {session_id} has a run going on in this process"
-                + (f" ({min(others)})" if others else "")
-                + "; a session takes one turn at a time: wait for it, or start a new session"
-            )
+            raise busy_here(session_id, others)
         self._locks.hold([session_id])
         self._claimed.add(session_id)
 

@@ -63,7 +63,7 @@ from ._chain import (
     trust_of,
 )
 from ._journal import Journals
-from ._log import index_update
+from ._log import busy_here, index_update
 from ._serialize import serialized, unrecordable
 from ._transactions import transaction
 
@@ -440,11 +440,7 @@ class SQLiteLog:
         never widen what a run of the user's may do)."""
         others = self._live.get(session_id, set()) - {run_id}
         if session_id in self._claimed or others:
-            raise SessionBusy(
-                f"session {session_id} has a run going on in this process"
-                + (f" ({min(others)})" if others else "")
-                + "; a session takes one turn at a time: wait for it, or start a new session"
-            )
+            raise busy_here(session_id, others)
         if session_id not in self._live:  # else this process wrote it all: it is checked
             self._refresh()  # a torn last line set aside, before the lock keeps it
             if (noted := self._damaged.get(session_id)) is not None:
