@@ -632,3 +632,31 @@ async def test_chatter_is_not_kept_and_a_vaguer_fact_does_not_replace_a_concrete
 
 
 SPACES_PY = "The user indents Python with 4 spaces."
+
+
+async def test_an_update_into_a_fact_about_something_else_keeps_both(
+    store: Path, workspace: Path
+) -> None:
+    """Alike by whose they are alone ("project"), a new fact that a small model says updates
+    a kept one about something else is kept beside it: the codename stays."""
+    owner = str(workspace)
+    name = Memories(store / "memory.db").add(
+        "The project codename is Bluefin Lantern.", scope="project", owner=owner
+    )
+    unicode = "The project's parser handles Unicode."
+
+    def extract(messages: list[Message], tools: list[ToolSpec]) -> Any:
+        if tools[0].name == "remember":
+            found = {"evidence": "the parser handles Unicode", "fact": unicode}
+            return reply("", call("remember", "m1", facts=[found]))
+        assert f"  Kept 1: {name.text}" in messages[-1].content
+        decision = {"fact": 1, "op": "update", "kept": 1}
+        return reply("", call("reconcile", "m2", decisions=[decision]))
+
+    run = await agent(store, workspace, model=FunctionModel(extract)).run(
+        "I checked: the parser handles Unicode."
+    )
+    (update,) = [e for e in await events_of(store, run.run_id) if isinstance(e, MemoryUpdated)]
+    assert [(c.op, c.text) for c in update.changes] == [("add", unicode)]
+    now = {f.text for f in Memories(store / "memory.db").current(scopes=[("project", owner)])}
+    assert now == {name.text, unicode}

@@ -428,19 +428,31 @@ def _now() -> datetime:
 _WORD = re.compile(r"\w+")
 _FILLER = _STOPWORDS | frozenset(
     """ok okay thanks thank next yes yeah no sure great hi hello hey bye please cool fine good
-    done continue go ahead today s let lets right alright nice perfect got later see""".split()  # noqa: SIM905
+    done continue go ahead today s let lets right alright nice perfect got later see yep yup
+    nope k thx""".split()  # noqa: SIM905
 )
 """Words that carry nothing to keep: evidence of only these ("Ok, next.") is chatter."""
 _TOKEN = re.compile(r"[\w/.:@#+-]*[\w/]")
 
 
 def _unfounded(op: str, new: str, old: str) -> bool:
-    """Whether a change of `old` by `new` lacks what it needs where `old` holds values (a
-    small model proposes such changes; `new` is then kept beside `old`): an update, a value of
-    its own ("the API was migrated" does not replace "the API's host is api.old.dev"); an
-    invalidation, one of `old`'s (it says which is no longer true)."""
+    """Whether a small model's change of `old` by `new` lacks what it needs (`new` is then kept
+    beside `old`): `new` must be about the same thing (a word in common: "the tool handles
+    Unicode" does not replace "the product codename is Bluefin Lantern"); and where `old` holds
+    values, an update needs one of its own ("the API was migrated" does not replace "the API's
+    host is api.old.dev"), an invalidation one of `old`'s (it says which is no longer true)."""
+    if not _subject(new) & _subject(old):
+        return True
     was, now = _specifics(old), _specifics(new)
     return bool(was) and not (now - was if op == "update" else now & was)
+
+
+def _subject(text: str) -> set[str]:
+    """A fact's words that say what it is about (not whose: "user", "project")."""
+    return set(_words(text)) - _STOPWORDS - _WHOSE
+
+
+_WHOSE = frozenset({"user", "users", "project", "projects", "s", "now", "new"})
 
 
 def _specifics(text: str) -> set[str]:
