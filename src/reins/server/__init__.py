@@ -6,7 +6,8 @@ log; `create_app(runs, token)` is the ASGI app.
 Inside: `_runs` (the runs going on, answering and resuming them, following one's events),
 `_app` (the routes), `_ws` (the same over a WebSocket), `_requests` and `_views` (what goes
 in and out), `_webhooks` (a run's end told to a URL, signed),
-`_token` (the bearer token: given, or made once and kept in the store).
+`_token` (the bearer token: given, or made once and kept in the store), `_shared` (on a
+PostgreSQL store, a stop or a steer for a run another server runs, sent to it through the store).
 """
 
 from ._app import create_app

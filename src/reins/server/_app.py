@@ -3,9 +3,10 @@ stopped, answered and resumed; sessions listed, shown, compacted and removed.
 
 Every route under `/api` but `/api/health` needs `Authorization: Bearer TOKEN`; a wrong or
 missing token is a 401 that says nothing more, after a constant-time compare. Errors carry one
-line in `detail`: an unknown run is 404; one that is not going on here (a steer or a stop after
-its end), a session that has a turn going on, or a request that does not fit the run's state
-is 409; a body over `MAX_BODY` bytes is 413; an unusable request is 422.
+line in `detail`: an unknown run is 404; one that is not going on (a steer or a stop after its
+end; on a PostgreSQL store, a run another server runs is steered and stopped through it), a
+session that has a turn going on, or a request that does not fit the run's state is 409; a
+body over `MAX_BODY` bytes is 413; an unusable request is 422.
 """
 
 from __future__ import annotations
@@ -113,12 +114,12 @@ def create_app(runs: Runs, token: str) -> FastAPI:
 
     @api.post("/runs/{run_id}/steer", status_code=202, dependencies=[Depends(known)])
     async def steer(run_id: str, request: SteerRequest) -> dict[str, str]:
-        runs.steer(run_id, request.text)
+        await runs.steer(run_id, request.text)
         return {"status": "queued"}
 
     @api.post("/runs/{run_id}/stop", status_code=202, dependencies=[Depends(known)])
     async def stop(run_id: str) -> dict[str, str]:
-        runs.stop(run_id)
+        await runs.stop(run_id)
         return {"status": "stopping"}
 
     @api.post("/runs/{run_id}/approvals/{call_id}", status_code=202, dependencies=[Depends(known)])

@@ -10,6 +10,10 @@ are polled until it finishes.
 A run that needs an approval or an answer ends `waiting` (its agent pauses), holding no task;
 the answer resumes it. So a waiting run outlives the server: after a restart it still waits,
 and the answer resumes it the same way.
+
+Servers on one PostgreSQL store serve the same runs: each is run by one (the one holding its
+session's lock), read from the log by the others, stopped or steered through any (`_shared`
+sends the command to the one that runs it), and answered through any (that one resumes it).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from ..core._state import RunState
 from ..core._stop import StopReason
 from ..store import IndexedLog
 from ._requests import ResumeRequest, RunRequest
+from ._shared import Command, shared
 from ._views import RunStatus, RunView, run_status, run_view
 from ._webhooks import deliver
 
@@ -115,6 +120,8 @@ class Runs:
         self._goings = 0
         """How many times a run went on here: a stream that waits looks again if it grew."""
         self._closing = False
+        self._shared = shared(log)
+        """On a PostgreSQL store, how commands reach runs another server runs, and this one's."""
 
     # -- starting and resuming
 
@@ -126,6 +133,7 @@ class Runs:
             self._idle(session_id)
             if not await self.log.runs(session_id):
                 raise RunNotFound(f"no session {session_id} in this store")
+        await self._listen()
         agent = self.make_agent(request)
         cancel = Cancel()
         run = agent.iter(request.goal, session_id=session_id, cancel=cancel)
@@ -154,6 +162,7 @@ class Runs:
             raise SessionBusy(f"session {state.session_id} is written by another process now")
         if state.finished is not None and state.finished.stop_reason is StopReason.END_TURN:
             raise Conflict(f"run {run_id} ended its turn; start the session's next turn instead")
+        await self._listen()
         agent = self.make_agent(_request_of(state))
         cancel = Cancel()
         run = agent.resume_iter(
@@ -171,6 +180,12 @@ class Runs:
             raise UsageError(f"a resume began with {type(first).__name__}, not run_resumed")
         self._go_on(run, cancel, first)
         return first
+
+    async def _listen(self) -> None:
+        """On a shared store, take commands sent from other servers, from before a run of this
+        one begins (a command sent once a client knows the run is not missed)."""
+        if self._shared is not None:
+            await self._shared.listen(self._apply)
 
     def _go_on(self, run: AgentRun, cancel: Cancel, first: RunStarted | RunResumed) -> None:
         live = self._track(run, cancel, first)
@@ -235,31 +250,57 @@ class Runs:
         answers: Mapping[str, str | None] | None = None,
     ) -> None:
         async with self._answering.setdefault(run_id, asyncio.Lock()):
-            live = self.live.get(run_id)
-            state = live.state if live is not None else await self.state(run_id)
-            asked = (
-                [r.call.id for r in state.awaiting()]
-                if approvals
-                else [q.call_id for q in state.unanswered()]
-            )
-            if call_id not in asked:
-                raise RunNotFound(f"run {run_id} waits for no answer to {what} of call {call_id}")
-            if live is not None:  # it stops to wait once the step's other calls are done
-                await live.ended.wait()
+            while True:
+                live = self.live.get(run_id)
+                state = live.state if live is not None else await self.state(run_id)
+                asked = (
+                    [r.call.id for r in state.awaiting()]
+                    if approvals
+                    else [q.call_id for q in state.unanswered()]
+                )
+                if call_id not in asked:
+                    raise RunNotFound(
+                        f"run {run_id} waits for no answer to {what} of call {call_id}"
+                    )
+                if live is not None:  # it stops to wait once the step's other calls are done
+                    await live.ended.wait()
+                elif self._written(state.session_id):  # so in another server: look again then
+                    await asyncio.sleep(POLL_S)
+                    continue
+                break
             await self.resume(run_id, approvals=approvals, answers=answers)
 
     # -- steering, stopping, compacting
 
-    def stop(self, run_id: str) -> None:
-        self._running(run_id).cancel.cancel()
+    async def stop(self, run_id: str) -> None:
+        await self._command(Command(run_id, "stop"))
 
-    def steer(self, run_id: str, text: str) -> None:
-        self._running(run_id).run.steer(text)
+    async def steer(self, run_id: str, text: str) -> None:
+        await self._command(Command(run_id, "steer", text))
 
-    def _running(self, run_id: str) -> Live:
-        if (live := self.live.get(run_id)) is None or live.finished:
-            raise SessionBusy(f"run {run_id} is not going on in this server")
-        return live
+    async def _command(self, command: Command) -> None:
+        """Carry out the command on the run going on here, or send it to the server that
+        runs it (on a shared store); a run going on nowhere is a SessionBusy."""
+        if command.do == "steer" and not command.text.strip():
+            raise UsageError("a steering instruction must say something")
+        if self._apply(command):
+            return
+        if self._shared is not None:
+            state = await self.state(command.run_id)
+            if state.finished is None and self._written(state.session_id):
+                await self._shared.send(command)
+                return
+        raise SessionBusy(f"run {command.run_id} is not going on in this server")
+
+    def _apply(self, command: Command) -> bool:
+        """Whether the run goes on here: then it is stopped or steered."""
+        if (live := self.live.get(command.run_id)) is None or live.finished:
+            return False
+        if command.do == "stop":
+            live.cancel.cancel()
+        else:
+            live.run.steer(command.text)
+        return True
 
     def _idle(self, session_id: str) -> None:
         if any(live.session_id == session_id for live in self.live.values()):
@@ -345,7 +386,8 @@ class Runs:
                 continue
             if self._closing or not await self._waits(run_id, last):
                 return
-            # It waits: until an answer resumes it here, or another process takes it on.
+            # It waits: until an answer resumes it here, or another process takes it on (seen
+            # by its lock, or by its log if it wrote all before a look).
             session_id = last.session_id if last else (await self.state(run_id)).session_id
             went_live = self._going_on.setdefault(run_id, asyncio.Event())
             if self._goings != looked:
@@ -356,6 +398,8 @@ class Runs:
                     async with asyncio.timeout(POLL_S):
                         await went_live.wait()
                 except TimeoutError:
+                    if await self._after(run_id, after):
+                        break  # resumed and written by another process between two looks
                     quiet += POLL_S
                     if quiet >= heartbeat:
                         quiet = 0.0
@@ -374,7 +418,8 @@ class Runs:
         self, run_id: str, after: int, heartbeat: float
     ) -> AsyncIterator[list[StreamEvent]]:
         events = await self._events(run_id)
-        session_id = events[0].session_id
+        session_id, last = events[0].session_id, events[-1]
+        written: bool | None = None  # not looked at before the first read: read once more
         quiet = 0.0
         while True:
             new = [event for event in events if event.seq > after]
@@ -385,11 +430,20 @@ class Runs:
             elif quiet >= heartbeat:
                 quiet = 0.0
                 yield []
-            if isinstance(events[-1], RunFinished) or not self._written(session_id):
+            if isinstance(last, RunFinished) or written is False:
                 return
-            await asyncio.sleep(POLL_S)
-            quiet += POLL_S
-            events = await self.log.events(run_id)
+            if written is not None:
+                await asyncio.sleep(POLL_S)
+                quiet += POLL_S
+            written = self._written(session_id)  # before the read: let go, the read has all
+            events = await self._after(run_id, last.seq)
+            last = events[-1] if events else last
+
+    async def _after(self, run_id: str, seq: int) -> list[Event]:
+        """The run's logged events past `seq` (on PostgreSQL, only those rows are read)."""
+        if self._shared is not None:
+            return await self._shared.events_after(run_id, seq)
+        return [event for event in await self._events(run_id) if event.seq > seq]
 
     def _written(self, session_id: str) -> bool:
         """Whether another process writes the session now (it holds the journal's lock)."""
@@ -405,6 +459,8 @@ class Runs:
             live.cancel.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._shared is not None:
+            await self._shared.close()
 
 
 async def _from_live(live: Live, after: int, heartbeat: float) -> AsyncIterator[list[StreamEvent]]:

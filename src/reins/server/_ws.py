@@ -217,9 +217,9 @@ class _Session:
                 self._follow(first.run_id, 0)
                 return {"run_id": first.run_id, "session_id": first.session_id}
             case _Steer(run_id=run_id, text=text):
-                runs.steer(run_id, text)
+                await runs.steer(run_id, text)
             case _Stop(run_id=run_id):
-                runs.stop(run_id)
+                await runs.stop(run_id)
             case _Approve(run_id=run_id, call_id=call_id, approve=approve, always=always):
                 await runs.approve(run_id, call_id, Approval(approve, always=always))
             case _Answer(run_id=run_id, question_id=question_id, text=text):

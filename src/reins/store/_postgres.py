@@ -324,14 +324,22 @@ class PostgresLog:
         return None
 
     async def events(self, run_id: str) -> list[Event]:
-        rows = await self._query(
-            "SELECT seq, body FROM reins_events WHERE run_id = %s ORDER BY seq", run_id
-        )
-        if not rows:
+        events = await self.events_after(run_id, 0)
+        if not events:
             raise RunNotFound(f"no run {run_id!r} in {self.where}")
+        return events
+
+    async def events_after(self, run_id: str, after: int) -> list[Event]:
+        """The run's events past seq `after` (none yet: empty), as `events` reads them: what
+        a server watching a run another one writes reads at each look."""
+        rows = await self._query(
+            "SELECT seq, body FROM reins_events WHERE run_id = %s AND seq > %s ORDER BY seq",
+            run_id,
+            after,
+        )
         blobs = await self._blobs(set[str]().union(*(referred(body) for _, body in rows)))
         events: list[Event] = []
-        for number, (seq, body) in enumerate(rows, start=1):
+        for number, (seq, body) in enumerate(rows, start=after + 1):
             try:
                 event = EVENT.validate_json(body, context={"blobs": blobs})
             except ValidationError as exc:
