@@ -8,15 +8,18 @@ import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from reins import Agent, Message, ToolSpec
+from reins import Agent, Budgets, Message, ToolSpec
 from reins.agent import AgentRun
+from reins.events import Event
 from reins.server import RunRequest, Runs, create_app
 from reins.store import PostgresLog
 from reins.testing import FunctionModel, ScriptedModel
@@ -214,6 +217,45 @@ async def test_a_question_of_a_run_of_server_a_is_answered_through_server_b(
     assert "yes, do" in events[-1].data["final_answer"]
 
 
+async def test_a_lease_left_on_a_run_that_had_stopped_is_given_up_not_resumed(
+    workspace: Path, postgres_url: str
+) -> None:
+    """A server died after its run stopped (at its step cap) and before it gave up the
+    lease: the server that claims the lease leaves the run as it stopped."""
+    log = PostgresLog(postgres_url)
+
+    def make_agent(request: RunRequest) -> Agent:
+        return Agent(model=ScriptedModel(["FINAL_ANSWER: again"]), workspace=workspace, log=log)
+
+    runs = Runs(log, make_agent, lease=1.0)
+    try:
+        looping = ScriptedModel([reply("", call("list_dir", f"l{k}", path=".")) for k in range(3)])
+        capped = Agent(
+            model=looping,
+            tools=BUILTIN_TOOLS,
+            workspace=workspace,
+            log=log,
+            budgets=Budgets(max_steps=1),
+        )
+        stopped = await capped.run("look around")
+        gone = log.leases("gone", 1.0)
+        await gone.take(stopped.run_id, stopped.session_id)
+        await asyncio.sleep(1.1)  # the lease expires
+        await runs.open()
+        for _ in range(100):  # the lease is claimed within a third of a lease
+            if not await gone.leased(stopped.run_id):
+                break
+            await asyncio.sleep(0.05)
+        left = await gone.leased(stopped.run_id)
+    finally:
+        await runs.close()
+        events = await log.events(stopped.run_id)
+        await log.close()
+    assert stopped.stop_reason.value == "max_steps"
+    assert not left
+    assert [e.kind for e in events].count("run_resumed") == 0
+
+
 def test_two_reins_serve_processes_share_a_run(tmp_path: Path, postgres_url: str) -> None:
     """`reins serve` twice on one PostgreSQL store: a run started through A waits for an
     approval, which B gets (B resumes it, from the log); A then stops it, through the store,
@@ -250,18 +292,20 @@ def test_two_reins_serve_processes_share_a_run(tmp_path: Path, postgres_url: str
     assert not any("Traceback" in s for s in said)
 
 
-def test_a_run_of_a_killed_server_is_resumed_through_the_other(
+def test_a_run_of_a_killed_server_is_taken_over_by_the_other(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    """`kill -9` of the server that runs a run frees its session at once (its connection, and
-    so its lock, is gone): the other server shows it interrupted and resumes it, with the
-    interrupted call not run again and every event once, in order."""
+    """`kill -9` of the server that runs a run: once its lease expires (2 s here), the other
+    server takes the run over by itself and finishes it, the interrupted call not run again;
+    a stream through the other, opened before the kill, goes on to the end, every event once
+    and in order."""
     project = tmp_path / "project"
     project.mkdir()
     model = script(tmp_path / "slow.json", SLEEP_THEN_TOUCH)
     env = {**os.environ, "REINS_SERVER_TOKEN": "tok", "COLUMNS": "200"}
     args = ["serve", "--port", "0", "--store", postgres_url, "--model", model, "-y"]
-    servers = [_server(project, args, env) for _ in range(2)]
+    servers = [_server(project, [*args, "--lease", "2"], env) for _ in range(2)]
+    watcher = ThreadPoolExecutor(1)  # its stream ends when B does: shut down after B
     try:
         urls = [_started(s, then=0)[0] for s in servers]
         auth = {"Authorization": "Bearer tok"}
@@ -271,22 +315,37 @@ def test_a_run_of_a_killed_server_is_resumed_through_the_other(
         ):
             run_id = a.post("/api/runs", json={"goal": "sleep, then touch"}).json()["run_id"]
             _until(b, run_id, "running")
+            watching = watcher.submit(_events, b, run_id)
             time.sleep(1)  # `sleep 30` runs in A
             servers[0].kill()
             servers[0].communicate()
-            interrupted = _until(b, run_id, "interrupted")
-            resumed = b.post(f"/api/runs/{run_id}/resume", json={})
+            killed = datetime.now(UTC)
             finished = _until(b, run_id, "finished")
+            streamed = watching.result(timeout=30)
             events = _events(b, run_id)
+            resumed = [e for e in events_of(postgres_url, run_id) if e.kind == "run_resumed"]
     finally:
         said = [_stop(s)[1] for s in servers if s.poll() is None]
-    assert resumed.status_code == 202
-    assert interrupted["stop_reason"] is None
+        watcher.shutdown()
     assert finished["answer"] == "done"
     assert (project / "approved.txt").exists()
+    assert streamed == events
     assert [i for i, _ in events] == list(range(1, len(events) + 1))
     kinds = [k for _, k in events]
     assert kinds.count("tool_call_started") == 2  # the sleep once, the touch once
     assert kinds.index("run_resumed") < kinds.index("tool_call_finished")  # the sleep's end:
-    # recorded as interrupted by the resume, not run again
+    # recorded as interrupted by the takeover, not run again
+    assert len(resumed) == 1
+    assert (resumed[0].ts - killed).total_seconds() > 1.0  # not before A's lease ran out
     assert not any("Traceback" in s for s in said)
+
+
+def events_of(url: str, run_id: str) -> list[Event]:
+    async def read() -> list[Event]:
+        log = PostgresLog(url, create=False)
+        try:
+            return await log.events(run_id)
+        finally:
+            await log.close()
+
+    return asyncio.run(read())

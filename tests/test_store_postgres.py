@@ -102,7 +102,7 @@ async def test_a_store_from_a_newer_reins_is_refused_naming_its_version(
     rows(postgres_url, "UPDATE reins_schema SET version = 99 RETURNING version")
     says = (
         f"the PostgreSQL store at {where} has schema version 99, made by a newer reins; this "
-        "one knows versions up to 1: upgrade reins (pip install -U 'reins[postgres]') to use it"
+        "one knows versions up to 2: upgrade reins (pip install -U 'reins[postgres]') to use it"
     )
     with pytest.raises(StoreError) as caught:
         PostgresLog(postgres_url)
@@ -111,6 +111,72 @@ async def test_a_store_from_a_newer_reins_is_refused_naming_its_version(
     assert done.returncode == 1
     assert one_line_error(done) == f"error: {says}"
     assert rows(postgres_url, "SELECT version FROM reins_schema") == [(99,)]  # not changed
+
+
+async def test_a_store_of_an_older_schema_is_migrated_keeping_its_runs(
+    postgres_url: str, workspace: Path
+) -> None:
+    """A store made at version 1 (before leases) is brought to this reins' version when
+    opened, its runs as they were."""
+    from reins.store._pg_schema import MIGRATIONS, SCHEMA_VERSION
+
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        db.execute("CREATE TABLE reins_schema (version integer NOT NULL)")
+        db.execute(MIGRATIONS[0].encode())
+        db.execute("INSERT INTO reins_schema VALUES (1)")
+    old = PostgresLog(postgres_url)  # opened at version 1: migrated, then written
+    try:
+        agent = Agent(model=ScriptedModel(["FINAL_ANSWER: hi"]), workspace=workspace, log=old)
+        result = await agent.run("say hi")
+    finally:
+        await old.close()
+    assert rows(postgres_url, "SELECT version FROM reins_schema") == [(SCHEMA_VERSION,)]
+    assert SCHEMA_VERSION == 2
+    assert rows(postgres_url, "SELECT count(*) FROM reins_leases") == [(0,)]
+    again = PostgresLog(postgres_url)
+    try:
+        assert [e.kind for e in await again.events(result.run_id)][-1] == "run_finished"
+    finally:
+        await again.close()
+
+
+async def test_an_expired_lease_is_claimed_once_and_only_if_its_session_is_free(
+    postgres_url: str,
+) -> None:
+    """A lease renewed in time stays its server's; one expired is taken by one of two servers
+    claiming at once, unless a process still writes its session (a server slow to renew, or a
+    `reins resume` that took the session first)."""
+    logs = [PostgresLog(postgres_url) for _ in range(3)]
+    try:
+        gone, one, two = (log.leases(name, 60) for log, name in zip(logs, "abc", strict=True))
+        for run_id in ("r-live", "r-held", "r-free"):
+            await gone.take(run_id, f"s-{run_id}")
+        fresh = await one.claim_orphans()  # none has expired
+        rows(postgres_url, "UPDATE reins_leases SET expires = now() - interval '1 s' RETURNING 1")
+        await gone.renew()
+        assert await one.claim_orphans() == []  # renewed: its server is alive
+        rows(
+            postgres_url,
+            "UPDATE reins_leases SET expires = now() - interval '1 s' "
+            "WHERE run_id <> %s RETURNING 1",
+            "r-live",
+        )
+        logs[0].claim("s-r-held")  # its writer is still there
+        claims = await asyncio.gather(one.claim_orphans(), two.claim_orphans())
+        owners = dict(rows(postgres_url, "SELECT run_id, owner FROM reins_leases"))
+        await one.drop("r-free")
+        await two.drop("r-free")
+        await gone.drop("r-held")
+        left = rows(postgres_url, "SELECT run_id FROM reins_leases ORDER BY run_id")
+        leased = [await one.leased(r) for r in ("r-live", "r-free")]
+    finally:
+        for log in logs:
+            await log.close()
+    assert fresh == []
+    assert sorted(claims) == [[], ["r-free"]]  # one of the two, once
+    assert owners == {"r-live": "a", "r-held": "a", "r-free": "b" if claims[0] else "c"}
+    assert left == [("r-live",)]  # dropped by its owner only
+    assert leased == [True, False]
 
 
 ADDRESS = "postgresql://USER@HOST:PORT/DATABASE"

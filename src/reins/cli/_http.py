@@ -56,6 +56,16 @@ def serve(
     network: NetworkOpt = None,
     store: StoreOpt = None,
     trust_project: TrustProjectOpt = False,
+    lease: Annotated[
+        float | None,
+        typer.Option(
+            "--lease",
+            min=1.0,
+            help="On a PostgreSQL store shared by servers: seconds this server's runs stay its "
+            "own past its last heartbeat (default 30); the runs of a server that died are "
+            "taken over by another once they pass.",
+        ),
+    ] = None,
 ) -> None:
     """Serve reins over HTTP, and its web page at /: runs started, watched as server-sent
     events, steered, stopped, answered and resumed, by whoever holds the token
@@ -67,6 +77,7 @@ def serve(
     from ..agent._groups import Ask
     from ..agent._resolve import default_model, resolve_model
     from ..server import TOKEN_VARIABLE, Runs, create_app, server_token
+    from ..server._runs import LEASE_S
     from ..store import is_postgres, open_log
     from ..store._placement import check_placement
     from ..tools._workspace import Workspace
@@ -119,7 +130,7 @@ def serve(
                 mode=request.mode,
             )
 
-        runs = Runs(log, make_agent, signing_key=token.encode())
+        runs = Runs(log, make_agent, signing_key=token.encode(), lease=lease or LEASE_S)
         app = create_app(runs, token)
         server = uvicorn.Server(
             uvicorn.Config(

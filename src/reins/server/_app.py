@@ -60,6 +60,7 @@ def create_app(runs: Runs, token: str) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await runs.open()  # on a shared store, runs of servers gone are taken over from now
         yield
         await runs.close()  # the runs going on end as cancelled, in their logs
 

@@ -12,8 +12,10 @@ the answer resumes it. So a waiting run outlives the server: after a restart it 
 and the answer resumes it the same way.
 
 Servers on one PostgreSQL store serve the same runs: each is run by one (the one holding its
-session's lock), read from the log by the others, stopped or steered through any (`_shared`
-sends the command to the one that runs it), and answered through any (that one resumes it).
+session's lock and the run's lease), read from the log by the others, stopped or steered
+through any (`_shared` sends the command to the one that runs it), and answered through any
+(that one resumes it). Each server renews its leases; once a dead server's have expired, one of
+the others claims each run and resumes it, and the streams that followed it go on.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any, TypeGuard, cast
 from ..agent import Agent, AgentRun
 from ..core._approval import Approval
 from ..core._cancel import Cancel
-from ..core._errors import ReinsError, RunNotFound, SessionBusy, UsageError
+from ..core._errors import ReinsError, RunNotFound, SessionBusy, StoreError, UsageError
 from ..core._events import (
     EVENT,
     ContextCompacted,
@@ -53,6 +55,9 @@ _logger = logging.getLogger(__name__)
 
 POLL_S = 0.5
 """How often a run written by another process is read again for new events."""
+LEASE_S = 30.0
+"""On a shared store, seconds a server's runs stay its own past its last heartbeat (renewed
+every third of it): how long the runs of a server that died wait for another to take them."""
 HEARTBEAT_S = 15.0
 """Seconds of nothing after which a stream says it is alive (proxies close silent ones)."""
 
@@ -105,7 +110,12 @@ class Runs:
     webhooks runs ask for."""
 
     def __init__(
-        self, log: IndexedLog, make_agent: AgentFactory, *, signing_key: bytes = b""
+        self,
+        log: IndexedLog,
+        make_agent: AgentFactory,
+        *,
+        signing_key: bytes = b"",
+        lease: float = LEASE_S,
     ) -> None:
         self.log = log
         self.make_agent = make_agent
@@ -120,8 +130,10 @@ class Runs:
         self._goings = 0
         """How many times a run went on here: a stream that waits looks again if it grew."""
         self._closing = False
-        self._shared = shared(log)
-        """On a PostgreSQL store, how commands reach runs another server runs, and this one's."""
+        self._shared = shared(log, lease)
+        """On a PostgreSQL store, how commands reach runs another server runs, and this one's,
+        and the leases on the runs this one runs."""
+        self._keeping: asyncio.Task[None] | None = None
 
     # -- starting and resuming
 
@@ -133,7 +145,7 @@ class Runs:
             self._idle(session_id)
             if not await self.log.runs(session_id):
                 raise RunNotFound(f"no session {session_id} in this store")
-        await self._listen()
+        await self.open()
         agent = self.make_agent(request)
         cancel = Cancel()
         run = agent.iter(request.goal, session_id=session_id, cancel=cancel)
@@ -142,6 +154,7 @@ class Runs:
             raise UsageError(f"a run began with {type(first).__name__}, not run_started")
         if request.webhook is not None:
             self._webhooks[first.run_id] = str(request.webhook)
+        await self._lease(first)
         self._go_on(run, cancel, first)
         return first
 
@@ -162,7 +175,7 @@ class Runs:
             raise SessionBusy(f"session {state.session_id} is written by another process now")
         if state.finished is not None and state.finished.stop_reason is StopReason.END_TURN:
             raise Conflict(f"run {run_id} ended its turn; start the session's next turn instead")
-        await self._listen()
+        await self.open()
         agent = self.make_agent(_request_of(state))
         cancel = Cancel()
         run = agent.resume_iter(
@@ -178,14 +191,65 @@ class Runs:
         first = await anext(run)
         if not isinstance(first, RunResumed):
             raise UsageError(f"a resume began with {type(first).__name__}, not run_resumed")
+        await self._lease(first)
         self._go_on(run, cancel, first)
         return first
 
-    async def _listen(self) -> None:
-        """On a shared store, take commands sent from other servers, from before a run of this
-        one begins (a command sent once a client knows the run is not missed)."""
+    async def open(self) -> None:
+        """On a shared store: take commands sent from other servers (from before a run of this
+        one begins, so a command sent once a client knows the run is not missed), and keep
+        this server's leases, taking over the runs of servers gone (once is enough)."""
+        if self._shared is None or self._closing:
+            return
+        await self._shared.listen(self._apply)
+        if self._keeping is None:
+            self._keeping = asyncio.create_task(self._keep_leases(), name="reins-leases")
+
+    async def _keep_leases(self) -> None:
+        """The heartbeat: renew this server's leases, and resume the runs whose server has
+        let its leases expire (died, or lost the store), every third of a lease."""
+        assert self._shared is not None
+        leases = self._shared.leases
+        while not self._closing:
+            try:
+                await leases.renew()
+                for run_id in await leases.claim_orphans():
+                    await self._take_over(run_id)
+            except StoreError as exc:  # the store is down: look again at the next beat
+                _logger.warning("%s", exc)
+            await asyncio.sleep(leases.seconds / 3)
+
+    async def _take_over(self, run_id: str) -> None:
+        """Resume a run whose lease was claimed here, unless it had ended (its server died
+        before giving the lease up) or someone else took it on first."""
+        assert self._shared is not None
+        try:
+            if (await self.state(run_id)).finished is None:
+                await self.resume(run_id)
+                _logger.info("took over run %s from a server gone", run_id)
+                return
+        except ReinsError as exc:
+            _logger.warning("run %s of a server gone is not resumed here: %s", run_id, exc)
+        await self._shared.leases.drop(run_id)
+
+    async def _lease(self, first: Event) -> None:
+        """On a shared store, hold the lease of the run that goes on here now."""
         if self._shared is not None:
-            await self._shared.listen(self._apply)
+            try:
+                await self._shared.leases.take(first.run_id, first.session_id)
+            except StoreError as exc:  # it runs; no other server can take it over if this dies
+                _logger.warning("%s", exc)
+
+    async def _leased(self, run_id: str) -> bool:
+        """Whether a server holds the run's lease: one goes on with it (or will, once the
+        lease of a server gone expires)."""
+        if self._shared is None:
+            return False
+        try:
+            return await self._shared.leases.leased(run_id)
+        except StoreError as exc:
+            _logger.warning("%s", exc)
+            return False
 
     def _go_on(self, run: AgentRun, cancel: Cancel, first: RunStarted | RunResumed) -> None:
         live = self._track(run, cancel, first)
@@ -211,6 +275,7 @@ class Runs:
                     await self._end(live)
                     if hook := self._webhooks.get(live.run_id):
                         self._webhooks[event.run_id] = hook
+                    await self._lease(event)
                     live = self._track(live.run, live.cancel, event)
                     continue
                 live.add(event)
@@ -223,6 +288,11 @@ class Runs:
         live.end()
         if self.live.get(live.run_id) is live:
             del self.live[live.run_id]
+        if self._shared is not None:  # ended, or waits for an answer: nobody is to take it over
+            try:
+                await self._shared.leases.drop(live.run_id)
+            except StoreError as exc:
+                _logger.warning("%s", exc)
         if (url := self._webhooks.get(live.run_id)) is not None:
             view = await self.view(live.run_id)
             body = view.model_dump_json().encode()
@@ -386,8 +456,9 @@ class Runs:
                 continue
             if self._closing or not await self._waits(run_id, last):
                 return
-            # It waits: until an answer resumes it here, or another process takes it on (seen
-            # by its lock, or by its log if it wrote all before a look).
+            # It waits (for an answer, or for a server to take over from its own, gone): until
+            # it goes on here, or another process takes it on (seen by its lock, or by its log
+            # if it wrote all before a look).
             session_id = last.session_id if last else (await self.state(run_id)).session_id
             went_live = self._going_on.setdefault(run_id, asyncio.Event())
             if self._goings != looked:
@@ -400,19 +471,22 @@ class Runs:
                 except TimeoutError:
                     if await self._after(run_id, after):
                         break  # resumed and written by another process between two looks
+                    if not await self._waits(run_id, last):
+                        return  # its lease was given up: nobody goes on with it
                     quiet += POLL_S
                     if quiet >= heartbeat:
                         quiet = 0.0
                         yield []
 
     async def _waits(self, run_id: str, last: Event | None) -> bool:
-        """Whether the run, which no longer goes on here, waits for an answer (as the last
-        event passed on says; none passed on: as its state says)."""
-        if isinstance(last, RunFinished) and last.stop_reason is not StopReason.WAITING:
-            return False
-        if last is not None and not isinstance(last, RunFinished):
-            return False  # its process ended first: interrupted
-        return self.status(await self.state(run_id)) == "waiting"
+        """Whether the run, which no longer goes on here, waits: for an answer (as the last
+        event passed on says; none passed on: as its state says), or, interrupted, for a
+        server to take it over (a server holds its lease)."""
+        if isinstance(last, RunFinished):
+            return last.stop_reason is StopReason.WAITING
+        if last is None and self.status(await self.state(run_id)) == "waiting":
+            return True
+        return await self._leased(run_id)
 
     async def _from_log(
         self, run_id: str, after: int, heartbeat: float
@@ -453,6 +527,9 @@ class Runs:
         """Stop every run going on (each ends as cancelled, in its log), end the streams of
         waiting runs, and wait for them."""
         self._closing = True
+        if self._keeping is not None:
+            self._keeping.cancel()
+            await asyncio.gather(self._keeping, return_exceptions=True)
         for going_on in self._going_on.values():
             going_on.set()
         for live in list(self.live.values()):

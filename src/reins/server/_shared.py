@@ -1,15 +1,20 @@
-"""Commands to runs that another server on the same PostgreSQL store runs.
+"""Commands to runs that another server on the same PostgreSQL store runs, and the leases
+by which each server holds the runs it runs.
 
 Servers on one PostgreSQL store see the same runs: one runs each (it holds the session's lock
-in the store), and any can be asked to stop or steer it. A server asked about a run it does
-not run, which another process writes now, sends the command over the store's channel
-(`NOTIFY`); the server that runs it listens, and hands the command to its run. A command to a
-run that ends meanwhile is dropped, as a steer or a stop after a run's end is here. A server
-watching such a run reads only its rows past the last it passed on, at each look.
+in the store, and the run's lease, which it renews), and any can be asked to stop or steer it.
+A server asked about a run it does not run, which another process writes now, sends the
+command over the store's channel (`NOTIFY`); the server that runs it listens, and hands the
+command to its run. A command to a run that ends meanwhile is dropped, as a steer or a stop
+after a run's end is here. A server watching such a run reads only its rows past the last it
+passed on, at each look.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -32,7 +37,7 @@ class Shared:
     """The command channel of a PostgreSQL store, and its reads of a run's new rows, as a
     server uses them."""
 
-    def __init__(self, log: IndexedLog) -> None:
+    def __init__(self, log: IndexedLog, lease: float) -> None:
         from ..store._pg_notify import Channel
         from ..store._postgres import PostgresLog
 
@@ -40,6 +45,8 @@ class Shared:
         self._channel = Channel(log.address)
         self.events_after = log.events_after
         """A run's events past a seq: what a server reads of a run another one writes."""
+        self.leases = log.leases(server_name(), lease)
+        """The runs this server runs, held for `lease` seconds past each heartbeat."""
 
     async def listen(self, apply: Callable[[Command], object]) -> None:
         """Hand each command sent from now on to `apply` (listening already, this does
@@ -59,10 +66,17 @@ class Shared:
         await self._channel.close()
 
 
-def shared(log: IndexedLog) -> Shared | None:
-    """The channel of `log`'s store if other servers may share it (PostgreSQL), else none."""
+def shared(log: IndexedLog, lease: float) -> Shared | None:
+    """The channel and leases of `log`'s store if other servers may share it (PostgreSQL),
+    else none."""
     try:
         from ..store._postgres import PostgresLog
     except ImportError:  # no reins[postgres]: no such store either
         return None
-    return Shared(log) if isinstance(log, PostgresLog) else None
+    return Shared(log, lease) if isinstance(log, PostgresLog) else None
+
+
+def server_name() -> str:
+    """This server among those of a store: its host and process, and a nonce (a pid is
+    reused)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"

@@ -6,7 +6,8 @@ its run and seq. `reins_runs`: the run index (what `RunInfo` says, and the order
 were made in), written in the transaction that writes the events. `reins_blobs`: the images
 and documents the events refer to, by sha256; `reins_media`: which session refers to which (a
 removed session's blobs go when no other session refers to them). Every name starts with
-`reins_`: the database may hold other tables.
+`reins_`: the database may hold other tables. `reins_leases`: which server runs which run,
+until when (`_pg_leases`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import psycopg
 from ..core._errors import StoreError
 from ._pg_connect import Address, failed
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MIGRATIONS: tuple[str, ...] = (
     # 0 -> 1: the first tables.
     """
@@ -50,6 +51,17 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session_id, sha256)
     );
     CREATE INDEX reins_media_by_blob ON reins_media (sha256);
+    """,
+    # 1 -> 2: servers' leases on the runs they run.
+    """
+    CREATE TABLE reins_leases (
+        run_id text PRIMARY KEY,
+        session_id text NOT NULL,
+        lock_key bigint NOT NULL,
+        owner text NOT NULL,
+        expires timestamptz NOT NULL
+    );
+    CREATE INDEX reins_leases_by_owner ON reins_leases (owner);
     """,
 )
 """`MIGRATIONS[n]` takes a store from version n to n + 1 (in one transaction with the rest)."""

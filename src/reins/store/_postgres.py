@@ -38,6 +38,7 @@ from ..core._stop import StopReason
 from ._blobs import CARRIERS, media_in, referred
 from ._log import busy_here
 from ._pg_connect import Address, address, connect_options, failed
+from ._pg_leases import Leases
 from ._pg_locks import SessionLocks
 from ._pg_schema import SCHEMA_VERSION, prepare
 from ._serialize import serialized, unrecordable
@@ -385,7 +386,7 @@ class PostgresLog:
                     "DELETE FROM reins_media WHERE session_id = %s RETURNING sha256", (session_id,)
                 )
                 shas = [str(sha) for (sha,) in await cur.fetchall()]
-                for table in ("reins_events", "reins_runs"):
+                for table in ("reins_events", "reins_runs", "reins_leases"):
                     await cur.execute(f"DELETE FROM {table} WHERE session_id = %s", (session_id,))
                 if shas:  # unless another session refers to them
                     await cur.execute(
@@ -422,14 +423,20 @@ class PostgresLog:
         except psycopg.Error as exc:
             raise failed(self.address, f"indexing run {run_id} again", exc) from None
 
-    async def _query(self, sql: str, *params: object) -> list[tuple[Any, ...]]:
+    async def _query(
+        self, sql: str, *params: object, doing: str = "reading"
+    ) -> list[tuple[Any, ...]]:
         pool = (await self._pool()).pool
         try:
             async with pool.connection() as conn:
                 cursor = await conn.execute(sql, params or None)
-                return await cursor.fetchall()
+                return await cursor.fetchall() if cursor.description else []
         except psycopg.Error as exc:
-            raise failed(self.address, "reading", exc) from None
+            raise failed(self.address, doing, exc) from None
+
+    def leases(self, owner: str, seconds: float) -> Leases:
+        """The leases `owner` (a server) holds on runs of this store (`_pg_leases`)."""
+        return Leases(self._query, owner, seconds)
 
     async def close(self) -> None:
         """Write what is pending, and close the connections (the locks go with them)."""
