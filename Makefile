@@ -49,7 +49,7 @@ lint: setup
 # The task suite runs its configurations one invocation at a time: two llama.cpp processes
 # computing on the same cores slow each other from seconds to minutes a request.
 bench: system-bench setup peers
-	$(BIN)/pip install -q -e '.[otel,local,server,acp,eval,vector]' --group dev --group bench
+	$(BIN)/pip install -q -e '.[otel,local,server,acp,eval,vector,postgres,ray]' --group dev --group bench
 	$(BIN)/pip install -q --no-deps -r benchmarks/bfcl/requirements-nodeps.txt
 	$(BIN)/pip install -q -r benchmarks/bfcl/requirements.txt
 	$(BIN)/python benchmarks/run.py
@@ -59,6 +59,7 @@ bench: system-bench setup peers
 	$(BIN)/python benchmarks/mcp_client/run.py
 	$(BIN)/python benchmarks/journal_size.py
 	$(BIN)/python benchmarks/server.py
+	$(BIN)/python benchmarks/scale.py
 	$(BIN)/python benchmarks/eval.py
 	$(BIN)/python benchmarks/checkpoints.py
 	$(BIN)/python benchmarks/memory/latency.py

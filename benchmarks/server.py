@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -68,33 +68,38 @@ def _agent(workspace: Path, log: Any, model: Any) -> Any:
 
 def serve(port_file: Path, store: Path, workspace: Path, steps: int, delay: float) -> None:
     """The server process: `reins.server` on uvicorn, its port written to `port_file`."""
+    from reins.store import SQLiteLog
+
+    asyncio.run(serve_log(port_file, lambda: SQLiteLog(store), workspace, steps, delay))
+
+
+async def serve_log(
+    port_file: Path, make_log: Callable[[], Any], workspace: Path, steps: int, delay: float
+) -> None:
+    """`serve` on the log `make_log` opens (made in the server's event loop); closed after."""
     import uvicorn
 
     from reins.server import Runs, create_app
-    from reins.store import SQLiteLog
 
-    async def go() -> None:
-        log = SQLiteLog(store)
-        model = _script(steps, delay)
-        runs = Runs(log, lambda request: _agent(workspace, log, model))
-        app = create_app(runs, TOKEN)
-        config = uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=0,
-            log_level="warning",
-            backlog=1024,
-            timeout_graceful_shutdown=1,
-        )
-        server = uvicorn.Server(config)
-        task = asyncio.create_task(server.serve())
-        while not server.started:  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
-        port_file.write_text(str(server.servers[0].sockets[0].getsockname()[1]))  # noqa: ASYNC240 (once)
-        await task
-        await log.close()
-
-    asyncio.run(go())
+    log = make_log()
+    model = _script(steps, delay)
+    runs = Runs(log, lambda request: _agent(workspace, log, model))
+    app = create_app(runs, TOKEN)
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        backlog=1024,
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    port_file.write_text(str(server.servers[0].sockets[0].getsockname()[1]))  # noqa: ASYNC240 (once)
+    await task
+    await log.close()
 
 
 def _rss_kb(pid: int) -> int:
@@ -105,13 +110,14 @@ def _rss_kb(pid: int) -> int:
 
 
 async def _watch(
-    url: str, goal: str, arrivals: list[float], wait: float, tls: Any
-) -> tuple[list[int], bool]:
+    url: str, goal: str, arrivals: list[float], wait: float, tls: Any, watch: str | None = None
+) -> tuple[str, list[int], bool]:
     """One client (a connection pool of its own, as a browser has: one pool for all would
     cost the load process O(n²) in httpcore's pool bookkeeping): after `wait` seconds it starts
     a run and follows its stream; for each event appended once the stream is open (those
-    before come from the log, not live) the time to its arrival. The stream's ids, and
-    whether it ended with run_finished."""
+    before come from the log, not live) the time to its arrival. The stream comes from the
+    server at `watch` (default: `url`, where the run was started). The run's id, the
+    stream's ids, and whether it ended with run_finished."""
     import httpx
 
     await asyncio.sleep(wait)
@@ -124,7 +130,8 @@ async def _watch(
         base_url=url, headers=headers, timeout=httpx.Timeout(60, read=None), verify=tls
     ) as client:
         run_id = (await client.post("/api/runs", json={"goal": goal})).json()["run_id"]
-        async with client.stream("GET", f"/api/runs/{run_id}/events") as response:
+        events = f"{watch or url}/api/runs/{run_id}/events"
+        async with client.stream("GET", events) as response:
             opened = time.time()
             async for line in response.aiter_lines():
                 if line.startswith("id: "):
@@ -141,7 +148,7 @@ async def _watch(
                         ids.append(int(block_id))
                         last_kind = event["kind"]
                     block_id, data = None, ""
-    return ids, last_kind == "run_finished"
+    return run_id, ids, last_kind == "run_finished"
 
 
 async def load(url: str, runs: int, ramp: float, pid: int) -> dict[str, Any]:
@@ -165,7 +172,7 @@ async def load(url: str, runs: int, ramp: float, pid: int) -> dict[str, Any]:
     wall = time.perf_counter() - begun
     sampling = False
     await sampler
-    lost = sum(1 for ids, ended in streams if ids != list(range(1, len(ids) + 1)) or not ended)
+    lost = sum(1 for _, ids, ended in streams if ids != list(range(1, len(ids) + 1)) or not ended)
     return {
         "events": len(arrivals),
         "per_s": len(arrivals) / wall,

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -256,16 +258,29 @@ async def test_a_lease_left_on_a_run_that_had_stopped_is_given_up_not_resumed(
     assert [e.kind for e in events].count("run_resumed") == 0
 
 
-def test_two_reins_serve_processes_share_a_run(tmp_path: Path, postgres_url: str) -> None:
-    """`reins serve` twice on one PostgreSQL store: a run started through A waits for an
-    approval, which B gets (B resumes it, from the log); A then stops it, through the store,
-    and A's stream has every event once, in order."""
+@dataclass
+class Served:
+    """Two `reins serve` processes on one store: their project, processes and clients, and
+    what each said once stopped."""
+
+    project: Path
+    servers: list[subprocess.Popen[str]]
+    a: httpx.Client
+    b: httpx.Client
+    said: list[str] = field(default_factory=list[str])
+
+
+@contextmanager
+def two_reins_serve(tmp_path: Path, postgres_url: str, *extra: str) -> Iterator[Served]:
+    """`reins serve EXTRA` twice on the store, with the sleep-then-touch script; stopped (those
+    still alive) at the end."""
     project = tmp_path / "project"
     project.mkdir()
     model = script(tmp_path / "slow.json", SLEEP_THEN_TOUCH)
     env = {**os.environ, "REINS_SERVER_TOKEN": "tok", "COLUMNS": "200"}
-    args = ["serve", "--port", "0", "--store", postgres_url, "--model", model]
+    args = ["serve", "--port", "0", "--store", postgres_url, "--model", model, *extra]
     servers = [_server(project, args, env) for _ in range(2)]
+    said: list[str] = []
     try:
         urls = [_started(s, then=0)[0] for s in servers]
         auth = {"Authorization": "Bearer tok"}
@@ -273,15 +288,24 @@ def test_two_reins_serve_processes_share_a_run(tmp_path: Path, postgres_url: str
             httpx.Client(base_url=urls[0], headers=auth, timeout=30) as a,
             httpx.Client(base_url=urls[1], headers=auth, timeout=30) as b,
         ):
-            run_id = a.post("/api/runs", json={"goal": "sleep, then touch"}).json()["run_id"]
-            waiting = _until(b, run_id, "waiting")
-            approved = b.post(f"/api/runs/{run_id}/approvals/c1", json={"approve": True})
-            _until(a, run_id, "running")  # on B: A sees B hold the session
-            stopped = a.post(f"/api/runs/{run_id}/stop")
-            events = _events(a, run_id)
-            view = a.get(f"/api/runs/{run_id}").json()
+            yield Served(project, servers, a, b, said)
     finally:
-        said = [_stop(s)[1] for s in servers]
+        said += [_stop(s)[1] for s in servers if s.poll() is None]
+
+
+def test_two_reins_serve_processes_share_a_run(tmp_path: Path, postgres_url: str) -> None:
+    """`reins serve` twice on one PostgreSQL store: a run started through A waits for an
+    approval, which B gets (B resumes it, from the log); A then stops it, through the store,
+    and A's stream has every event once, in order."""
+    with two_reins_serve(tmp_path, postgres_url) as served:
+        a, b = served.a, served.b
+        run_id = a.post("/api/runs", json={"goal": "sleep, then touch"}).json()["run_id"]
+        waiting = _until(b, run_id, "waiting")
+        approved = b.post(f"/api/runs/{run_id}/approvals/c1", json={"approve": True})
+        _until(a, run_id, "running")  # on B: A sees B hold the session
+        stopped = a.post(f"/api/runs/{run_id}/stop")
+        events = _events(a, run_id)
+        view = a.get(f"/api/runs/{run_id}").json()
     assert waiting["awaiting"] == ["c1"]
     assert approved.status_code == 202
     assert stopped.status_code == 202
@@ -289,7 +313,7 @@ def test_two_reins_serve_processes_share_a_run(tmp_path: Path, postgres_url: str
     assert [i for i, _ in events] == list(range(1, len(events) + 1))
     assert [k for _, k in events].count("run_resumed") == 1
     assert events[-1][1] == "run_finished"
-    assert not any("Traceback" in s for s in said)
+    assert not any("Traceback" in s for s in served.said)
 
 
 def test_a_run_of_a_killed_server_is_taken_over_by_the_other(
@@ -299,36 +323,25 @@ def test_a_run_of_a_killed_server_is_taken_over_by_the_other(
     server takes the run over by itself and finishes it, the interrupted call not run again;
     a stream through the other, opened before the kill, goes on to the end, every event once
     and in order."""
-    project = tmp_path / "project"
-    project.mkdir()
-    model = script(tmp_path / "slow.json", SLEEP_THEN_TOUCH)
-    env = {**os.environ, "REINS_SERVER_TOKEN": "tok", "COLUMNS": "200"}
-    args = ["serve", "--port", "0", "--store", postgres_url, "--model", model, "-y"]
-    servers = [_server(project, [*args, "--lease", "2"], env) for _ in range(2)]
     watcher = ThreadPoolExecutor(1)  # its stream ends when B does: shut down after B
     try:
-        urls = [_started(s, then=0)[0] for s in servers]
-        auth = {"Authorization": "Bearer tok"}
-        with (
-            httpx.Client(base_url=urls[0], headers=auth, timeout=30) as a,
-            httpx.Client(base_url=urls[1], headers=auth, timeout=30) as b,
-        ):
+        with two_reins_serve(tmp_path, postgres_url, "-y", "--lease", "2") as served:
+            a, b, killed_server = served.a, served.b, served.servers[0]
             run_id = a.post("/api/runs", json={"goal": "sleep, then touch"}).json()["run_id"]
             _until(b, run_id, "running")
             watching = watcher.submit(_events, b, run_id)
             time.sleep(1)  # `sleep 30` runs in A
-            servers[0].kill()
-            servers[0].communicate()
+            killed_server.kill()
+            killed_server.communicate()
             killed = datetime.now(UTC)
             finished = _until(b, run_id, "finished")
             streamed = watching.result(timeout=30)
             events = _events(b, run_id)
             resumed = [e for e in events_of(postgres_url, run_id) if e.kind == "run_resumed"]
     finally:
-        said = [_stop(s)[1] for s in servers if s.poll() is None]
         watcher.shutdown()
     assert finished["answer"] == "done"
-    assert (project / "approved.txt").exists()
+    assert (served.project / "approved.txt").exists()
     assert streamed == events
     assert [i for i, _ in events] == list(range(1, len(events) + 1))
     kinds = [k for _, k in events]
@@ -337,7 +350,7 @@ def test_a_run_of_a_killed_server_is_taken_over_by_the_other(
     # recorded as interrupted by the takeover, not run again
     assert len(resumed) == 1
     assert (resumed[0].ts - killed).total_seconds() > 1.0  # not before A's lease ran out
-    assert not any("Traceback" in s for s in said)
+    assert not any("Traceback" in s for s in served.said)
 
 
 def events_of(url: str, run_id: str) -> list[Event]:
