@@ -5,6 +5,7 @@ watched, steered, stopped and approved through the other. Each server has a log 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import time
@@ -18,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.asyncio.client import connect
 
 from reins import Agent, Budgets, Message, ToolSpec
 from reins.agent import AgentRun
@@ -123,6 +125,44 @@ async def test_a_run_of_server_a_is_stopped_through_server_b(
     assert events[-1].data["stop_reason"] == "cancelled"
     assert view["status"] == "finished"
     assert logged[-1].kind == "run_finished"
+
+
+async def test_a_run_of_server_a_is_followed_and_steered_over_bs_websocket(
+    workspace: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B's WebSocket does for A's run what B's HTTP routes do: its events read from the log,
+    a steer sent to A through the store."""
+    told = asyncio.Event()
+    steer = AgentRun.steer
+
+    def steered(run: AgentRun, text: str) -> None:
+        steer(run, text)
+        told.set()
+
+    monkeypatch.setattr(AgentRun, "steer", steered)
+    gate = Gate()
+    async with two_servers(workspace, postgres_url, FunctionModel(gate), no_model) as (a, b, log):
+        run_id = (await a.post("/api/runs", json={"goal": "look around"})).json()["run_id"]
+        await gate.waiting.wait()
+        ws_url = str(b.base_url).replace("http", "ws", 1) + "/api/ws"
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        got: list[dict[str, Any]] = []
+        async with connect(ws_url, additional_headers=headers) as ws:
+            await ws.send(json.dumps({"type": "subscribe", "run_id": run_id, "id": 1}))
+            steering = {"type": "steer", "run_id": run_id, "text": "say pineapple", "id": 2}
+            await ws.send(json.dumps(steering))
+            async with asyncio.timeout(30):
+                await told.wait()  # server A got it
+                gate.open.set()
+                while not got or got[-1]["type"] != "end":
+                    got.append(json.loads(await ws.recv()))
+        logged = await log.events(run_id)
+    replies = {m["id"]: m["type"] for m in got if m["type"] in ("ok", "error")}
+    seen = [m["event"] for m in got if m["type"] == "event" and m["id"] is not None]
+    assert replies == {1: "ok", 2: "ok"}
+    assert [e["seq"] for e in seen] == [event.seq for event in logged]
+    assert [e["kind"] for e in seen].count("steered") == 1
+    assert "pineapple" in seen[-1]["final_answer"]
 
 
 async def test_a_run_waiting_on_server_a_is_approved_through_server_b(
