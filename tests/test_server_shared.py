@@ -78,9 +78,8 @@ async def test_a_run_of_server_a_is_watched_to_its_end_through_server_b(
     assert events[-1].data["final_answer"] == "told: []"
 
 
-async def test_a_run_of_server_a_is_steered_through_server_b(
-    workspace: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def steer_told(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """Set once a run here is told a steer (the server that runs it got the command)."""
     told = asyncio.Event()
     steer = AgentRun.steer
 
@@ -89,6 +88,13 @@ async def test_a_run_of_server_a_is_steered_through_server_b(
         told.set()
 
     monkeypatch.setattr(AgentRun, "steer", steered)
+    return told
+
+
+async def test_a_run_of_server_a_is_steered_through_server_b(
+    workspace: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    told = steer_told(monkeypatch)
     gate = Gate()
     async with two_servers(workspace, postgres_url, FunctionModel(gate), no_model) as (a, b, _):
         run_id = (await a.post("/api/runs", json={"goal": "look around"})).json()["run_id"]
@@ -132,14 +138,7 @@ async def test_a_run_of_server_a_is_followed_and_steered_over_bs_websocket(
 ) -> None:
     """B's WebSocket does for A's run what B's HTTP routes do: its events read from the log,
     a steer sent to A through the store."""
-    told = asyncio.Event()
-    steer = AgentRun.steer
-
-    def steered(run: AgentRun, text: str) -> None:
-        steer(run, text)
-        told.set()
-
-    monkeypatch.setattr(AgentRun, "steer", steered)
+    told = steer_told(monkeypatch)
     gate = Gate()
     async with two_servers(workspace, postgres_url, FunctionModel(gate), no_model) as (a, b, log):
         run_id = (await a.post("/api/runs", json={"goal": "look around"})).json()["run_id"]
