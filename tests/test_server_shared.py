@@ -355,28 +355,33 @@ def test_two_reins_serve_processes_share_a_run(tmp_path: Path, postgres_url: str
     assert not any("Traceback" in s for s in served.said)
 
 
-def test_a_run_of_a_killed_server_is_taken_over_by_the_other(
-    tmp_path: Path, postgres_url: str
+@pytest.mark.parametrize("end", ["kill -9", "interrupt"])
+def test_a_run_of_a_server_gone_is_taken_over_by_the_other(
+    tmp_path: Path, postgres_url: str, end: str
 ) -> None:
-    """`kill -9` of the server that runs a run: once its lease expires (2 s here), the other
-    server takes the run over by itself and finishes it, the interrupted call not run again;
-    a stream through the other, opened before the kill, goes on to the end, every event once
-    and in order."""
+    """The server that runs a run is killed (`kill -9`: the other takes the run over once its
+    lease expires, 2 s here) or stopped (Ctrl-C: it hands the run over, its lease expired at
+    once). The other server finishes the run by itself, the interrupted call not run again;
+    a stream through it, opened before, goes on to the end, every event once and in order."""
     watcher = ThreadPoolExecutor(1)  # its stream ends when B does: shut down after B
     try:
         with two_reins_serve(tmp_path, postgres_url, "-y", "--lease", "2") as served:
-            a, b, killed_server = served.a, served.b, served.servers[0]
+            a, b, gone = served.a, served.b, served.servers[0]
             run_id = a.post("/api/runs", json={"goal": "sleep, then touch"}).json()["run_id"]
             _until(b, run_id, "running")
             watching = watcher.submit(_events, b, run_id)
             time.sleep(1)  # `sleep 30` runs in A
-            killed_server.kill()
-            killed_server.communicate()
-            killed = datetime.now(UTC)
+            ended = datetime.now(UTC)
+            if end == "kill -9":
+                gone.kill()
+                gone.communicate()
+            else:
+                code, said = _stop(gone)
+                served.said.append(said)
             finished = _until(b, run_id, "finished")
             streamed = watching.result(timeout=30)
             events = _events(b, run_id)
-            resumed = [e for e in events_of(postgres_url, run_id) if e.kind == "run_resumed"]
+            logged = events_of(postgres_url, run_id)
     finally:
         watcher.shutdown()
     assert finished["answer"] == "done"
@@ -387,8 +392,13 @@ def test_a_run_of_a_killed_server_is_taken_over_by_the_other(
     assert kinds.count("tool_call_started") == 2  # the sleep once, the touch once
     assert kinds.index("run_resumed") < kinds.index("tool_call_finished")  # the sleep's end:
     # recorded as interrupted by the takeover, not run again
-    assert len(resumed) == 1
-    assert (resumed[0].ts - killed).total_seconds() > 1.0  # not before A's lease ran out
+    assert kinds.count("run_resumed") == 1
+    assert kinds.count("run_finished") == 1  # not cancelled by A on its way out
+    if end == "kill -9":  # not taken before A's lease ran out
+        resumed = next(e for e in logged if e.kind == "run_resumed")
+        assert (resumed.ts - ended).total_seconds() > 1.0
+    else:
+        assert code == 130  # interrupted, as a lone server is
     assert not any("Traceback" in s for s in served.said)
 
 

@@ -84,6 +84,10 @@ class Live:
     finished: bool = False
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     ended: asyncio.Event = field(default_factory=asyncio.Event)
+    drain: asyncio.Task[None] | None = None
+    """The task reading the run."""
+    handed_over: bool = False
+    """Stopped where it was by a server closing on a shared store, for another to go on with."""
 
     def add(self, event: StreamEvent) -> None:
         self.events.append(event)
@@ -269,6 +273,7 @@ class Runs:
     async def _drain(self, live: Live) -> None:
         """Read the run to its end into its record. A steer the run ended before telling
         begins the session's next turn in the same stream: a new run, with a record of its own."""
+        live.drain = asyncio.current_task()
         try:
             async for event in live.run:
                 if isinstance(event, RunStarted) and event.run_id != live.run_id:
@@ -277,6 +282,7 @@ class Runs:
                         self._webhooks[event.run_id] = hook
                     await self._lease(event)
                     live = self._track(live.run, live.cancel, event)
+                    live.drain = asyncio.current_task()
                     continue
                 live.add(event)
         except Exception:  # the log keeps what was recorded: the run shows as interrupted
@@ -288,9 +294,10 @@ class Runs:
         live.end()
         if self.live.get(live.run_id) is live:
             del self.live[live.run_id]
-        if self._shared is not None:  # ended, or waits for an answer: nobody is to take it over
-            try:
-                await self._shared.leases.drop(live.run_id)
+        if self._shared is not None:
+            leases = self._shared.leases
+            try:  # handed over: another server is to go on with it now; else nobody is
+                await (leases.hand_over if live.handed_over else leases.drop)(live.run_id)
             except StoreError as exc:
                 _logger.warning("%s", exc)
         if (url := self._webhooks.get(live.run_id)) is not None:
@@ -524,8 +531,10 @@ class Runs:
         return self.log.writing(session_id)
 
     async def close(self) -> None:
-        """Stop every run going on (each ends as cancelled, in its log), end the streams of
-        waiting runs, and wait for them."""
+        """Stop every run going on, end the streams of waiting runs, and wait for them. Alone
+        on its store, each run ends as cancelled, in its log; on a shared store each is stopped
+        where it is and handed over (its lease expires now): another server, or this one
+        started again, resumes it, as after a crash but at once."""
         self._closing = True
         if self._keeping is not None:
             self._keeping.cancel()
@@ -533,7 +542,11 @@ class Runs:
         for going_on in self._going_on.values():
             going_on.set()
         for live in list(self.live.values()):
-            live.cancel.cancel()
+            if self._shared is None:
+                live.cancel.cancel()
+            elif live.drain is not None:
+                live.handed_over = True
+                live.drain.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._shared is not None:

@@ -66,6 +66,16 @@ class Leases:
             doing=f"giving up the lease of run {run_id}",
         )
 
+    async def hand_over(self, run_id: str) -> None:
+        """Let the run's lease expire now (if this server holds it): the next server to look
+        takes the run over."""
+        await self._query(
+            "UPDATE reins_leases SET expires = now() WHERE run_id = %s AND owner = %s",
+            run_id,
+            self.owner,
+            doing=f"handing over run {run_id}",
+        )
+
     async def renew(self) -> None:
         """The heartbeat: every lease this server holds is good for `seconds` more."""
         await self._query(
