@@ -36,8 +36,10 @@ from typing import Any
 TOKEN = "bench-token"
 
 
-def _script(steps: int, delay: float) -> Any:
-    """The scripted model: `delay` seconds a reply, a read_file for `steps` steps, then done."""
+def _script(steps: int, delay: float, vary: bool = False) -> Any:
+    """The scripted model: `delay` seconds a reply, a read_file for `steps` steps, then done.
+    The same call each step, unless `vary` (a line further each step): a run repeating it is
+    told it goes in circles, and stopped as stalled after a few steps."""
     from reins import AssistantMessage, Message, ToolCall, ToolSpec
     from reins.testing import FunctionModel
 
@@ -46,7 +48,10 @@ def _script(steps: int, delay: float) -> Any:
         done = sum(1 for m in messages if m.role == "tool")
         if done >= steps:
             return "FINAL_ANSWER: read"
-        call = ToolCall(id=f"r{done}", name="read_file", arguments={"path": "notes.txt"})
+        arguments: dict[str, Any] = {"path": "notes.txt"}
+        if vary:
+            arguments["start_line"] = done + 1
+        call = ToolCall(id=f"r{done}", name="read_file", arguments=arguments)
         return AssistantMessage(text=f"reading, step {done}", tool_calls=(call,))
 
     return FunctionModel(reply)
@@ -74,15 +79,21 @@ def serve(port_file: Path, store: Path, workspace: Path, steps: int, delay: floa
 
 
 async def serve_log(
-    port_file: Path, make_log: Callable[[], Any], workspace: Path, steps: int, delay: float
+    port_file: Path,
+    make_log: Callable[[], Any],
+    workspace: Path,
+    steps: int,
+    delay: float,
+    vary: bool = False,
 ) -> None:
-    """`serve` on the log `make_log` opens (made in the server's event loop); closed after."""
+    """`serve` on the log `make_log` opens (made in the server's event loop); closed after.
+    `vary`: as `_script`'s."""
     import uvicorn
 
     from reins.server import Runs, create_app
 
     log = make_log()
-    model = _script(steps, delay)
+    model = _script(steps, delay, vary)
     runs = Runs(log, lambda request: _agent(workspace, log, model))
     app = create_app(runs, TOKEN)
     config = uvicorn.Config(
@@ -110,14 +121,21 @@ def _rss_kb(pid: int) -> int:
 
 
 async def _watch(
-    url: str, goal: str, arrivals: list[float], wait: float, tls: Any, watch: str | None = None
+    url: str,
+    goal: str,
+    arrivals: list[float],
+    wait: float,
+    tls: Any,
+    watch: str | None = None,
+    every: list[float] | None = None,
 ) -> tuple[str, list[int], bool]:
     """One client (a connection pool of its own, as a browser has: one pool for all would
     cost the load process O(n²) in httpcore's pool bookkeeping): after `wait` seconds it starts
     a run and follows its stream; for each event appended once the stream is open (those
     before come from the log, not live) the time to its arrival. The stream comes from the
-    server at `watch` (default: `url`, where the run was started). The run's id, the
-    stream's ids, and whether it ended with run_finished."""
+    server at `watch` (default: `url`, where the run was started); `every` gets the time of
+    every event, those before the stream opened too. The run's id, the stream's ids, and
+    whether it ended with run_finished."""
     import httpx
 
     await asyncio.sleep(wait)
@@ -144,6 +162,8 @@ async def _watch(
                     appended = datetime.fromisoformat(event["ts"]).timestamp()
                     if appended >= opened:
                         arrivals.append(now - appended)
+                    if every is not None:
+                        every.append(now - appended)
                     if block_id is not None:
                         ids.append(int(block_id))
                         last_kind = event["kind"]

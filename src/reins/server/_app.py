@@ -62,7 +62,7 @@ def create_app(runs: Runs, token: str) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await runs.open()  # on a shared store, runs of servers gone are taken over from now
         yield
-        await runs.close()  # the runs going on end as cancelled, in their logs
+        await runs.close()  # the runs going on end as cancelled (shared store: handed over)
 
     app = FastAPI(title="reins", version=_version(), lifespan=lifespan, max_body_size=MAX_BODY)
     app.add_exception_handler(_Unauthorized, _unauthorized)
