@@ -17,6 +17,7 @@ import pytest
 from reins import (
     Agent,
     AssistantMessage,
+    Budgets,
     Continue,
     LogCorrupted,
     LogUnverified,
@@ -428,6 +429,40 @@ async def test_a_gap_in_seq_is_reported_where_it_is(tmp_path: Path, workspace: P
     with pytest.raises(LogCorrupted, match=r"line 3, holds event 4 of run .* does not match"):
         await Agent(model=scripted(0), workspace=workspace, log=log).state(info.run_id)
     await log.close()
+
+
+async def test_a_run_known_to_a_reader_is_read_whole_after_another_process_goes_on_with_it(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A read of one run catches up its own session's journal only; what another process
+    appended to that run since the reader last looked is in it."""
+    store = tmp_path / "store"
+    writer = SQLiteLog(store)
+    capped = Agent(
+        model=scripted(3),
+        tools=[pause],
+        workspace=workspace,
+        log=writer,
+        budgets=Budgets(max_steps=2),
+    )
+    first = await capped.run("go")
+    reader = SQLiteLog(store)
+    before = await reader.events(first.run_id)
+    agent = Agent(model=scripted(3), tools=[pause], workspace=workspace, log=writer)
+    await agent.resume(first.run_id, max_steps=10)
+    await writer.commit()
+    after = await reader.events(first.run_id)
+    written = journal_events(journal(store, first.session_id).read_bytes())
+    outside = store / "outside.jsonl"  # beside the journals: no session's
+    outside.write_bytes(journal(store, first.session_id).read_bytes())
+    strays = await reader.runs("../outside"), reader.damage()
+    await writer.close()
+    await reader.close()
+    assert first.stop_reason is StopReason.MAX_STEPS
+    assert after[: len(before)] == before
+    assert len(after) > len(before)
+    assert after == written
+    assert strays == ([], [])  # an id is a name: no file elsewhere is read as a journal
 
 
 async def test_unknown_run_ids(any_log: IndexedLog) -> None:

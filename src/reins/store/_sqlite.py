@@ -328,7 +328,7 @@ class SQLiteLog:
             self._commit()
 
     def _first_seq(self, run_id: str) -> int:
-        self._refresh()
+        self._refresh_run(run_id)
         row = self._query("SELECT max(last_seq) FROM spans WHERE run_id = ?", run_id)
         return (row[0][0] or 0) + 1
 
@@ -442,7 +442,7 @@ class SQLiteLog:
         if session_id in self._claimed or others:
             raise busy_here(session_id, others)
         if session_id not in self._live:  # else this process wrote it all: it is checked
-            self._refresh()  # a torn last line set aside, before the lock keeps it
+            self._refresh(session_id)  # a torn last line set aside, before the lock keeps it
             if (noted := self._damaged.get(session_id)) is not None:
                 raise noted[1].error()
         try:
@@ -591,16 +591,22 @@ class SQLiteLog:
             for i in changed.values()
         ]
 
-    def _catch_up(self) -> None:
-        """Index journal lines the database lacks: left by a crash, or by another process.
-        A damaged journal sets its session aside (once per damage, with a warning); it never
-        stops the others."""
-        known: dict[str, Reach] = {
-            row[0]: (int(row[1]), row[2], str(row[3]))
-            for row in self._query("SELECT session_id, indexed_bytes, head, trust FROM journals")
-        }
+    def _catch_up(self, session_id: str | None = None) -> None:
+        """Index journal lines the database lacks: left by a crash, or by another process;
+        of every journal, or of one session's (a read of one run or session need not look
+        at the store's every file). A damaged journal sets its session aside (once per damage,
+        with a warning); it never stops the others."""
+        sql = "SELECT session_id, indexed_bytes, head, trust FROM journals"
         directory = self.journals.directory
-        for path in sorted(directory.glob("*.jsonl")) if directory.is_dir() else []:
+        if session_id is not None:
+            rows = self._query(sql + " WHERE session_id = ?", session_id)
+            path = self.journals.path(session_id)
+            paths = [path] if path.parent == directory else []  # an id is a name, not a path
+        else:
+            rows = self._query(sql)
+            paths = sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
+        known: dict[str, Reach] = {row[0]: (int(row[1]), row[2], str(row[3])) for row in rows}
+        for path in paths:
             session_id = path.stem
             try:
                 size = path.stat().st_size
@@ -735,7 +741,7 @@ class SQLiteLog:
         return damage
 
     async def events(self, run_id: str) -> list[Event]:
-        self._refresh()
+        self._refresh_run(run_id)
         spans = self._query(
             "SELECT first_seq, last_seq, session_id, start_byte, end_byte FROM spans "
             "WHERE run_id = ? ORDER BY first_seq",
@@ -808,7 +814,7 @@ class SQLiteLog:
         return events
 
     async def runs(self, session_id: str | None = None) -> list[RunInfo]:
-        self._refresh()
+        self._refresh(session_id)
         sql = "SELECT * FROM runs"
         rows = (
             self._query(sql + " WHERE session_id = ? ORDER BY started_at", session_id)
@@ -824,7 +830,7 @@ class SQLiteLog:
         if self.read_only:
             raise StoreError(f"the event log at {self.directory} is read-only")
         await self.commit()
-        self._refresh()
+        self._refresh(session_id)
         if session_id in self._live or session_id in self._claimed:
             raise SessionBusy(f"session {session_id} has a run going on in this process")
         runs = [
@@ -868,10 +874,18 @@ class SQLiteLog:
         self._damaged.pop(session_id, None)
         self._journal_sizes.pop(session_id, None)
 
-    def _refresh(self) -> None:
-        """Before a read: what this process wrote, then what others did."""
+    def _refresh(self, session_id: str | None = None) -> None:
+        """Before a read: what this process wrote, then what others did (to every session,
+        or to one)."""
         self._index()
-        self._catch_up()
+        self._catch_up(session_id)
+
+    def _refresh_run(self, run_id: str) -> None:
+        """Before a read of a run: its session's journal caught up, or, for a run the index
+        does not know yet (another process's new one), every journal."""
+        self._index()
+        row = self._query("SELECT session_id FROM spans WHERE run_id = ? LIMIT 1", run_id)
+        self._catch_up(str(row[0][0]) if row else None)
 
     def _load_run(self, run_id: str) -> RunInfo | None:
         row = self._db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
