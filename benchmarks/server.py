@@ -36,10 +36,9 @@ from typing import Any
 TOKEN = "bench-token"
 
 
-def _script(steps: int, delay: float, vary: bool = False) -> Any:
-    """The scripted model: `delay` seconds a reply, a read_file for `steps` steps, then done.
-    The same call each step, unless `vary` (a line further each step): a run repeating it is
-    told it goes in circles, and stopped as stalled after a few steps."""
+def _script(steps: int, delay: float) -> Any:
+    """The scripted model: `delay` seconds a reply, a read_file for `steps` steps (a line
+    further each step: a run repeating one call is stopped as going in circles), then done."""
     from reins import AssistantMessage, Message, ToolCall, ToolSpec
     from reins.testing import FunctionModel
 
@@ -48,9 +47,7 @@ def _script(steps: int, delay: float, vary: bool = False) -> Any:
         done = sum(1 for m in messages if m.role == "tool")
         if done >= steps:
             return "FINAL_ANSWER: read"
-        arguments: dict[str, Any] = {"path": "notes.txt"}
-        if vary:
-            arguments["start_line"] = done + 1
+        arguments = {"path": "notes.txt", "start_line": done + 1}
         call = ToolCall(id=f"r{done}", name="read_file", arguments=arguments)
         return AssistantMessage(text=f"reading, step {done}", tool_calls=(call,))
 
@@ -84,16 +81,14 @@ async def serve_log(
     workspace: Path,
     steps: int,
     delay: float,
-    vary: bool = False,
 ) -> None:
-    """`serve` on the log `make_log` opens (made in the server's event loop); closed after.
-    `vary`: as `_script`'s."""
+    """`serve` on the log `make_log` opens (made in the server's event loop); closed after."""
     import uvicorn
 
     from reins.server import Runs, create_app
 
     log = make_log()
-    model = _script(steps, delay, vary)
+    model = _script(steps, delay)
     runs = Runs(log, lambda request: _agent(workspace, log, model))
     app = create_app(runs, TOKEN)
     config = uvicorn.Config(

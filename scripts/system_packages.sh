@@ -31,8 +31,10 @@ if [ "$group" = test ] || [ "$group" = all ]; then
     command -v fish > /dev/null || need+=(fish)
     # A real browser for the web page's tests (Playwright drives Debian's Chromium).
     command -v chromium > /dev/null || need+=(chromium chromium-driver)
-    # A real PostgreSQL for the event log's tests, which start their own server (initdb and
-    # pg_ctl in a temporary folder); pg_ctlcluster comes with Debian's package.
+fi
+if [ "$group" != demo ]; then
+    # A real PostgreSQL for the event log's tests and the scale benchmark, which start their
+    # own server (initdb and pg_ctl in a temporary folder); pg_ctlcluster comes with it.
     command -v pg_ctlcluster > /dev/null || need+=(postgresql)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
