@@ -280,7 +280,8 @@ async def test_a_lease_left_on_a_run_that_had_stopped_is_given_up_not_resumed(
         )
         stopped = await capped.run("look around")
         gone = log.leases("gone", 1.0)
-        await gone.take(stopped.run_id, stopped.session_id)
+        gone.take(stopped.run_id, stopped.session_id)
+        await gone.flush()
         await asyncio.sleep(1.1)  # the lease expires
         await runs.open()
         for _ in range(100):  # the lease is claimed within a third of a lease

@@ -150,7 +150,10 @@ async def test_an_expired_lease_is_claimed_once_and_only_if_its_session_is_free(
     try:
         gone, one, two = (log.leases(name, 60) for log, name in zip(logs, "abc", strict=True))
         for run_id in ("r-live", "r-held", "r-free"):
-            await gone.take(run_id, f"s-{run_id}")
+            gone.take(run_id, f"s-{run_id}")
+        gone.take("r-dropped", "s-r-dropped")
+        gone.drop("r-dropped")  # before it was written: never written
+        await gone.flush()
         fresh = await one.claim_orphans()  # none has expired
         rows(postgres_url, "UPDATE reins_leases SET expires = now() - interval '1 s' RETURNING 1")
         await gone.renew()
@@ -164,9 +167,9 @@ async def test_an_expired_lease_is_claimed_once_and_only_if_its_session_is_free(
         logs[0].claim("s-r-held")  # its writer is still there
         claims = await asyncio.gather(one.claim_orphans(), two.claim_orphans())
         owners = dict(rows(postgres_url, "SELECT run_id, owner FROM reins_leases"))
-        await one.drop("r-free")
-        await two.drop("r-free")
-        await gone.drop("r-held")
+        for leases, run_id in ((one, "r-free"), (two, "r-free"), (gone, "r-held")):
+            leases.drop(run_id)
+            await leases.flush()
         left = rows(postgres_url, "SELECT run_id FROM reins_leases ORDER BY run_id")
         leased = [await one.leased(r) for r in ("r-live", "r-free")]
     finally:

@@ -158,7 +158,7 @@ class Runs:
             raise UsageError(f"a run began with {type(first).__name__}, not run_started")
         if request.webhook is not None:
             self._webhooks[first.run_id] = str(request.webhook)
-        await self._lease(first)
+        self._lease(first)
         self._go_on(run, cancel, first)
         return first
 
@@ -195,7 +195,7 @@ class Runs:
         first = await anext(run)
         if not isinstance(first, RunResumed):
             raise UsageError(f"a resume began with {type(first).__name__}, not run_resumed")
-        await self._lease(first)
+        self._lease(first)
         self._go_on(run, cancel, first)
         return first
 
@@ -234,15 +234,12 @@ class Runs:
                 return
         except ReinsError as exc:
             _logger.warning("run %s of a server gone is not resumed here: %s", run_id, exc)
-        await self._shared.leases.drop(run_id)
+        self._shared.leases.drop(run_id)
 
-    async def _lease(self, first: Event) -> None:
+    def _lease(self, first: Event) -> None:
         """On a shared store, hold the lease of the run that goes on here now."""
         if self._shared is not None:
-            try:
-                await self._shared.leases.take(first.run_id, first.session_id)
-            except StoreError as exc:  # it runs; no other server can take it over if this dies
-                _logger.warning("%s", exc)
+            self._shared.leases.take(first.run_id, first.session_id)
 
     async def _leased(self, run_id: str) -> bool:
         """Whether a server holds the run's lease: one goes on with it (or will, once the
@@ -280,7 +277,7 @@ class Runs:
                     await self._end(live)
                     if hook := self._webhooks.get(live.run_id):
                         self._webhooks[event.run_id] = hook
-                    await self._lease(event)
+                    self._lease(event)
                     live = self._track(live.run, live.cancel, event)
                     live.drain = asyncio.current_task()
                     continue
@@ -294,12 +291,14 @@ class Runs:
         live.end()
         if self.live.get(live.run_id) is live:
             del self.live[live.run_id]
-        if self._shared is not None:
-            leases = self._shared.leases
-            try:  # handed over: another server is to go on with it now; else nobody is
-                await (leases.hand_over if live.handed_over else leases.drop)(live.run_id)
-            except StoreError as exc:
-                _logger.warning("%s", exc)
+        if self._shared is not None:  # handed over: another server is to go on with it now
+            if not live.handed_over:
+                self._shared.leases.drop(live.run_id)  # ended, or waits for an answer
+            else:
+                try:
+                    await self._shared.leases.hand_over(live.run_id)
+                except StoreError as exc:
+                    _logger.warning("%s", exc)
         if (url := self._webhooks.get(live.run_id)) is not None:
             view = await self.view(live.run_id)
             body = view.model_dump_json().encode()
@@ -550,6 +549,7 @@ class Runs:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._shared is not None:
+            await self._shared.leases.flush()
             await self._shared.close()
 
 

@@ -12,10 +12,15 @@ connection asks for TCP keepalives: `_pg_locks`).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..core._errors import StoreError
 from ._pg_locks import COUNT, lock_key
+
+log = logging.getLogger("reins.store")
 
 Query = Callable[..., Awaitable[list[tuple[Any, ...]]]]
 """The log's query: (sql, *params, doing=what it is for) -> rows."""
@@ -33,42 +38,86 @@ WHERE run_id IN (
 RETURNING run_id
 """
 """Take over the expired leases of sessions nobody writes: the runs claimed."""
+TAKE = """
+INSERT INTO reins_leases (run_id, session_id, lock_key, owner, expires)
+SELECT run_id, session_id, lock_key, %s, now() + make_interval(secs => %s)
+FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS taken (run_id, session_id, lock_key)
+ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
+"""
 
 
 class Leases:
-    """The leases one server (`owner`) holds, each good for `seconds` past its last renewal."""
+    """The leases one server (`owner`) holds, each good for `seconds` past its last renewal.
+
+    Leases taken and given up are written by one task, all those of a moment in one statement:
+    a server starting a thousand runs at once writes a few statements, not a thousand, and no
+    run waits for its lease to start."""
 
     def __init__(self, query: Query, owner: str, seconds: float) -> None:
         self._query = query
         self.owner = owner
         self.seconds = seconds
+        self._taking: dict[str, str] = {}
+        """Runs (and their sessions) whose lease is to be written."""
+        self._dropping: set[str] = set()
+        """Runs whose lease is to be given up."""
+        self._writing: asyncio.Task[None] | None = None
 
-    async def take(self, run_id: str, session_id: str) -> None:
+    def take(self, run_id: str, session_id: str) -> None:
         """Hold the run's lease from now (taken from whoever held it: this server runs it)."""
-        await self._query(
-            "INSERT INTO reins_leases (run_id, session_id, lock_key, owner, expires) "
-            "VALUES (%s, %s, %s, %s, now() + make_interval(secs => %s)) "
-            "ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires = excluded.expires",
-            run_id,
-            session_id,
-            lock_key(session_id),
-            self.owner,
-            self.seconds,
-            doing=f"taking the lease of run {run_id}",
-        )
+        self._dropping.discard(run_id)
+        self._taking[run_id] = session_id
+        self._write_soon()
 
-    async def drop(self, run_id: str) -> None:
+    def drop(self, run_id: str) -> None:
         """Give up the run's lease (if this server holds it): nobody is to go on with it."""
-        await self._query(
-            "DELETE FROM reins_leases WHERE run_id = %s AND owner = %s",
-            run_id,
-            self.owner,
-            doing=f"giving up the lease of run {run_id}",
-        )
+        self._taking.pop(run_id, None)
+        self._dropping.add(run_id)
+        self._write_soon()
+
+    def _write_soon(self) -> None:
+        if self._writing is None or self._writing.done():
+            self._writing = asyncio.get_running_loop().create_task(self._write())
+
+    async def flush(self) -> None:
+        """Wait until the leases taken and given up so far are written (a failure is logged:
+        only those runs' takeover by another server is lost)."""
+        if self._taking or self._dropping:
+            self._write_soon()
+        if self._writing is not None:
+            await self._writing
+
+    async def _write(self) -> None:
+        try:
+            while self._taking or self._dropping:
+                taking, self._taking = self._taking, {}
+                dropping, self._dropping = self._dropping, set()
+                if taking:
+                    sessions = list(taking.values())
+                    keys = [lock_key(s) for s in sessions]
+                    await self._query(
+                        TAKE,
+                        self.owner,
+                        self.seconds,
+                        list(taking),
+                        sessions,
+                        keys,
+                        doing="taking the leases of the runs it runs",
+                    )
+                if dropping:
+                    await self._query(
+                        "DELETE FROM reins_leases WHERE run_id = ANY(%s) AND owner = %s",
+                        list(dropping),
+                        self.owner,
+                        doing="giving up the leases of runs ended",
+                    )
+        except StoreError as exc:  # the runs go on; only their takeover by another is lost
+            log.warning("%s", exc)
 
     async def hand_over(self, run_id: str) -> None:
         """Let the run's lease expire now (if this server holds it): the next server to look
         takes the run over."""
+        await self.flush()
         await self._query(
             "UPDATE reins_leases SET expires = now() WHERE run_id = %s AND owner = %s",
             run_id,
