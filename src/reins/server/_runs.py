@@ -255,6 +255,7 @@ class Runs:
     def _go_on(self, run: AgentRun, cancel: Cancel, first: RunStarted | RunResumed) -> None:
         live = self._track(run, cancel, first)
         task = asyncio.create_task(self._drain(live), name=f"reins-run-{first.run_id}")
+        live.drain = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -270,7 +271,6 @@ class Runs:
     async def _drain(self, live: Live) -> None:
         """Read the run to its end into its record. A steer the run ended before telling
         begins the session's next turn in the same stream: a new run, with a record of its own."""
-        live.drain = asyncio.current_task()
         try:
             async for event in live.run:
                 if isinstance(event, RunStarted) and event.run_id != live.run_id:
@@ -543,8 +543,9 @@ class Runs:
         for live in list(self.live.values()):
             if self._shared is None:
                 live.cancel.cancel()
-            elif live.drain is not None:
+            else:
                 live.handed_over = True
+                assert live.drain is not None  # set as its task was made
                 live.drain.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
