@@ -101,9 +101,12 @@ def test_nothing_missing_is_silent(bin_dir: Path) -> None:
     assert (bin_dir / "called" / "python3").exists()  # the libseccomp check ran
 
 
-def test_the_tests_need_postgresql_and_only_they_do(bin_dir: Path) -> None:
+def test_the_tests_and_the_benchmarks_need_postgresql_and_the_demo_does_not(
+    bin_dir: Path,
+) -> None:
     (bin_dir / "pg_ctlcluster").unlink()
-    assert run_unprivileged(bin_dir, "bench").returncode == 0
-    assert "make test needs postgresql: run  sudo apt-get install postgresql" in (
-        run_unprivileged(bin_dir, "test").stderr
-    )
+    assert run_unprivileged(bin_dir, "demo").returncode == 0
+    for group in ("test", "bench"):
+        assert f"make {group} needs postgresql: run  sudo apt-get install postgresql" in (
+            run_unprivileged(bin_dir, group).stderr
+        )
