@@ -25,14 +25,14 @@ log = logging.getLogger("reins.store")
 Query = Callable[..., Awaitable[list[tuple[Any, ...]]]]
 """The log's query: (sql, *params, doing=what it is for) -> rows."""
 
-UNLOCKED = COUNT.replace("count(*)", "1").replace("= ANY(%s)", "= l.lock_key")
+HELD = COUNT.replace("count(*)", "1").replace("= ANY(%s)", "= l.lock_key")
 """Rows (one) if someone holds the lock of lease `l`'s session."""
 
 CLAIM = f"""
 UPDATE reins_leases SET owner = %s, expires = now() + make_interval(secs => %s)
 WHERE run_id IN (
     SELECT l.run_id FROM reins_leases l
-    WHERE l.expires < now() AND NOT EXISTS ({UNLOCKED})
+    WHERE l.expires < now() AND NOT EXISTS ({HELD})
     FOR UPDATE OF l SKIP LOCKED
 ) AND expires < now()
 RETURNING run_id
