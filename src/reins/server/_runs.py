@@ -340,7 +340,7 @@ class Runs:
                     )
                 if live is not None:  # it stops to wait once the step's other calls are done
                     await live.ended.wait()
-                elif self._written(state.session_id):  # so in another server: look again then
+                elif await self._written_now(state.session_id):  # in another server: look again
                     await asyncio.sleep(POLL_S)
                     continue
                 break
@@ -470,7 +470,7 @@ class Runs:
             if self._goings != looked:
                 continue  # a run went on while this one was looked at: look again
             quiet = 0.0
-            while not (self._closing or went_live.is_set() or self._written(session_id)):
+            while not (self._closing or went_live.is_set() or await self._written_now(session_id)):
                 try:
                     async with asyncio.timeout(POLL_S):
                         await went_live.wait()
@@ -515,7 +515,9 @@ class Runs:
             if written is not None:
                 await asyncio.sleep(POLL_S)
                 quiet += POLL_S
-            written = self._written(session_id)  # before the read: let go, the read has all
+            written = await self._written_now(
+                session_id
+            )  # before the read: let go, the read has all
             events = await self._after(run_id, last.seq)
             last = events[-1] if events else last
 
@@ -524,6 +526,13 @@ class Runs:
         if self._shared is not None:
             return await self._shared.events_after(run_id, seq)
         return [event for event in await self._events(run_id) if event.seq > seq]
+
+    async def _written_now(self, session_id: str) -> bool:
+        """`_written`, without holding up the event loop on a shared store (where each look
+        is a round trip to the database): what a stream polling a run asks."""
+        if self._shared is not None:
+            return await self._shared.writing(session_id)
+        return self._written(session_id)
 
     def _written(self, session_id: str) -> bool:
         """Whether another process writes the session now (it holds the journal's lock)."""

@@ -45,6 +45,8 @@ class Shared:
         self._channel = Channel(log.address)
         self.events_after = log.events_after
         """A run's events past a seq: what a server reads of a run another one writes."""
+        self.writing = log.writing_now
+        """Whether a process writes a session now (the log's `writing`, not blocking)."""
         self.leases = log.leases(server_name(), lease)
         """The runs this server runs, held for `lease` seconds past each heartbeat."""
 

@@ -39,7 +39,7 @@ from ._blobs import CARRIERS, media_in, referred
 from ._log import busy_here
 from ._pg_connect import Address, address, connect_options, failed
 from ._pg_leases import Leases
-from ._pg_locks import SessionLocks
+from ._pg_locks import COUNT, SessionLocks, lock_key
 from ._pg_schema import SCHEMA_VERSION, prepare
 from ._serialize import serialized, unrecordable
 
@@ -319,6 +319,12 @@ class PostgresLog:
     def writing(self, session_id: str) -> bool:
         """True if some process (this one included) holds the session's lock."""
         return self._locks.writing(session_id)
+
+    async def writing_now(self, session_id: str) -> bool:
+        """`writing`, asked through the pool: a server watching many runs does not hold up
+        its event loop for a round trip to the database at each look."""
+        rows = await self._query(COUNT, [lock_key(session_id)], doing="reading a session's lock")
+        return bool(rows[0][0])
 
     def unverified(self, session_id: str) -> str | None:
         """None: the rows are not signed (the database's grants guard them); see the module."""
