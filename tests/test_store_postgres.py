@@ -89,6 +89,23 @@ def test_a_session_claimed_by_a_killed_process_is_free_once_it_is_dead(postgres_
         asyncio.run(log.close())
 
 
+async def test_whether_a_session_is_written_is_asked_through_the_pool_too(
+    postgres_url: str,
+) -> None:
+    """`writing_now` (what a server's streams ask at each look) says what `writing` says."""
+    log, other = PostgresLog(postgres_url), PostgresLog(postgres_url)
+    try:
+        before = await log.writing_now("s-w")
+        other.claim("s-w")
+        during = await log.writing_now("s-w"), log.writing("s-w")
+        other.release("s-w")
+        after = await log.writing_now("s-w")
+    finally:
+        await log.close()
+        await other.close()
+    assert (before, during, after) == (False, (True, True), False)
+
+
 async def test_a_store_from_a_newer_reins_is_refused_naming_its_version(
     postgres_url: str, tmp_path: Path
 ) -> None:
