@@ -221,6 +221,8 @@ class Runs:
                     await self._take_over(run_id)
             except StoreError as exc:  # the store is down: look again at the next beat
                 _logger.warning("%s", exc)
+            except Exception:  # a beat missed must not stop the next: its runs would be taken
+                _logger.exception("keeping this server's leases failed")
             await asyncio.sleep(leases.seconds / 3)
 
     async def _take_over(self, run_id: str) -> None:
